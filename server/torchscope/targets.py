@@ -1,0 +1,213 @@
+"""Find the function to profile in source text, without importing it.
+
+The daemon and the CLI use this to turn "line 12 of this file" or ``file.py::Class.method`` into
+a qualified name, its ``def`` line, its parameters and its ``# torchscope:`` directives. It only
+parses (``ast``), so it is safe in the daemon: the user's code never runs here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Tuple, Union
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+
+#: ``# torchscope: fn(torch.randn(8, 8))`` or ``# torchscope[cuda]: fn(...)`` — the bracket
+#: names a condition: ``cuda`` directives only run where the worker reports a GPU.
+DIRECTIVE_RE = re.compile(r"^\s*#\s*torchscope(?:\[(?P<condition>[a-z]+)\])?\s*:\s*(?P<call>.+?)\s*$")
+
+KNOWN_CONDITIONS = ("cuda",)
+
+
+class TargetError(Exception):
+    """The file or the function cannot be profiled as asked; the message says why and what to do."""
+
+    def __init__(self, message: str, line: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # positional_only | positional | var_positional | keyword | var_keyword
+    has_default: bool
+
+
+@dataclass(frozen=True)
+class Directive:
+    call: str
+    line: int  # 1-based line of the comment
+    condition: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A function found in a file: enough to ask the worker to profile it."""
+
+    file: str
+    qualname: str
+    def_line: int  # 1-based line of the ``def`` keyword
+    first_line: int  # 1-based, including decorators
+    end_line: int
+    params: Tuple[Param, ...]
+    directives: Tuple[Directive, ...] = field(default=())
+    is_method: bool = False
+    is_async: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rsplit(".", 1)[-1]
+
+    @property
+    def needs_call(self) -> bool:
+        """True when the function cannot be called as ``fn()``: a call expression is needed."""
+        if self.is_method:
+            return True
+        return any(
+            not p.has_default and p.kind in ("positional_only", "positional", "keyword")
+            for p in self.params
+        )
+
+    def directive_for(self, cuda_available: bool) -> Optional[Directive]:
+        """The first directive that applies on this machine."""
+        for directive in self.applicable_directives(cuda_available):
+            return directive
+        return None
+
+    def applicable_directives(self, cuda_available: bool) -> List[Directive]:
+        return [d for d in self.directives if d.condition != "cuda" or cuda_available]
+
+
+def parse_spec(spec: str) -> Tuple[Path, str]:
+    """Split ``path/to/file.py::Qual.name`` into its parts."""
+    path, sep, qualname = spec.rpartition("::")
+    if not sep or not path or not qualname:
+        raise TargetError(
+            f"target {spec!r} is not FILE::FUNCTION — write e.g. examples/matmul_add.py::fn "
+            "or model.py::Model.forward"
+        )
+    return Path(path), qualname
+
+
+def read_source(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TargetError(f"{path}: no such file — check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TargetError(f"{path}: cannot be read as UTF-8 Python source ({exc})") from None
+
+
+def _parse(source: str, filename: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        where = f"{filename}:{exc.lineno}" if exc.lineno else filename
+        raise TargetError(
+            f"{where}: syntax error: {exc.msg} — fix it before profiling", line=exc.lineno
+        ) from None
+
+
+def _walk_functions(
+    node: ast.AST, prefix: str, in_class: bool
+) -> List[Tuple[str, FunctionNode, bool]]:
+    """Every function with its qualified name, as Python's ``__qualname__`` spells it."""
+    found: List[Tuple[str, FunctionNode, bool]] = []
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            qualname = f"{prefix}{child.name}"
+            found.append((qualname, child, in_class))
+            found.extend(_walk_functions(child, f"{qualname}.<locals>.", False))
+        elif isinstance(child, ast.ClassDef):
+            found.extend(_walk_functions(child, f"{prefix}{child.name}.", True))
+        elif not isinstance(child, (ast.Lambda,)):
+            # Functions inside if/try/with blocks at the same level keep the same prefix.
+            if isinstance(child, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.While)):
+                found.extend(_walk_functions(child, prefix, in_class))
+    return found
+
+
+def _params(node: FunctionNode, is_method: bool) -> Tuple[Param, ...]:
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    n_defaults = len(args.defaults)
+    params: List[Param] = []
+    for index, arg in enumerate(positional):
+        kind = "positional_only" if index < len(args.posonlyargs) else "positional"
+        has_default = index >= len(positional) - n_defaults
+        params.append(Param(arg.arg, kind, has_default))
+    if args.vararg:
+        params.append(Param(args.vararg.arg, "var_positional", True))
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        params.append(Param(arg.arg, "keyword", default is not None))
+    if args.kwarg:
+        params.append(Param(args.kwarg.arg, "var_keyword", True))
+    if is_method and params and not _is_static(node):
+        params = params[1:]  # self / cls is supplied by the receiver
+    return tuple(params)
+
+
+def _is_static(node: FunctionNode) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+
+
+def _directives(lines: List[str], first_line: int) -> Tuple[Directive, ...]:
+    """Directive comments in the contiguous comment block directly above the function."""
+    found: List[Directive] = []
+    index = first_line - 2  # 0-based index of the line above the def/decorators
+    while index >= 0 and lines[index].lstrip().startswith("#"):
+        match = DIRECTIVE_RE.match(lines[index])
+        if match:
+            found.append(Directive(match["call"], index + 1, match["condition"]))
+        index -= 1
+    found.reverse()
+    return tuple(found)
+
+
+def _target(
+    file: str, lines: List[str], qualname: str, node: FunctionNode, in_class: bool
+) -> Target:
+    first_line = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    is_method = in_class and not _is_static(node)
+    return Target(
+        file=file,
+        qualname=qualname,
+        def_line=node.lineno,
+        first_line=first_line,
+        end_line=node.end_lineno or node.lineno,
+        params=_params(node, in_class),
+        directives=_directives(lines, first_line),
+        is_method=is_method,
+        is_async=isinstance(node, ast.AsyncFunctionDef),
+    )
+
+
+def list_functions(source: str, file: str) -> List[Target]:
+    """All functions in the file, outermost first."""
+    tree = _parse(source, file)
+    lines = source.splitlines()
+    return [_target(file, lines, q, n, c) for q, n, c in _walk_functions(tree, "", False)]
+
+
+def function_at(source: str, file: str, line: int) -> Optional[Target]:
+    """The innermost function whose decorators, ``def`` or body contain ``line`` (1-based)."""
+    best: Optional[Target] = None
+    for target in list_functions(source, file):
+        if target.first_line <= line <= target.end_line and (
+            best is None or target.first_line >= best.first_line
+        ):
+            best = target
+    return best
+
+
+def function_named(source: str, file: str, qualname: str) -> Target:
+    targets = list_functions(source, file)
+    for target in targets:
+        if target.qualname == qualname:
+            return target
+    names = ", ".join(t.qualname for t in targets if "<locals>" not in t.qualname) or "none"
+    raise TargetError(f"{file}: no function {qualname!r} — functions here: {names}")

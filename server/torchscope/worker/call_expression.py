@@ -1,0 +1,103 @@
+"""Turn a call expression such as ``fn(torch.randn(64, 64), w, b)`` into a repeatable call.
+
+The receiver and the arguments are evaluated once, in the module's namespace (with ``torch``
+available even if the module imports it under another name); only the final call is repeated by
+the passes. That way ``Model().forward(torch.randn(8, 3))`` builds the model and the input once.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+
+class CallExpressionError(Exception):
+    """The call expression is not a single call, or evaluating its parts failed."""
+
+    def __init__(self, message: str, kind: str = "call-invalid") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class PreparedCall:
+    """A callable with its evaluated arguments: ``invoke()`` is what the passes time."""
+
+    func: Callable[..., Any]
+    args: Tuple[Any, ...] = ()
+    kwargs: Dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def invoke(self) -> Any:
+        return self.func(*self.args, **self.kwargs)
+
+
+def _namespace(module_globals: Dict[str, Any]) -> Dict[str, Any]:
+    namespace = dict(module_globals)
+    if "torch" not in namespace:
+        import torch
+
+        namespace["torch"] = torch
+    return namespace
+
+
+def _eval(node: ast.expr, namespace: Dict[str, Any], what: str, source: str) -> Any:
+    code = compile(ast.Expression(body=node), "<torchscope call expression>", "eval")
+    try:
+        return eval(code, namespace)
+    except Exception as exc:
+        text = ast.get_source_segment(source, node) or what
+        raise CallExpressionError(
+            f"evaluating {what} `{text}` of the call expression raised "
+            f"{type(exc).__name__}: {exc}",
+            kind="call-raised",
+        ) from exc
+
+
+def prepare_call(source: str, module_globals: Dict[str, Any]) -> PreparedCall:
+    """Parse ``source`` as one call and evaluate its callee and arguments once."""
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise CallExpressionError(
+            f"call expression `{source}` is not valid Python: {exc.msg} — write a call such as "
+            "fn(torch.randn(8, 8), w, b)"
+        ) from None
+    call = tree.body
+    if not isinstance(call, ast.Call):
+        raise CallExpressionError(
+            f"call expression `{source}` is not a call — write a call such as fn(x, w, b)"
+        )
+    namespace = _namespace(module_globals)
+    func = _eval(call.func, namespace, "the callee", source)
+    if not callable(func):
+        raise CallExpressionError(f"`{ast.unparse(call.func)}` is not callable")
+    args: List[Any] = []
+    for arg in call.args:
+        if isinstance(arg, ast.Starred):
+            args.extend(_eval(arg.value, namespace, "an argument", source))
+        else:
+            args.append(_eval(arg, namespace, "an argument", source))
+    kwargs: Dict[str, Any] = {}
+    for keyword in call.keywords:
+        value = _eval(keyword.value, namespace, "an argument", source)
+        if keyword.arg is None:
+            kwargs.update(value)
+        else:
+            kwargs[keyword.arg] = value
+    return PreparedCall(func, tuple(args), kwargs, source.strip())
+
+
+def direct_call(func: Callable[..., Any], name: str) -> PreparedCall:
+    """A function with no required parameters is called as it is."""
+    return PreparedCall(func, (), {}, f"{name}()")
+
+
+def called_function(prepared: PreparedCall) -> Optional[Callable[..., Any]]:
+    """The plain function behind the callee (bound methods unwrapped), to check the target."""
+    func: Any = prepared.func
+    func = getattr(func, "__func__", func)
+    if hasattr(func, "forward") and not hasattr(func, "__code__"):
+        func = getattr(type(func), "forward", func)  # calling an nn.Module runs its forward
+    return func if hasattr(func, "__code__") else None

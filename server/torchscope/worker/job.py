@@ -1,0 +1,192 @@
+"""One profiling job: setup → cold call → warmup → timing → profile (DESIGN.md §2).
+
+All passes run in one job, in one process, so each number has one meaning: the cold call is the
+first call after import, the timing pass is steady and unprofiled, the profile pass supplies the
+structure (which ops, how many, device time) and the profiler's own overhead.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from torchscope.protocol import JobError, ProfileRequest, ProfileResult, Progress
+from torchscope.worker.call_expression import (
+    CallExpressionError,
+    PreparedCall,
+    direct_call,
+    prepare_call,
+)
+from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
+from torchscope.worker.profiling import profile_calls
+from torchscope.worker.timing import dispatch_floor_us, time_calls
+
+STAGES = ("setup", "cold", "warmup", "timing", "profile")
+
+
+class JobFailed(Exception):
+    """Carries the ``JobError`` to send back; raised by any pass that cannot go on."""
+
+    def __init__(self, error: JobError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _user_frame_line(exc: BaseException, file: str) -> Optional[int]:
+    """The deepest line of the user's file in the traceback, to put the error where it happened."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == Path(file).resolve():
+            line = frame.lineno
+    return line
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback without torchscope's own frames, which say nothing to the user."""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if "/torchscope/worker/" not in f.filename
+    ]
+    text = "".join(traceback.format_list(frames))
+    return f"Traceback (most recent call last):\n{text}{type(exc).__name__}: {exc}\n"
+
+
+def _def_line(func: Any) -> int:
+    try:
+        return inspect.getsourcelines(unwrap(func))[1]
+    except (OSError, TypeError):
+        return 0
+
+
+class ProfileJob:
+    """Runs the passes of one ``ProfileRequest``, reporting progress through ``send``."""
+
+    def __init__(self, request: ProfileRequest, send: Callable[[Any], None], cuda: bool) -> None:
+        self.request = request
+        self._send = send
+        self.use_cuda = cuda and request.device != "cpu"
+
+    def _stage(self, stage: str, message: str) -> None:
+        fraction = STAGES.index(stage) / len(STAGES)
+        self._send(Progress(self.request.job_id, stage, message, fraction))
+
+    def _fail(self, kind: str, message: str, exc: Optional[BaseException] = None) -> JobFailed:
+        line = _user_frame_line(exc, self.request.file) if exc is not None else None
+        tb = _user_traceback(exc) if exc is not None else ""
+        return JobFailed(JobError(self.request.job_id, kind, message, line, tb))
+
+    def _setup(self) -> tuple[PreparedCall, int]:
+        request = self.request
+        self._stage("setup", f"importing {Path(request.file).name} and evaluating the call")
+        root = Path(request.workspace_root) if request.workspace_root else None
+        try:
+            module = import_fresh(Path(request.file), root)
+        except (Exception, SystemExit) as exc:  # a module may call sys.exit() on import
+            raise self._fail(
+                "import", f"importing {request.file} raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        try:
+            target = resolve_qualname(module, request.qualname)
+        except TargetNotFound as exc:
+            raise self._fail("target", str(exc)) from exc
+        if not callable(target):
+            raise self._fail("target", f"{request.qualname} is not a function")
+        def_line = _def_line(target)
+        if request.call:
+            try:
+                return prepare_call(request.call, vars(module)), def_line
+            except CallExpressionError as exc:
+                raise self._fail(exc.kind, str(exc), exc.__cause__) from exc
+        if _needs_arguments(target):
+            raise self._fail(
+                "call-missing",
+                f"{request.qualname} needs arguments: give a call expression, e.g. a comment "
+                f"`# torchscope: {request.qualname.rsplit('.', 1)[-1]}(...)` directly above the def, "
+                "or --call on the command line",
+            )
+        return direct_call(target, request.qualname), def_line
+
+    def _call_once(self, prepared: PreparedCall, what: str) -> float:
+        start = time.perf_counter()
+        try:
+            prepared.invoke()
+            if self.use_cuda:
+                import torch
+
+                torch.cuda.synchronize()
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"the {what} `{prepared.source}` raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        return time.perf_counter() - start
+
+    def run(self) -> ProfileResult:
+        request = self.request
+        prepared, def_line = self._setup()
+        self._stage("cold", "first call (cold start)")
+        cold_s = self._call_once(prepared, "first call")
+        self._stage("warmup", f"{request.warmup} warmup calls")
+        estimate_s = cold_s
+        for _ in range(request.warmup):
+            estimate_s = self._call_once(prepared, "warmup call")
+        self._stage("timing", "timing steady calls without the profiler")
+        try:
+            samples = time_calls(
+                prepared.invoke,
+                estimate_s,
+                request.timing_calls,
+                request.timing_budget_s,
+                self.use_cuda,
+            )
+        except Exception as exc:
+            raise self._fail("call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc) from exc
+        floor = dispatch_floor_us()
+        self._stage("profile", f"profiling {request.steps} calls")
+        try:
+            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path)
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        import torch
+
+        device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
+        return ProfileResult(
+            job_id=request.job_id,
+            trace_path=request.trace_path,
+            cold_us=cold_s * 1e6,
+            call_us=samples.per_call_us,
+            dispatch_floor_us=floor,
+            device_kind="cuda" if self.use_cuda else "cpu",
+            device_name=device_name,
+            steps=request.steps,
+            def_line=def_line,
+            torch_version=torch.__version__,
+        )
+
+
+def _needs_arguments(func: Any) -> bool:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return False
+    return any(
+        p.default is inspect.Parameter.empty
+        and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        for p in signature.parameters.values()
+    )
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine() or "CPU"

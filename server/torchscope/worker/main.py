@@ -1,0 +1,79 @@
+"""The worker's main loop: say hello, then serve profile jobs until the host hangs up."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import traceback
+from typing import List, Optional
+
+from torchscope.protocol import PROTOCOL_VERSION, Hello, JobError, ProfileRequest, Shutdown
+from torchscope.worker.channel import Channel
+
+MIN_TORCH = (2, 1)
+
+
+def _torch_status() -> tuple[Optional[str], bool, List[str], Optional[str]]:
+    """torch's version, CUDA availability, device names, and an error if torch is unusable."""
+    try:
+        import torch
+    except Exception as exc:
+        return None, False, [], (
+            f"torch cannot be imported in {sys.executable} ({type(exc).__name__}: {exc}) — "
+            f"install it there: {sys.executable} -m pip install torch"
+        )
+    version = torch.__version__
+    try:
+        major, minor = (int(p) for p in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        major, minor = MIN_TORCH
+    if (major, minor) < MIN_TORCH:
+        return version, False, [], (
+            f"torch {version} in {sys.executable} is too old: torchscope needs torch >= "
+            f"{MIN_TORCH[0]}.{MIN_TORCH[1]} — upgrade it: {sys.executable} -m pip install -U torch"
+        )
+    cuda = bool(torch.cuda.is_available())
+    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
+    return version, cuda, names, None
+
+
+def main() -> None:
+    channel = Channel.take_over_stdio()
+    torch_version, cuda, names, error = _torch_status()
+    channel.send(
+        Hello(
+            protocol_version=PROTOCOL_VERSION,
+            python_version=platform.python_version(),
+            python_executable=sys.executable,
+            torch_version=torch_version,
+            cuda_available=cuda,
+            device_names=names,
+            pid=os.getpid(),
+            error=error,
+        )
+    )
+    if error:
+        return
+    from torchscope.worker.job import JobFailed, ProfileJob
+    from torchscope.worker.output_capture import OutputForwarder
+
+    while True:
+        message = channel.receive()
+        if message is None or isinstance(message, Shutdown):
+            return
+        if not isinstance(message, ProfileRequest):
+            continue
+        with OutputForwarder(message.job_id, channel.send):
+            try:
+                reply: object = ProfileJob(message, channel.send, cuda).run()
+            except JobFailed as failed:
+                reply = failed.error
+            except Exception as exc:  # a bug of ours: report it, keep serving
+                reply = JobError(
+                    message.job_id,
+                    "internal",
+                    f"torchscope worker error: {type(exc).__name__}: {exc}",
+                    traceback=traceback.format_exc(),
+                )
+        channel.send(reply)  # type: ignore[arg-type]

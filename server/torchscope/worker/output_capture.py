@@ -1,0 +1,94 @@
+"""Capture what the user's code prints during a job and forward it to the host's log.
+
+Python-level writes to ``sys.stdout``/``sys.stderr`` are copied to the real stderr (so they show
+up even if the host only reads stderr) and forwarded as ``Output`` frames, batched so that a
+function printing inside a hot loop cannot flood the pipe. C-level writes go to fd 2, which the
+host reads and logs as well.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+from typing import Callable, List, Optional, TextIO, Type
+
+from torchscope.protocol import Output
+
+#: Forward at most this much text per job; the rest is counted, not sent.
+MAX_FORWARDED_CHARS = 256 * 1024
+FLUSH_AT_CHARS = 4096
+
+
+class _Tee:
+    """A text stream that writes through to ``real`` and keeps a copy for forwarding."""
+
+    def __init__(self, real: TextIO, stream: str, sink: OutputForwarder) -> None:
+        self._real = real
+        self._stream = stream
+        self._sink = sink
+
+    def write(self, text: str) -> int:
+        self._real.write(text)
+        self._sink.add(self._stream, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._real.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._real, "encoding", "utf-8")
+
+
+class OutputForwarder:
+    """Context manager installing the tees for the duration of one job."""
+
+    def __init__(self, job_id: int, send: Callable[[Output], None]) -> None:
+        self._job_id = job_id
+        self._send = send
+        self._buffer: List[tuple[str, str]] = []
+        self._buffered = 0
+        self._forwarded = 0
+        self.dropped = 0
+        self._saved: Optional[tuple[TextIO, TextIO]] = None
+
+    def add(self, stream: str, text: str) -> None:
+        if self._forwarded + self._buffered >= MAX_FORWARDED_CHARS:
+            self.dropped += len(text)
+            return
+        self._buffer.append((stream, text))
+        self._buffered += len(text)
+        if self._buffered >= FLUSH_AT_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        by_stream: dict[str, List[str]] = {}
+        for stream, text in self._buffer:
+            by_stream.setdefault(stream, []).append(text)
+        self._buffer.clear()
+        self._forwarded += self._buffered
+        self._buffered = 0
+        for stream, parts in by_stream.items():
+            self._send(Output(job_id=self._job_id, stream=stream, text="".join(parts)))
+
+    def __enter__(self) -> OutputForwarder:
+        real_err = sys.__stderr__ or sys.stderr
+        self._saved = (sys.stdout, sys.stderr)
+        sys.stdout = _Tee(self._saved[0], "stdout", self)  # type: ignore[assignment]
+        sys.stderr = _Tee(real_err, "stderr", self)  # type: ignore[assignment]
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        if self._saved is not None:
+            sys.stdout, sys.stderr = self._saved
+        if self.dropped:
+            self._buffer.append(("stderr", f"\n[torchscope] {self.dropped} more characters of output not forwarded\n"))
+        self.flush()
