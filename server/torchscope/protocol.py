@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import struct
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, List, Optional, Type
+from typing import Any, ClassVar, Optional
 
 import msgpack
 
@@ -48,7 +48,7 @@ class Hello(Message):
     python_executable: str
     torch_version: Optional[str]
     cuda_available: bool
-    device_names: List[str] = field(default_factory=list)
+    device_names: list[str] = field(default_factory=list)
     pid: int = 0
     error: Optional[str] = None  # e.g. torch missing or too old
 
@@ -100,7 +100,7 @@ class ProfileResult(Message):
     job_id: int
     trace_path: str
     cold_us: float
-    call_us: List[float]
+    call_us: list[float]
     dispatch_floor_us: float
     device_kind: str
     device_name: str
@@ -128,7 +128,7 @@ class Shutdown(Message):
     TYPE: ClassVar[str] = "shutdown"
 
 
-MESSAGE_TYPES: Dict[str, Type[Message]] = {
+MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
     for cls in (Hello, ProfileRequest, Progress, Output, ProfileResult, JobError, Shutdown)
 }
@@ -136,7 +136,7 @@ MESSAGE_TYPES: Dict[str, Type[Message]] = {
 
 def encode(message: Message) -> bytes:
     """Serialise a message into one length-prefixed frame."""
-    payload: Dict[str, Any] = dataclasses.asdict(message)
+    payload: dict[str, Any] = dataclasses.asdict(message)
     payload["type"] = message.TYPE
     body = msgpack.packb(payload, use_bin_type=True)
     if len(body) > MAX_FRAME_BYTES:
@@ -172,9 +172,9 @@ class FrameDecoder:
         self._buffer = bytearray()
         self._max = max_frame_bytes
 
-    def feed(self, chunk: bytes) -> List[Message]:
+    def feed(self, chunk: bytes) -> list[Message]:
         self._buffer.extend(chunk)
-        messages: List[Message] = []
+        messages: list[Message] = []
         while len(self._buffer) >= _HEADER.size:
             (length,) = _HEADER.unpack_from(self._buffer)
             if length > self._max:

@@ -11,13 +11,15 @@ import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Tuple, Union
+from typing import Optional, Union
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 #: ``# torchscope: fn(torch.randn(8, 8))`` or ``# torchscope[cuda]: fn(...)`` — the bracket
 #: names a condition: ``cuda`` directives only run where the worker reports a GPU.
-DIRECTIVE_RE = re.compile(r"^\s*#\s*torchscope(?:\[(?P<condition>[a-z]+)\])?\s*:\s*(?P<call>.+?)\s*$")
+DIRECTIVE_RE = re.compile(
+    r"^\s*#\s*torchscope(?:\[(?P<condition>[a-z]+)\])?\s*:\s*(?P<call>.+?)\s*$"
+)
 
 KNOWN_CONDITIONS = ("cuda",)
 
@@ -53,8 +55,8 @@ class Target:
     def_line: int  # 1-based line of the ``def`` keyword
     first_line: int  # 1-based, including decorators
     end_line: int
-    params: Tuple[Param, ...]
-    directives: Tuple[Directive, ...] = field(default=())
+    params: tuple[Param, ...]
+    directives: tuple[Directive, ...] = field(default=())
     is_method: bool = False
     is_async: bool = False
 
@@ -78,11 +80,11 @@ class Target:
             return directive
         return None
 
-    def applicable_directives(self, cuda_available: bool) -> List[Directive]:
+    def applicable_directives(self, cuda_available: bool) -> list[Directive]:
         return [d for d in self.directives if d.condition != "cuda" or cuda_available]
 
 
-def parse_spec(spec: str) -> Tuple[Path, str]:
+def parse_spec(spec: str) -> tuple[Path, str]:
     """Split ``path/to/file.py::Qual.name`` into its parts."""
     path, sep, qualname = spec.rpartition("::")
     if not sep or not path or not qualname:
@@ -114,9 +116,9 @@ def _parse(source: str, filename: str) -> ast.Module:
 
 def _walk_functions(
     node: ast.AST, prefix: str, in_class: bool
-) -> List[Tuple[str, FunctionNode, bool]]:
+) -> list[tuple[str, FunctionNode, bool]]:
     """Every function with its qualified name, as Python's ``__qualname__`` spells it."""
-    found: List[Tuple[str, FunctionNode, bool]] = []
+    found: list[tuple[str, FunctionNode, bool]] = []
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
             qualname = f"{prefix}{child.name}"
@@ -124,18 +126,17 @@ def _walk_functions(
             found.extend(_walk_functions(child, f"{qualname}.<locals>.", False))
         elif isinstance(child, ast.ClassDef):
             found.extend(_walk_functions(child, f"{prefix}{child.name}.", True))
-        elif not isinstance(child, (ast.Lambda,)):
+        elif isinstance(child, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.While)):
             # Functions inside if/try/with blocks at the same level keep the same prefix.
-            if isinstance(child, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.While)):
-                found.extend(_walk_functions(child, prefix, in_class))
+            found.extend(_walk_functions(child, prefix, in_class))
     return found
 
 
-def _params(node: FunctionNode, is_method: bool) -> Tuple[Param, ...]:
+def _params(node: FunctionNode, is_method: bool) -> tuple[Param, ...]:
     args = node.args
     positional = [*args.posonlyargs, *args.args]
     n_defaults = len(args.defaults)
-    params: List[Param] = []
+    params: list[Param] = []
     for index, arg in enumerate(positional):
         kind = "positional_only" if index < len(args.posonlyargs) else "positional"
         has_default = index >= len(positional) - n_defaults
@@ -155,9 +156,9 @@ def _is_static(node: FunctionNode) -> bool:
     return any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
 
 
-def _directives(lines: List[str], first_line: int) -> Tuple[Directive, ...]:
+def _directives(lines: list[str], first_line: int) -> tuple[Directive, ...]:
     """Directive comments in the contiguous comment block directly above the function."""
-    found: List[Directive] = []
+    found: list[Directive] = []
     index = first_line - 2  # 0-based index of the line above the def/decorators
     while index >= 0 and lines[index].lstrip().startswith("#"):
         match = DIRECTIVE_RE.match(lines[index])
@@ -169,7 +170,7 @@ def _directives(lines: List[str], first_line: int) -> Tuple[Directive, ...]:
 
 
 def _target(
-    file: str, lines: List[str], qualname: str, node: FunctionNode, in_class: bool
+    file: str, lines: list[str], qualname: str, node: FunctionNode, in_class: bool
 ) -> Target:
     first_line = min([node.lineno, *(d.lineno for d in node.decorator_list)])
     is_method = in_class and not _is_static(node)
@@ -186,7 +187,7 @@ def _target(
     )
 
 
-def list_functions(source: str, file: str) -> List[Target]:
+def list_functions(source: str, file: str) -> list[Target]:
     """All functions in the file, outermost first."""
     tree = _parse(source, file)
     lines = source.splitlines()

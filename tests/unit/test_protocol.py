@@ -19,7 +19,9 @@ from torchscope.protocol import (
 
 
 def _request(job_id: int = 1) -> ProfileRequest:
-    return ProfileRequest(job_id, "/w/model.py", "Model.forward", "Model().forward(x)", "/t/x.json.gz")
+    return ProfileRequest(
+        job_id, "/w/model.py", "Model.forward", "Model().forward(x)", "/t/x.json.gz"
+    )
 
 
 def test_round_trip_keeps_every_field() -> None:
@@ -63,7 +65,7 @@ def test_default_limit_rejects_a_print_in_the_pipe() -> None:
     # "hell" read as a big-endian length is ~1.7 GB: the decoder must refuse, not wait for it.
     with pytest.raises(ProtocolError, match="exceeds"):
         FrameDecoder().feed(b"hello from a stray print\n")
-    assert MAX_FRAME_BYTES < int.from_bytes(b"hell", "big")
+    assert int.from_bytes(b"hell", "big") > MAX_FRAME_BYTES
 
 
 def test_garbage_and_unknown_types_raise_protocol_error() -> None:

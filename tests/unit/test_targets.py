@@ -7,7 +7,7 @@ import pytest
 from torchscope.targets import TargetError, function_at, function_named, parse_spec
 
 SOURCE = textwrap.dedent(
-    '''
+    """
     import torch
 
 
@@ -32,7 +32,7 @@ SOURCE = textwrap.dedent(
 
     def zero():
         return torch.ones(2)
-    '''
+    """
 )
 
 

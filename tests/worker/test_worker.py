@@ -86,7 +86,9 @@ async def test_module_level_function_gives_timing_and_a_trace(worker, recorder, 
     assert 0.05 < result.dispatch_floor_us < 100
     names = trace_names(result.trace_path)
     assert [n for n in names if n.startswith("ProfilerStep#")] == [
-        "ProfilerStep#1", "ProfilerStep#2", "ProfilerStep#3"
+        "ProfilerStep#1",
+        "ProfilerStep#2",
+        "ProfilerStep#3",
     ]
     assert names.count("aten::mm") == 3 and names.count("aten::add") == 3
     stages = [p.stage for p in recorder.progress if p.job_id == result.job_id]
@@ -95,14 +97,18 @@ async def test_module_level_function_gives_timing_and_a_trace(worker, recorder, 
 
 async def test_method_of_a_class(worker, recorder, tmp_path) -> None:
     call = "Affine(8).apply(torch.randn(8, 8))"
-    result = await run(worker, recorder, tmp_path, FIXTURES / "pkg" / "models.py", "Affine.apply", call)
+    result = await run(
+        worker, recorder, tmp_path, FIXTURES / "pkg" / "models.py", "Affine.apply", call
+    )
     assert isinstance(result, ProfileResult), result
     assert "aten::matmul" in trace_names(result.trace_path)
 
 
 async def test_nn_module_forward(worker, recorder, tmp_path) -> None:
     call = "TinyNet().forward(torch.randn(4, 16))"
-    result = await run(worker, recorder, tmp_path, FIXTURES / "pkg" / "models.py", "TinyNet.forward", call)
+    result = await run(
+        worker, recorder, tmp_path, FIXTURES / "pkg" / "models.py", "TinyNet.forward", call
+    )
     assert isinstance(result, ProfileResult), result
     names = trace_names(result.trace_path)
     assert "aten::linear" in names and "aten::relu" in names
@@ -110,7 +116,12 @@ async def test_nn_module_forward(worker, recorder, tmp_path) -> None:
 
 async def test_package_relative_import(worker, recorder, tmp_path) -> None:
     result = await run(
-        worker, recorder, tmp_path, FIXTURES / "pkg" / "models.py", "scaled", "scaled(torch.randn(4))"
+        worker,
+        recorder,
+        tmp_path,
+        FIXTURES / "pkg" / "models.py",
+        "scaled",
+        "scaled(torch.randn(4))",
     )
     assert isinstance(result, ProfileResult), result
     assert "aten::mul" in trace_names(result.trace_path)
@@ -123,7 +134,9 @@ async def test_zero_argument_function_needs_no_call(worker, recorder, tmp_path) 
 
 
 async def test_prints_reach_the_log_and_the_protocol_survives(worker, recorder, tmp_path) -> None:
-    result = await run(worker, recorder, tmp_path, FIXTURES / "samples.py", "chatty", "chatty(torch.ones(2))")
+    result = await run(
+        worker, recorder, tmp_path, FIXTURES / "samples.py", "chatty", "chatty(torch.ones(2))"
+    )
     assert isinstance(result, ProfileResult), result
     forwarded = "".join(o.text for o in recorder.output if o.job_id == result.job_id)
     assert "hello from user code" in forwarded
@@ -154,7 +167,9 @@ async def test_bad_call_expressions(worker, recorder, tmp_path) -> None:
     assert isinstance(syntax, JobError) and syntax.kind == "call-invalid"
     not_a_call = await run(worker, recorder, tmp_path, samples, "needs_args", "needs_args")
     assert isinstance(not_a_call, JobError) and "not a call" in not_a_call.message
-    raising = await run(worker, recorder, tmp_path, samples, "needs_args", "needs_args(undefined_name, 1)")
+    raising = await run(
+        worker, recorder, tmp_path, samples, "needs_args", "needs_args(undefined_name, 1)"
+    )
     assert isinstance(raising, JobError) and raising.kind == "call-raised"
     assert "undefined_name" in raising.message
 
@@ -167,12 +182,19 @@ async def test_unknown_function_lists_the_module_contents(worker, recorder, tmp_
 
 async def test_edited_code_is_reimported_for_every_job(worker, recorder, tmp_path) -> None:
     module = tmp_path / "editable.py"
-    module.write_text("import torch\n\ndef f():\n    print('version one')\n    return torch.ones(1)\n")
+    module.write_text(
+        "import torch\n\ndef f():\n    print('version one')\n    return torch.ones(1)\n"
+    )
     first = await run(worker, recorder, tmp_path, module, "f", None)
-    module.write_text("import torch\n\ndef f():\n    print('version two')\n    return torch.ones(1)\n")
+    module.write_text(
+        "import torch\n\ndef f():\n    print('version two')\n    return torch.ones(1)\n"
+    )
     os.utime(module, (module.stat().st_atime + 5, module.stat().st_mtime + 5))
     second = await run(worker, recorder, tmp_path, module, "f", None)
-    texts = {r.job_id: "".join(o.text for o in recorder.output if o.job_id == r.job_id) for r in (first, second)}
+    texts = {
+        r.job_id: "".join(o.text for o in recorder.output if o.job_id == r.job_id)
+        for r in (first, second)
+    }
     assert "version one" in texts[first.job_id]
     assert "version two" in texts[second.job_id] and "version one" not in texts[second.job_id]
 
@@ -180,7 +202,9 @@ async def test_edited_code_is_reimported_for_every_job(worker, recorder, tmp_pat
 async def test_timeout_kills_the_worker_and_the_next_job_runs(worker, recorder, tmp_path) -> None:
     pid = worker.hello.pid if worker.hello else 0
     with pytest.raises(JobCancelled, match="did not finish within 3 s"):
-        await run(worker, recorder, tmp_path, FIXTURES / "samples.py", "slow", "slow(1)", timeout_s=3)
+        await run(
+            worker, recorder, tmp_path, FIXTURES / "samples.py", "slow", "slow(1)", timeout_s=3
+        )
     assert not worker.alive
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -209,7 +233,9 @@ async def test_missing_torch_is_reported_with_the_fix(tmp_path) -> None:
     if bare is None or bare == sys.executable:
         pytest.skip("no system python3 without torch on this machine")
     libs = tmp_path / "libs"
-    shutil.copytree(Path(msgpack.__file__).parent, libs / "msgpack")  # only the protocol's dependency
+    shutil.copytree(
+        Path(msgpack.__file__).parent, libs / "msgpack"
+    )  # only the protocol's dependency
     process = WorkerProcess(bare, cwd=str(tmp_path), extra_paths=[str(libs)])
     with pytest.raises(WorkerError, match=r"torch cannot be imported in .*pip install torch"):
         await process.start()

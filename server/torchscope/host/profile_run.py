@@ -83,9 +83,11 @@ def choose_call(target: Target, call: Optional[str], cuda_available: bool) -> Op
     if directive is not None:
         return directive.call
     if target.needs_call:
-        example = f"{target.name}(" + ", ".join(
-            p.name + "=…" for p in target.params if not p.has_default
-        ) + ")"
+        example = (
+            f"{target.name}("
+            + ", ".join(p.name + "=…" for p in target.params if not p.has_default)
+            + ")"
+        )
         raise ProfileFailure(
             "call-missing",
             f"{target.qualname} needs arguments: add a comment `# torchscope: {example}` "
@@ -167,7 +169,9 @@ class Profiler:
             except WorkerError as exc:
                 raise ProfileFailure("worker", str(exc), target.def_line) from exc
         if isinstance(reply, JobError):
-            raise ProfileFailure(reply.kind, reply.message, reply.line or target.def_line, reply.traceback)
+            raise ProfileFailure(
+                reply.kind, reply.message, reply.line or target.def_line, reply.traceback
+            )
         measurements = Measurements(
             cold_us=reply.cold_us,
             call_us=list(reply.call_us),

@@ -7,6 +7,7 @@ user's cache folder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -46,8 +47,6 @@ class TraceStore:
         return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
     def prune(self, keep: int) -> None:
-        for old in self.traces()[max(0, keep):]:
-            try:
+        for old in self.traces()[max(0, keep) :]:
+            with contextlib.suppress(OSError):  # already gone, or not ours to remove
                 old.unlink()
-            except OSError:
-                pass

@@ -117,10 +117,14 @@ class WorkerProcess:
             message = await asyncio.wait_for(self._next_message(), START_TIMEOUT_S)
         except asyncio.TimeoutError:
             await self.kill()
-            raise WorkerError(f"the worker in {self.python} did not start within {START_TIMEOUT_S:.0f} s") from None
+            raise WorkerError(
+                f"the worker in {self.python} did not start within {START_TIMEOUT_S:.0f} s"
+            ) from None
         if not isinstance(message, Hello):
             await self.kill()
-            raise WorkerError(f"the worker in {self.python} sent {type(message).__name__} instead of hello")
+            raise WorkerError(
+                f"the worker in {self.python} sent {type(message).__name__} instead of hello"
+            )
         if message.protocol_version != PROTOCOL_VERSION:
             await self.kill()
             raise WorkerError(
@@ -175,7 +179,9 @@ class WorkerProcess:
             raise WorkerError("the worker is not running")
         self._send(request)
         try:
-            return await asyncio.wait_for(self._collect(request.job_id, on_progress, on_output), timeout_s)
+            return await asyncio.wait_for(
+                self._collect(request.job_id, on_progress, on_output), timeout_s
+            )
         except asyncio.TimeoutError:
             await self.kill()
             raise JobCancelled(
@@ -232,10 +238,8 @@ class WorkerProcess:
                 self._send(Shutdown())
                 assert process.stdin is not None
                 process.stdin.close()
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(process.wait(), 5)
-            except asyncio.TimeoutError:
-                pass
         await self.kill()
 
 
@@ -248,4 +252,3 @@ async def ensure_started(
     fresh = factory()
     await fresh.start()
     return fresh
-

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Optional
 
 
 class CallExpressionError(Exception):
@@ -25,15 +25,15 @@ class PreparedCall:
     """A callable with its evaluated arguments: ``invoke()`` is what the passes time."""
 
     func: Callable[..., Any]
-    args: Tuple[Any, ...] = ()
-    kwargs: Dict[str, Any] = field(default_factory=dict)
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
     def invoke(self) -> Any:
         return self.func(*self.args, **self.kwargs)
 
 
-def _namespace(module_globals: Dict[str, Any]) -> Dict[str, Any]:
+def _namespace(module_globals: dict[str, Any]) -> dict[str, Any]:
     namespace = dict(module_globals)
     if "torch" not in namespace:
         import torch
@@ -42,20 +42,19 @@ def _namespace(module_globals: Dict[str, Any]) -> Dict[str, Any]:
     return namespace
 
 
-def _eval(node: ast.expr, namespace: Dict[str, Any], what: str, source: str) -> Any:
+def _eval(node: ast.expr, namespace: dict[str, Any], what: str, source: str) -> Any:
     code = compile(ast.Expression(body=node), "<torchscope call expression>", "eval")
     try:
         return eval(code, namespace)
     except Exception as exc:
         text = ast.get_source_segment(source, node) or what
         raise CallExpressionError(
-            f"evaluating {what} `{text}` of the call expression raised "
-            f"{type(exc).__name__}: {exc}",
+            f"evaluating {what} `{text}` of the call expression raised {type(exc).__name__}: {exc}",
             kind="call-raised",
         ) from exc
 
 
-def prepare_call(source: str, module_globals: Dict[str, Any]) -> PreparedCall:
+def prepare_call(source: str, module_globals: dict[str, Any]) -> PreparedCall:
     """Parse ``source`` as one call and evaluate its callee and arguments once."""
     try:
         tree = ast.parse(source.strip(), mode="eval")
@@ -73,13 +72,13 @@ def prepare_call(source: str, module_globals: Dict[str, Any]) -> PreparedCall:
     func = _eval(call.func, namespace, "the callee", source)
     if not callable(func):
         raise CallExpressionError(f"`{ast.unparse(call.func)}` is not callable")
-    args: List[Any] = []
+    args: list[Any] = []
     for arg in call.args:
         if isinstance(arg, ast.Starred):
             args.extend(_eval(arg.value, namespace, "an argument", source))
         else:
             args.append(_eval(arg, namespace, "an argument", source))
-    kwargs: Dict[str, Any] = {}
+    kwargs: dict[str, Any] = {}
     for keyword in call.keywords:
         value = _eval(keyword.value, namespace, "an argument", source)
         if keyword.arg is None:

@@ -35,7 +35,9 @@ class Channel:
         os.close(devnull)
         sys.stdout.flush()
         os.dup2(2, 1)  # fd 1 now writes to stderr, which the host logs
-        sys.stdout = os.fdopen(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
+        sys.stdout = os.fdopen(
+            1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False
+        )
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
         return cls(read_fd, write_fd)
 

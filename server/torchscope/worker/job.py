@@ -47,7 +47,9 @@ def _user_frame_line(exc: BaseException, file: str) -> Optional[int]:
 def _user_traceback(exc: BaseException) -> str:
     """The traceback without torchscope's own frames, which say nothing to the user."""
     frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if "/torchscope/worker/" not in f.filename
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "/torchscope/worker/" not in f.filename
     ]
     text = "".join(traceback.format_list(frames))
     return f"Traceback (most recent call last):\n{text}{type(exc).__name__}: {exc}\n"
@@ -103,8 +105,8 @@ class ProfileJob:
             raise self._fail(
                 "call-missing",
                 f"{request.qualname} needs arguments: give a call expression, e.g. a comment "
-                f"`# torchscope: {request.qualname.rsplit('.', 1)[-1]}(...)` directly above the def, "
-                "or --call on the command line",
+                f"`# torchscope: {request.qualname.rsplit('.', 1)[-1]}(...)` directly above the "
+                "def, or --call on the command line",
             )
         return direct_call(target, request.qualname), def_line
 
@@ -118,7 +120,9 @@ class ProfileJob:
                 torch.cuda.synchronize()
         except Exception as exc:
             raise self._fail(
-                "call-raised", f"the {what} `{prepared.source}` raised {type(exc).__name__}: {exc}", exc
+                "call-raised",
+                f"the {what} `{prepared.source}` raised {type(exc).__name__}: {exc}",
+                exc,
             ) from exc
         return time.perf_counter() - start
 
@@ -141,7 +145,9 @@ class ProfileJob:
                 self.use_cuda,
             )
         except Exception as exc:
-            raise self._fail("call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc) from exc
+            raise self._fail(
+                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
+            ) from exc
         floor = dispatch_floor_us()
         self._stage("profile", f"profiling {request.steps} calls")
         try:

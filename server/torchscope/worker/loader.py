@@ -13,14 +13,14 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Optional
 
 
 class TargetNotFound(Exception):
     """The module imported but has no such function; the message lists what it has."""
 
 
-def module_name_for(path: Path) -> Tuple[str, Path]:
+def module_name_for(path: Path) -> tuple[str, Path]:
     """The dotted module name of ``path`` and the folder that must be on ``sys.path``."""
     parts = [path.stem] if path.stem != "__init__" else []
     folder = path.parent
@@ -30,7 +30,7 @@ def module_name_for(path: Path) -> Tuple[str, Path]:
     return ".".join(parts), folder
 
 
-def forget_modules_under(root: Path) -> List[str]:
+def forget_modules_under(root: Path) -> list[str]:
     """Drop every imported module whose file lies under ``root``, so edits are picked up."""
     root_str = str(root.resolve()) + os.sep
     dropped = []
@@ -102,4 +102,5 @@ def resolve_qualname(module: ModuleType, qualname: str) -> Any:
 
 def unwrap(func: Callable[..., Any]) -> Callable[..., Any]:
     """The innermost function behind decorators that set ``__wrapped__``."""
-    return inspect.unwrap(func)
+    unwrapped: Callable[..., Any] = inspect.unwrap(func)
+    return unwrapped

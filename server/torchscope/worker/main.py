@@ -6,7 +6,7 @@ import os
 import platform
 import sys
 import traceback
-from typing import List, Optional
+from typing import Optional
 
 from torchscope.protocol import PROTOCOL_VERSION, Hello, JobError, ProfileRequest, Shutdown
 from torchscope.worker.channel import Channel
@@ -14,14 +14,19 @@ from torchscope.worker.channel import Channel
 MIN_TORCH = (2, 1)
 
 
-def _torch_status() -> tuple[Optional[str], bool, List[str], Optional[str]]:
+def _torch_status() -> tuple[Optional[str], bool, list[str], Optional[str]]:
     """torch's version, CUDA availability, device names, and an error if torch is unusable."""
     try:
         import torch
     except Exception as exc:
-        return None, False, [], (
-            f"torch cannot be imported in {sys.executable} ({type(exc).__name__}: {exc}) — "
-            f"install it there: {sys.executable} -m pip install torch"
+        return (
+            None,
+            False,
+            [],
+            (
+                f"torch cannot be imported in {sys.executable} ({type(exc).__name__}: {exc}) — "
+                f"install it there: {sys.executable} -m pip install torch"
+            ),
         )
     version = torch.__version__
     try:
@@ -29,12 +34,20 @@ def _torch_status() -> tuple[Optional[str], bool, List[str], Optional[str]]:
     except ValueError:
         major, minor = MIN_TORCH
     if (major, minor) < MIN_TORCH:
-        return version, False, [], (
-            f"torch {version} in {sys.executable} is too old: torchscope needs torch >= "
-            f"{MIN_TORCH[0]}.{MIN_TORCH[1]} — upgrade it: {sys.executable} -m pip install -U torch"
+        return (
+            version,
+            False,
+            [],
+            (
+                f"torch {version} in {sys.executable} is too old: torchscope needs torch >= "
+                f"{MIN_TORCH[0]}.{MIN_TORCH[1]} — upgrade it: "
+                f"{sys.executable} -m pip install -U torch"
+            ),
         )
     cuda = bool(torch.cuda.is_available())
-    names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
+    names = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
+    )
     return version, cuda, names, None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
-from typing import Callable, List, Optional, TextIO, Type
+from typing import Callable, Optional, TextIO
 
 from torchscope.protocol import Output
 
@@ -49,7 +49,7 @@ class OutputForwarder:
     def __init__(self, job_id: int, send: Callable[[Output], None]) -> None:
         self._job_id = job_id
         self._send = send
-        self._buffer: List[tuple[str, str]] = []
+        self._buffer: list[tuple[str, str]] = []
         self._buffered = 0
         self._forwarded = 0
         self.dropped = 0
@@ -65,7 +65,7 @@ class OutputForwarder:
             self.flush()
 
     def flush(self) -> None:
-        by_stream: dict[str, List[str]] = {}
+        by_stream: dict[str, list[str]] = {}
         for stream, text in self._buffer:
             by_stream.setdefault(stream, []).append(text)
         self._buffer.clear()
@@ -83,12 +83,17 @@ class OutputForwarder:
 
     def __exit__(
         self,
-        exc_type: Optional[Type[BaseException]],
+        exc_type: Optional[type[BaseException]],
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
         if self._saved is not None:
             sys.stdout, sys.stderr = self._saved
         if self.dropped:
-            self._buffer.append(("stderr", f"\n[torchscope] {self.dropped} more characters of output not forwarded\n"))
+            self._buffer.append(
+                (
+                    "stderr",
+                    f"\n[torchscope] {self.dropped} more characters of output not forwarded\n",
+                )
+            )
         self.flush()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List
+from typing import Any, Callable
 
 #: A batch should last at least this long for the clock's overhead (~50 ns) to vanish.
 MIN_SAMPLE_S = 100e-6
@@ -20,7 +20,7 @@ MAX_BATCH = 1000
 
 @dataclass
 class TimingSamples:
-    per_call_us: List[float]
+    per_call_us: list[float]
     calls: int
 
 
@@ -28,7 +28,8 @@ def _synchronizer(use_cuda: bool) -> Callable[[], None]:
     if use_cuda:
         import torch
 
-        return torch.cuda.synchronize
+        synchronize: Callable[[], None] = torch.cuda.synchronize
+        return synchronize
     return lambda: None
 
 
@@ -44,7 +45,7 @@ def time_calls(
     batch = 1
     if estimate_s < MIN_SAMPLE_S:
         batch = min(MAX_BATCH, max(1, int(MIN_SAMPLE_S / max(estimate_s, 1e-9))))
-    per_call_us: List[float] = []
+    per_call_us: list[float] = []
     clock = time.perf_counter
     deadline = clock() + budget_s
     while len(per_call_us) < samples and (len(per_call_us) < 3 or clock() < deadline):

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Set up everything on a fresh machine, then run the main job: profile the bundled example.
+#   - a virtual environment at .venv/ (unless one is already active) with a pinned CPU torch
+#     (when the interpreter has no usable torch), torchscope in editable mode and the dev tools;
+#   - the VS Code extension's Node dependencies and build (when npm is available);
+#   - `torchscope profile examples/matmul_add.py::fn`, which prints each directive's verdict.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TORCH_VERSION="${TORCHSCOPE_TORCH_VERSION:-2.13.0}"
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+if [ -n "${VIRTUAL_ENV:-}" ]; then
+  PY="$VIRTUAL_ENV/bin/python"
+  say "using the active virtual environment $VIRTUAL_ENV"
+else
+  if [ ! -x .venv/bin/python ]; then
+    say "creating .venv/"
+    python3 -m venv .venv
+  fi
+  PY=.venv/bin/python
+fi
+
+if "$PY" -c 'import sys, torch; v = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]); sys.exit(v < (2, 1))' 2>/dev/null; then
+  say "torch $("$PY" -c 'import torch; print(torch.__version__)') already installed"
+else
+  # Pinned: an unpinned torch would pull a multi-GB CUDA build where a CPU one is on disk.
+  say "installing torch==$TORCH_VERSION"
+  "$PY" -m pip install --quiet "torch==$TORCH_VERSION"
+fi
+say "installing torchscope and its dev tools"
+"$PY" -m pip install --quiet -e ".[dev]"
+
+if command -v npm >/dev/null 2>&1 && [ -f package.json ]; then
+  say "installing the extension's Node dependencies and building it"
+  npm ci --no-audit --no-fund --loglevel=error
+  npm run --silent build
+else
+  say "npm not found: skipping the VS Code extension build (the CLI and the server work without it)"
+fi
+
+say "profiling examples/matmul_add.py::fn (each '# torchscope:' directive in turn)"
+"$(dirname "$PY")/torchscope" profile examples/matmul_add.py::fn

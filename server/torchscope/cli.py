@@ -1,0 +1,106 @@
+"""``torchscope profile | analyze | serve`` — the terminal's way into the same code paths.
+
+Thin on purpose: argument parsing and printing live here; profiling lives in ``host``, trace
+reading in ``analysis``, the language server in ``lsp``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from torchscope import __version__
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
+    return value
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="torchscope",
+        description="Why is this PyTorch function slow? torch.profiler, measured and explained.",
+    )
+    parser.add_argument("--version", action="version", version=f"torchscope {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    profile = commands.add_parser(
+        "profile",
+        help="profile one function: FILE::FUNCTION",
+        description="Profile FILE::FUNCTION (e.g. examples/matmul_add.py::fn). Without --call, "
+        "every `# torchscope: <call>` directive above the def is profiled in turn.",
+    )
+    profile.add_argument("target", help="FILE::QUALNAME, e.g. model.py::Model.forward")
+    profile.add_argument("--call", help="call expression, e.g. 'fn(torch.randn(8, 8), w, b)'")
+    profile.add_argument(
+        "--steps", type=_positive_int, default=5, help="profiled calls (default 5)"
+    )
+    profile.add_argument(
+        "--warmup", type=int, default=3, help="unmeasured warmup calls (default 3)"
+    )
+    profile.add_argument(
+        "--timeout", type=float, default=120.0, help="seconds per job (default 120)"
+    )
+    profile.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
+    profile.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    profile.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
+    profile.add_argument("--json", action="store_true", help="print the report as JSON")
+    profile.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+
+    analyze = commands.add_parser("analyze", help="analyse a trace file written by torch.profiler")
+    analyze.add_argument("trace", type=Path, help="a Chrome-trace .json or .json.gz")
+    analyze.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    serve = commands.add_parser("serve", help="run the language server on stdio")
+    serve.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _build_parser().parse_args(argv)
+    if args.command == "serve":
+        from torchscope.lsp.server import run_stdio
+
+        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+        run_stdio()
+        return EXIT_OK
+    if args.command == "analyze":
+        return _analyze(args.trace, args.json)
+    from torchscope.cli_profile import run_profile_command
+
+    return asyncio.run(run_profile_command(args))
+
+
+def _analyze(trace: Path, as_json: bool) -> int:
+    from torchscope.analysis import TraceError, analyze_trace, render_report
+
+    try:
+        report = analyze_trace(trace)
+    except TraceError as exc:
+        print(f"torchscope: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if as_json:
+        data = report.to_dict()
+        data["trace_path"] = str(trace)
+        _print_json(data)
+    else:
+        print(render_report(report))
+        print(f"trace: {trace}")
+    return EXIT_OK

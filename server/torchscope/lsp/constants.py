@@ -1,0 +1,14 @@
+"""Names shared with the VS Code client; ``extension/src/constants.ts`` mirrors this module."""
+
+SERVER_NAME = "torchscope"
+SOURCE = "torchscope"
+
+#: ``workspace/executeCommand`` commands served here.
+CMD_PROFILE = "torchscope.profile"
+CMD_CLEAR = "torchscope.clear"
+
+#: Custom requests.
+REQ_TARGET = "torchscope/target"
+
+#: Custom notifications sent to the client.
+NOTIFY_PROFILE_DONE = "torchscope/profileDone"

@@ -1,0 +1,136 @@
+"""The ``TorchscopeServer``: owns settings, the profiler (one worker) and the results.
+
+Handlers live in their own modules (``profile_command``, ``target_request``, ``documents``) and
+take the server first; this module wires them up and runs stdio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, Optional
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from torchscope import __version__
+from torchscope.host.profile_run import Profiler
+from torchscope.host.trace_store import TraceStore
+from torchscope.lsp.constants import SERVER_NAME
+from torchscope.lsp.results import ResultStore
+from torchscope.lsp.settings import Settings, SettingsError
+
+log = logging.getLogger(__name__)
+
+#: The params of the ``workspace/executeCommand`` being handled, for its ``workDoneToken``
+#: (pygls passes command handlers only the ``arguments``).
+EXECUTE_PARAMS: contextvars.ContextVar[Optional[types.ExecuteCommandParams]] = (
+    contextvars.ContextVar("torchscope_execute_params", default=None)
+)
+
+
+class TorchscopeProtocol(LanguageServerProtocol):
+    """pygls' protocol plus two hooks: the executeCommand params and ``$/cancelRequest``."""
+
+    _server: TorchscopeServer
+
+    @lsp_method(types.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(
+        self, params: types.ExecuteCommandParams
+    ) -> Generator[Any, Any, Any]:
+        EXECUTE_PARAMS.set(params)
+        return (yield from super().lsp_workspace__execute_command(params))
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        super()._handle_cancel_notification(msg_id)
+        task = self._server.running.get(msg_id)
+        if task is not None and not task.done():
+            log.info("cancelling request %s: killing its worker job", msg_id)
+            task.cancel()
+
+
+class TorchscopeServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(SERVER_NAME, __version__, protocol_cls=TorchscopeProtocol)
+        self.settings = Settings()
+        self.results = ResultStore()
+        self.running: dict[Any, asyncio.Task[Any]] = {}
+        self._profiler: Optional[Profiler] = None
+        self._profiler_key: tuple[Any, ...] = ()
+        self._closing: set[asyncio.Future[None]] = set()  # old workers shutting down
+
+    def apply_settings(self, options: Any) -> None:
+        try:
+            self.settings = Settings.from_options(options)
+        except SettingsError as exc:
+            self.show(types.MessageType.Error, f"torchscope: {exc}; using the defaults")
+            self.settings = Settings()
+
+    @property
+    def profiler(self) -> Profiler:
+        """The profiler for the configured interpreter (recreated when settings change it)."""
+        settings = self.settings
+        key = (settings.worker_python, settings.trace_dir, settings.keep_traces)
+        if self._profiler is None or key != self._profiler_key:
+            if self._profiler is not None:
+                self._closing.add(asyncio.ensure_future(self._profiler.close()))
+            self._profiler_key = key
+            root = self.workspace_root()
+            self._profiler = Profiler(
+                settings.worker_python,
+                TraceStore(settings.trace_dir, settings.keep_traces),
+                cwd=str(root) if root else None,
+                on_worker_stderr=self.log_worker,
+            )
+        assert self._profiler is not None
+        return self._profiler
+
+    def workspace_root(self) -> Optional[Path]:
+        try:
+            root = self.workspace.root_path
+        except RuntimeError:  # before initialize
+            return None
+        return Path(root) if root else None
+
+    def show(self, kind: types.MessageType, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def log_worker(self, line: str) -> None:
+        self.log(f"[worker] {line}")
+
+    def publish(self, uri: str, version: Optional[int] = None) -> None:
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=self.results.diagnostics(uri), version=version
+            )
+        )
+
+    async def close(self) -> None:
+        for task in list(self.running.values()):
+            task.cancel()
+        if self._profiler is not None:
+            await self._profiler.close()
+
+
+def create_server() -> TorchscopeServer:
+    """A server with every handler registered."""
+    from torchscope.lsp import documents, profile_command, target_request
+
+    server = TorchscopeServer()
+    documents.register(server)
+    profile_command.register(server)
+    target_request.register(server)
+    return server
+
+
+def run_stdio() -> None:
+    server = create_server()
+    server.start_io()

@@ -1,0 +1,62 @@
+"""Server settings: from ``initializationOptions.settings``, overridable per command."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Optional
+
+from torchscope.host.profile_run import DEFAULT_STEPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
+
+
+class SettingsError(ValueError):
+    """A setting has a value of the wrong kind; the message names it and what is allowed."""
+
+
+def _int(values: Mapping[str, Any], key: str, default: int, minimum: int) -> int:
+    value = values.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise SettingsError(f"setting {key!r} must be a number >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _float(values: Mapping[str, Any], key: str, default: float, minimum: float) -> float:
+    value = values.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise SettingsError(f"setting {key!r} must be a number >= {minimum}, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Settings:
+    steps: int = DEFAULT_STEPS
+    warmup: int = DEFAULT_WARMUP
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    worker_python: str = sys.executable
+    trace_dir: Optional[Path] = None
+    keep_traces: int = 20
+
+    @classmethod
+    def from_options(cls, options: Any) -> Settings:
+        values = options.get("settings", options) if isinstance(options, Mapping) else {}
+        if not isinstance(values, Mapping):
+            return cls()
+        return cls().updated(values)
+
+    def updated(self, values: Mapping[str, Any]) -> Settings:
+        """A copy with the recognised keys of ``values`` applied (unknown keys are ignored)."""
+        trace_dir = values.get("traceDir")
+        python = values.get("workerPython")
+        return replace(
+            self,
+            steps=_int(values, "steps", self.steps, 1),
+            warmup=_int(values, "warmup", self.warmup, 0),
+            timeout_s=_float(values, "timeout_s", _float(values, "timeout", self.timeout_s, 1), 1),
+            worker_python=python if isinstance(python, str) and python else self.worker_python,
+            trace_dir=Path(trace_dir)
+            if isinstance(trace_dir, str) and trace_dir
+            else self.trace_dir,
+            keep_traces=_int(values, "keepTraces", self.keep_traces, 1),
+        )

@@ -1,0 +1,39 @@
+"""A real LSP client (pytest-lsp) talking to the real server over stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.conftest import REPO
+
+SERVER_ENV = {**os.environ, "PYTHONPATH": str(REPO / "server")}
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-m", "torchscope", "serve"], server_env=SERVER_ENV
+    ),
+)
+async def client(lsp_client: LanguageClient, tmp_path_factory) -> AsyncIterator[None]:
+    trace_dir: Path = tmp_path_factory.mktemp("lsp-traces")
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                window=types.WindowClientCapabilities(work_done_progress=True)
+            ),
+            root_uri=REPO.as_uri(),
+            initialization_options={
+                "settings": {"steps": 3, "warmup": 1, "traceDir": str(trace_dir)}
+            },
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()

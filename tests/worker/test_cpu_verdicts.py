@@ -1,0 +1,88 @@
+"""The guide's central pattern on CPU, honestly: verdicts from unprofiled timing.
+
+At 8×8 `fn` is a couple of microseconds of which most is dispatch: overhead-bound. At 1024×1024
+the matmul dominates: compute-bound. The overhead share the verdict reports must agree with an
+independent estimate made here with `torch.utils.benchmark` (ops per call × per-op floor ÷ time
+per call), within ±15 points.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.utils.benchmark as benchmark
+
+from tests.conftest import EXAMPLES
+from torchscope.host.profile_run import ProfileOptions, ProfileOutcome, Profiler
+from torchscope.host.trace_store import TraceStore
+from torchscope.targets import function_named, read_source
+
+CALL = "fn(torch.randn({n}, {n}), torch.randn({n}, {n}), torch.randn({n}, {n}))"
+OPS_PER_CALL = 2  # torch.matmul and torch.add, as written in examples/matmul_add.py
+
+
+def profile_fn(n: int, trace_dir: Path) -> ProfileOutcome:
+    path = EXAMPLES / "matmul_add.py"
+    target = function_named(read_source(path), str(path), "fn")
+
+    async def go() -> ProfileOutcome:
+        profiler = Profiler(sys.executable, TraceStore(trace_dir))
+        try:
+            return await profiler.profile(
+                target, CALL.format(n=n), ProfileOptions(steps=5, warmup=3)
+            )
+        finally:
+            await profiler.close()
+
+    return asyncio.run(go())
+
+
+def independent_overhead_share(n: int) -> float:
+    torch.set_num_threads(torch.get_num_threads())
+    one = torch.zeros(1)
+    floor = (
+        benchmark.Timer("torch.add(a, a)", globals={"torch": torch, "a": one})
+        .blocked_autorange(min_run_time=0.3)
+        .median
+    )
+    x, w, b = (torch.randn(n, n) for _ in range(3))
+    per_call = (
+        benchmark.Timer(
+            "torch.add(torch.matmul(x, w), b)", globals={"torch": torch, "x": x, "w": w, "b": b}
+        )
+        .blocked_autorange(min_run_time=0.3)
+        .median
+    )
+    return min(1.0, OPS_PER_CALL * floor / per_call)
+
+
+def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) -> None:
+    outcome = profile_fn(8, trace_dir)
+    report = outcome.to_json()
+    verdict = report["verdict"]
+    assert verdict["id"] == "overhead-bound", verdict
+    assert "(CPU)" in verdict["headline"] and "dispatch" in verdict["headline"]
+    timing = report["timing"]
+    # The headline's time is the unprofiled median, not a profiled step.
+    assert verdict["cpu_us"] == pytest.approx(timing["median_us"])
+    assert timing["min_us"] <= timing["median_us"] <= timing["max_us"]
+    assert timing["cold_us"] > timing["median_us"]
+    assert report["profiler_overhead_us"] > 0
+    names = [op["name"] for op in report["top_ops"]]
+    assert "aten::mm" in names or "aten::matmul" in names
+    assert Path(report["trace_path"]).is_file()
+    expected = independent_overhead_share(8)
+    assert abs(verdict["overhead_share"] - expected) <= 0.15, (verdict, expected)
+
+
+def test_large_matmul_is_compute_bound_in_mm(trace_dir: Path) -> None:
+    outcome = profile_fn(1024, trace_dir)
+    verdict = outcome.to_json()["verdict"]
+    assert verdict["id"] == "compute-bound", verdict
+    assert "aten::mm" in verdict["headline"]
+    expected = independent_overhead_share(1024)
+    assert abs(verdict["overhead_share"] - expected) <= 0.15, (verdict, expected)
