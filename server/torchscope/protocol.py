@@ -107,6 +107,7 @@ class ProfileResult(Message):
     steps: int
     def_line: int = 0
     torch_version: str = ""
+    attribution_note: str = ""  # why lines are not attributed ("" when they are)
 
 
 @dataclass

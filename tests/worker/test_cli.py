@@ -62,7 +62,7 @@ def test_profile_text_runs_every_directive(trace_dir: Path) -> None:
         out.count("== fn (examples/matmul_add.py:14)") == 2
     )  # 8×8 and 1024×1024; CUDA ones skipped
     assert "overhead-bound" in out and "compute-bound" in out
-    assert "cold" in out and "median" in out
+    assert "first call" in out and "median" in out
     assert out.count("trace: ") == 2
 
 

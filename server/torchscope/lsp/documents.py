@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lsprotocol import types
 
-if TYPE_CHECKING:
-    from torchscope.lsp.server import TorchscopeServer
+from torchscope.lsp.server import TorchscopeServer
 
 
 def register(server: TorchscopeServer) -> None:

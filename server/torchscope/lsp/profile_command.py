@@ -12,7 +12,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -22,12 +22,10 @@ from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE, NOTIFY_PROFILE_DONE
 from torchscope.lsp.diagnostics import failure_diagnostic, verdict_diagnostic
 from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import FunctionResult
+from torchscope.lsp.server import TorchscopeServer
 from torchscope.lsp.settings import SettingsError
 from torchscope.protocol import Output, Progress
 from torchscope.targets import Target, TargetError, function_at, read_source
-
-if TYPE_CHECKING:
-    from torchscope.lsp.server import TorchscopeServer
 
 log = logging.getLogger(__name__)
 

@@ -8,15 +8,13 @@ Only parses the file; never runs it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from pygls.uris import to_fs_path
 
 from torchscope.lsp.constants import REQ_TARGET
+from torchscope.lsp.server import TorchscopeServer
 from torchscope.targets import TargetError, function_at
-
-if TYPE_CHECKING:
-    from torchscope.lsp.server import TorchscopeServer
 
 
 def describe_target(ls: TorchscopeServer, uri: str, line: int) -> Optional[dict[str, Any]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope.protocol import JobError, ProfileRequest, ProfileResult, Progress
+from torchscope.worker.attribution import marked_call
 from torchscope.worker.call_expression import (
     CallExpressionError,
     PreparedCall,
@@ -22,7 +23,7 @@ from torchscope.worker.call_expression import (
 )
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.profiling import profile_calls
-from torchscope.worker.timing import dispatch_floor_us, time_calls
+from torchscope.worker.timing import median, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
 
@@ -69,6 +70,8 @@ class ProfileJob:
         self.request = request
         self._send = send
         self.use_cuda = cuda and request.device != "cpu"
+        self.module: Any = None
+        self.target: Any = None
 
     def _stage(self, stage: str, message: str) -> None:
         fraction = STAGES.index(stage) / len(STAGES)
@@ -80,6 +83,7 @@ class ProfileJob:
         return JobFailed(JobError(self.request.job_id, kind, message, line, tb))
 
     def _setup(self) -> tuple[PreparedCall, int]:
+        """Import the file, find the target, evaluate the call; keeps module and target."""
         request = self.request
         self._stage("setup", f"importing {Path(request.file).name} and evaluating the call")
         root = Path(request.workspace_root) if request.workspace_root else None
@@ -89,12 +93,14 @@ class ProfileJob:
             raise self._fail(
                 "import", f"importing {request.file} raised {type(exc).__name__}: {exc}", exc
             ) from exc
+        self.module = module
         try:
             target = resolve_qualname(module, request.qualname)
         except TargetNotFound as exc:
             raise self._fail("target", str(exc)) from exc
         if not callable(target):
             raise self._fail("target", f"{request.qualname} is not a function")
+        self.target = target
         def_line = _def_line(target)
         if request.call:
             try:
@@ -148,14 +154,9 @@ class ProfileJob:
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
             ) from exc
-        floor = dispatch_floor_us()
-        self._stage("profile", f"profiling {request.steps} calls")
-        try:
-            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path)
-        except Exception as exc:
-            raise self._fail(
-                "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
-            ) from exc
+        floor = median(samples.floor_us)
+        self._stage("profile", f"profiling {request.steps} calls with line markers")
+        attribution_note = self._profile(prepared)
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
@@ -170,7 +171,30 @@ class ProfileJob:
             steps=request.steps,
             def_line=def_line,
             torch_version=torch.__version__,
+            attribution_note=attribution_note,
         )
+
+    def _profile(self, prepared: PreparedCall) -> str:
+        """Profile the line-marked copy; fall back to the original if the copy cannot run.
+
+        Returns why lines are not attributed, or "" when they are.
+        """
+        request = self.request
+        marked, note = marked_call(prepared, self.module, request.qualname, self.target)
+        if marked is not None:
+            try:
+                with marked.active():
+                    profile_calls(marked.invoke, request.steps, self.use_cuda, request.trace_path)
+                return ""
+            except Exception as exc:  # the original ran fine: blame the markers, not the user
+                note = f"line attribution unavailable: the marked copy raised {exc!r}"
+        try:
+            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path)
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        return note
 
 
 def _needs_arguments(func: Any) -> bool:

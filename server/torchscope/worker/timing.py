@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 #: A batch should last at least this long for the clock's overhead (~50 ns) to vanish.
@@ -18,10 +18,18 @@ MIN_SAMPLE_S = 100e-6
 MAX_BATCH = 1000
 
 
+#: Floor samples: enough for a stable median even when the function is slow and few
+#: samples of it fit the budget.
+MIN_FLOOR_SAMPLES = 15
+FLOOR_BATCH = 100
+
+
 @dataclass
 class TimingSamples:
     per_call_us: list[float]
     calls: int
+    floor_us: list[float] = field(default_factory=list)
+    """Per-op dispatch floor, measured in alternation with the calls (see ``time_calls``)."""
 
 
 def _synchronizer(use_cuda: bool) -> Callable[[], None]:
@@ -33,6 +41,24 @@ def _synchronizer(use_cuda: bool) -> Callable[[], None]:
     return lambda: None
 
 
+def _floor_op() -> Callable[[], Any]:
+    """A 1-element ``torch.add``: the cost of dispatching one trivial op."""
+    import torch
+
+    a = torch.zeros(1)
+    return lambda: torch.add(a, a)
+
+
+def _time_batch(invoke: Callable[[], Any], batch: int, sync: Callable[[], None]) -> float:
+    clock = time.perf_counter
+    sync()
+    start = clock()
+    for _ in range(batch):
+        invoke()
+    sync()
+    return (clock() - start) * 1e6 / batch
+
+
 def time_calls(
     invoke: Callable[[], Any],
     estimate_s: float,
@@ -40,33 +66,30 @@ def time_calls(
     budget_s: float,
     use_cuda: bool,
 ) -> TimingSamples:
-    """Time ``samples`` samples (at least 3, fewer if ``budget_s`` runs out)."""
+    """Time ``samples`` samples (at least 3, fewer if ``budget_s`` runs out).
+
+    A batch of the dispatch-floor op follows each sample, so both see the same machine: on a
+    shared, noisy box the ratio of the two (the overhead share) stays honest even when both
+    drift.
+    """
     sync = _synchronizer(use_cuda)
+    floor_op = _floor_op()
+    for _ in range(FLOOR_BATCH):
+        floor_op()
     batch = 1
     if estimate_s < MIN_SAMPLE_S:
         batch = min(MAX_BATCH, max(1, int(MIN_SAMPLE_S / max(estimate_s, 1e-9))))
     per_call_us: list[float] = []
+    floor_us: list[float] = []
     clock = time.perf_counter
     deadline = clock() + budget_s
     while len(per_call_us) < samples and (len(per_call_us) < 3 or clock() < deadline):
-        sync()
-        start = clock()
-        for _ in range(batch):
-            invoke()
-        sync()
-        per_call_us.append((clock() - start) * 1e6 / batch)
-    return TimingSamples(per_call_us, len(per_call_us) * batch)
+        per_call_us.append(_time_batch(invoke, batch, sync))
+        floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
+    while len(floor_us) < MIN_FLOOR_SAMPLES:
+        floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
+    return TimingSamples(per_call_us, len(per_call_us) * batch, floor_us)
 
 
-def dispatch_floor_us() -> float:
-    """The cost of dispatching one trivial op (a 1-element ``torch.add``) on this machine now.
-
-    Ops per call × this floor estimates what a call pays in dispatch alone, whatever the sizes.
-    """
-    import torch
-
-    a = torch.zeros(1)
-    for _ in range(200):
-        torch.add(a, a)
-    samples = time_calls(lambda: torch.add(a, a), 1e-6, samples=15, budget_s=0.5, use_cuda=False)
-    return statistics.median(samples.per_call_us)
+def median(values: list[float]) -> float:
+    return statistics.median(values)
