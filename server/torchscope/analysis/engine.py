@@ -1,0 +1,111 @@
+"""``analyze_trace``: parse → normalise → nest → link → segment → metrics → verdict → rules.
+
+The garbage collector is paused for the whole analysis: a big trace is ~200k small dicts
+that all stay alive until the end, so every collection pass would be wasted work (it costs
+about a third of the runtime otherwise). Nothing here builds reference cycles.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+from .context import Context, build_context
+from .lines import line_stats
+from .metrics import median, step_metrics, top_kernels, top_ops
+from .model import Trace
+from .normalise import load_trace
+from .report import Device, Measurements, Report, Timing
+from .rules import run_rules
+from .verdict import decide
+
+
+def _devices(ctx: Context) -> tuple[Device, list[Device]]:
+    trace = ctx.trace
+    m = ctx.measurements
+    if trace.has_device_activity or (trace.devices and trace.runtime):
+        names = {d.index: d.name for d in trace.devices}
+        used = sorted(
+            {trace.tracks[s.track].device for s in trace.kernels + trace.memcpys + trace.memsets}
+        )
+        listed = [Device("cuda", names.get(d, f"GPU {d}")) for d in used] or [
+            Device("cuda", d.name) for d in trace.devices[:1]
+        ]
+        primary = ctx.primary_device
+        if primary is not None:
+            main = Device("cuda", names.get(primary, f"GPU {primary}"))
+        elif m is not None and m.device_kind == "cuda" and m.device_name:
+            main = Device("cuda", m.device_name)
+        else:
+            main = listed[0]
+        return main, listed
+    if m is not None:
+        dev = (
+            Device("cpu", m.device_name or "CPU")
+            if m.device_kind != "cuda"
+            else Device("cuda", m.device_name)
+        )
+        return dev, [dev]
+    host = trace.meta.get("host_name")
+    dev = Device("cpu", f"CPU ({host})" if isinstance(host, str) and host else "CPU")
+    return dev, [dev]
+
+
+def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
+    """Analyse an already loaded trace."""
+    ctx = build_context(trace, measurements)
+    metrics = step_metrics(ctx)
+    ctx.step_metrics = metrics
+    ops = top_ops(ctx)
+    ctx.top_ops = ops
+    verdict = decide(ctx, metrics, ops)
+    findings, skipped = run_rules(ctx)
+    timing: Timing | None = None
+    overhead: float | None = None
+    if measurements is not None and measurements.call_us:
+        calls = measurements.call_us
+        timing = Timing(
+            cold_us=float(measurements.cold_us),
+            min_us=float(min(calls)),
+            median_us=median(calls),
+            max_us=float(max(calls)),
+            calls=len(calls),
+        )
+        if metrics:
+            overhead = median([s.wall_us for s in metrics]) - timing.median_us
+    device, devices = _devices(ctx)
+    notes: list[str] = []
+    for rule_id, why in skipped.items():
+        if why.startswith("failed:"):
+            notes.append(f"rule {rule_id} {why}")
+    if trace.skipped_events:
+        notes.append(f"{trace.skipped_events} malformed events were skipped")
+    if ctx.steps and ctx.steps[0].source != "ProfilerStep":
+        notes.append(f"no ProfilerStep annotations: steps are {ctx.steps[0].source} windows")
+    return Report(
+        device=device,
+        verdict=verdict,
+        timing=timing,
+        profiler_overhead_us=overhead,
+        findings=findings,
+        top_ops=ops,
+        steps=metrics,
+        devices=devices,
+        kernels_recorded=len(trace.kernels),
+        step_source=ctx.steps[0].source if ctx.steps else "none",
+        notes=notes,
+        rules_skipped=skipped,
+        top_kernels=top_kernels(ctx),
+        lines=line_stats(ctx),
+    )
+
+
+def analyze_trace(path: str | os.PathLike[str], measurements: Measurements | None = None) -> Report:
+    """Analyse the trace at ``path`` (``.json`` or ``.json.gz``); raises :class:`TraceError`."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return analyze(load_trace(path), measurements)
+    finally:
+        if enabled:
+            gc.enable()

@@ -1,0 +1,52 @@
+"""Number formatting shared by headlines, findings and the terminal report.
+
+One function so that "2.3 ms" means the same thing in the editor, the CLI and the tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def format_duration(us: float) -> str:
+    """Format a duration given in microseconds with 2-3 significant digits.
+
+    ``23 µs``, ``2.7 µs``, ``2.3 ms``, ``147 ms``, ``1.20 s``, ``29.9 s``. The unit changes
+    where the rounded value would reach 1000 of the smaller unit, so 999.7 µs is ``1.0 ms``.
+    """
+    if not math.isfinite(us):
+        return "n/a"
+    if us < 0:
+        return "-" + format_duration(-us)
+    if round(us, 1) < 10:
+        return f"{us:.1f} µs"
+    if round(us) < 1000:
+        return f"{us:.0f} µs"
+    ms = us / 1000.0
+    if round(ms, 1) < 100:
+        return f"{ms:.1f} ms"
+    if round(ms) < 1000:
+        return f"{ms:.0f} ms"
+    s = ms / 1000.0
+    if round(s, 2) < 10:
+        return f"{s:.2f} s"
+    if round(s, 1) < 100:
+        return f"{s:.1f} s"
+    return f"{s:.0f} s"
+
+
+def format_share(share: float) -> str:
+    """A fraction as a whole percentage with the French-style space the headlines use."""
+    if not math.isfinite(share):
+        return "n/a"
+    return f"{share * 100:.0f} %"
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in binary units: ``704 B``, ``18.4 MiB``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"  # pragma: no cover - loop always returns

@@ -1,0 +1,242 @@
+"""Per-line numbers from the worker's ``torchscope:L<n>`` markers: hot lines.
+
+The worker profiles a copy of the function whose every statement runs inside a marker named
+after its line (see ``worker/line_markers.py``). Here each op, runtime call and — through the
+runtime call's correlation — each kernel and copy is given to the *innermost* marker around it,
+so a loop body's ops go to the body's lines and a call into another function counts for the
+calling line. A line's CPU time is its markers' time minus the time of markers nested inside
+(a ``for`` header keeps only what the header itself cost). Everything is per call of the
+function: a line's CPU time is its median over the profiled steps; counts and device times are
+totals over the steps divided by their number.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from .context import Context
+from .link import SYNC_CALLS, copy_kind
+
+LINE_MARKER_PREFIX = "torchscope:L"
+
+#: Lines whose share of the function's time is at least this get an inlay hint by default
+#: (the editor setting overrides it): below ~5 % a line is rarely worth a look.
+DEFAULT_HOT_SHARE = 0.05
+
+
+@dataclass
+class LineOp:
+    name: str
+    calls: float
+    self_cpu_us: float
+    shapes: str = ""
+
+
+@dataclass
+class LineKernel:
+    name: str
+    calls: float
+    device_us: float
+
+
+@dataclass
+class LineCopy:
+    kind: str
+    calls: float
+    bytes: float
+    device_us: float
+
+
+@dataclass
+class LineStats:
+    """One source line, per call of the function."""
+
+    line: int
+    share: float
+    cpu_us: float
+    device_us: float
+    hits: float
+    """How often the line ran per call (a loop body: once per iteration)."""
+    cpu_us_min: float
+    cpu_us_median: float
+    cpu_us_max: float
+    syncs: float = 0.0
+    sync_us: float = 0.0
+    ops: list[LineOp] = field(default_factory=list)
+    kernels: list[LineKernel] = field(default_factory=list)
+    copies: list[LineCopy] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "share": self.share,
+            "cpu_us": self.cpu_us,
+            "device_us": self.device_us,
+            "hits": self.hits,
+            "cpu_us_min": self.cpu_us_min,
+            "cpu_us_median": self.cpu_us_median,
+            "cpu_us_max": self.cpu_us_max,
+            "syncs": self.syncs,
+            "sync_us": self.sync_us,
+            "ops": [vars(o) for o in self.ops],
+            "kernels": [vars(k) for k in self.kernels],
+            "copies": [vars(c) for c in self.copies],
+        }
+
+
+def _marker_line(name: str) -> int | None:
+    if not name.startswith(LINE_MARKER_PREFIX):
+        return None
+    try:
+        return int(name[len(LINE_MARKER_PREFIX) :])
+    except ValueError:
+        return None
+
+
+def _shapes(args: Any) -> str:
+    dims = args.get("Input Dims") if isinstance(args, dict) else None
+    if not isinstance(dims, list):
+        return ""
+    shown = [f"[{', '.join(str(d) for d in dim)}]" for dim in dims if isinstance(dim, list) and dim]
+    return " × ".join(shown)
+
+
+@dataclass
+class _Acc:
+    cpu_by_step: dict[int, float] = field(default_factory=dict)
+    hits: int = 0
+    device_us: float = 0.0
+    syncs: int = 0
+    sync_us: float = 0.0
+    ops: dict[str, list[Any]] = field(default_factory=dict)  # name → [calls, self_us, shapes]
+    kernels: dict[str, list[float]] = field(default_factory=dict)  # name → [calls, device_us]
+    copies: dict[str, list[float]] = field(default_factory=dict)  # kind → [calls, bytes, us]
+
+
+def line_stats(ctx: Context) -> list[LineStats]:
+    """Hot-line statistics, hottest first; empty when the trace has no line markers."""
+    trace, nest = ctx.trace, ctx.nest
+    anns = trace.annotations
+    marker_line = [_marker_line(a.name) for a in anns]
+    if not any(line is not None for line in marker_line):
+        return []
+    n_steps = max(1, len(ctx.steps))
+
+    def enclosing_marker(ann: int) -> int:
+        """The innermost marker at or above annotation ``ann`` (-1 when none)."""
+        for a in nest.annotation_chain(ann) if ann >= 0 else ():
+            if marker_line[a] is not None:
+                return a
+        return -1
+
+    acc: dict[int, _Acc] = {}
+
+    def bucket(marker: int) -> _Acc:
+        line = marker_line[marker]
+        assert line is not None
+        found = acc.get(line)
+        if found is None:
+            found = acc[line] = _Acc()
+        return found
+
+    # Exclusive CPU time per marker: its duration minus its nearest nested markers'.
+    exclusive = [a.end - a.start if line is not None else 0.0 for a, line in zip(anns, marker_line)]
+    for a, line in enumerate(marker_line):
+        if line is None or ctx.step_of_ann[a] < 0:
+            continue
+        parent = enclosing_marker(nest.ann_parent[a])
+        if parent >= 0:
+            exclusive[parent] -= anns[a].end - anns[a].start
+    for a, line in enumerate(marker_line):
+        step = ctx.step_of_ann[a]
+        if line is None or step < 0:
+            continue
+        entry = bucket(a)
+        entry.hits += 1
+        entry.cpu_by_step[step] = entry.cpu_by_step.get(step, 0.0) + max(0.0, exclusive[a])
+
+    for i, op in enumerate(trace.ops):
+        if ctx.step_of_op[i] < 0:
+            continue
+        marker = enclosing_marker(nest.op_ann[i])
+        if marker < 0:
+            continue
+        stat = bucket(marker).ops.setdefault(op.name, [0, 0.0, ""])
+        parent = nest.op_parent[i]
+        if parent < 0 or trace.ops[parent].name != op.name:
+            stat[0] += 1  # aten::sum inside aten::sum is one call, not two
+        stat[1] += nest.op_self[i]
+        if not stat[2]:
+            stat[2] = _shapes(op.args)
+
+    for r, call in enumerate(trace.runtime):
+        if ctx.step_of_rt[r] < 0 or ctx.is_artefact(r):
+            continue
+        marker = enclosing_marker(nest.rt_ann[r])
+        if marker < 0:
+            continue
+        entry = bucket(marker)
+        if call.name in SYNC_CALLS or ctx.blocking[r]:
+            entry.syncs += 1
+            entry.sync_us += call.end - call.start
+        for kind, index in ctx.links.rt_device.get(r, ()):
+            if kind == "kernel":
+                kernel = trace.kernels[index]
+                duration = kernel.end - kernel.start
+                stat_k = entry.kernels.setdefault(kernel.name, [0.0, 0.0])
+                stat_k[0] += 1
+                stat_k[1] += duration
+            else:
+                span = trace.memcpys[index] if kind == "memcpy" else trace.memsets[index]
+                duration = span.end - span.start
+                size = span.args.get("bytes", 0) if isinstance(span.args, dict) else 0
+                label = copy_kind(span.name) if kind == "memcpy" else "Memset"
+                stat_c = entry.copies.setdefault(label, [0.0, 0.0, 0.0])
+                stat_c[0] += 1
+                stat_c[1] += size if isinstance(size, (int, float)) else 0
+                stat_c[2] += duration
+            entry.device_us += duration
+
+    # Medians across steps, not means: one step where the OS took the CPU away (shared
+    # machines) would otherwise make a 15 µs line look like 40 ms.
+    per_line = {
+        line: [entry.cpu_by_step.get(s, 0.0) for s in range(n_steps)] for line, entry in acc.items()
+    }
+    typical = {line: statistics.median(steps) for line, steps in per_line.items()}
+    total_cpu = sum(typical.values()) or 1.0
+    lines: list[LineStats] = []
+    for line, entry in acc.items():
+        per_step = per_line[line]
+        lines.append(
+            LineStats(
+                line=line,
+                share=typical[line] / total_cpu,
+                cpu_us=typical[line],
+                device_us=entry.device_us / n_steps,
+                hits=entry.hits / n_steps,
+                cpu_us_min=min(per_step),
+                cpu_us_median=statistics.median(per_step),
+                cpu_us_max=max(per_step),
+                syncs=entry.syncs / n_steps,
+                sync_us=entry.sync_us / n_steps,
+                ops=sorted(
+                    (LineOp(n, c / n_steps, t / n_steps, s) for n, (c, t, s) in entry.ops.items()),
+                    key=lambda o: -o.self_cpu_us,
+                ),
+                kernels=sorted(
+                    (
+                        LineKernel(n, c / n_steps, t / n_steps)
+                        for n, (c, t) in entry.kernels.items()
+                    ),
+                    key=lambda k: -k.device_us,
+                ),
+                copies=[
+                    LineCopy(kind, c / n_steps, b / n_steps, t / n_steps)
+                    for kind, (c, b, t) in entry.copies.items()
+                ],
+            )
+        )
+    lines.sort(key=lambda s: -s.share)
+    return lines

@@ -1,0 +1,158 @@
+"""Link device work to the CPU call that caused it, and classify runtime calls.
+
+Kineto gives every runtime call and every kernel/memcpy/memset it launched the same
+``correlation`` id (the ``ac2g``/``async`` flow events repeat the same pairing, so they are
+not read). Where a correlation is missing, the device event's ``External id`` names the CPU op
+instead. Classification is by name, because ``cbid`` numbers differ between CUDA versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Span, Trace
+
+LAUNCH_CALLS = frozenset(
+    {
+        "cudaLaunchKernel",
+        "cudaLaunchKernelExC",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cudaGraphLaunch",
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "cuLaunchCooperativeKernel",
+        "cuGraphLaunch",
+        "hipLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipGraphLaunch",
+    }
+)
+SYNC_CALLS = frozenset(
+    {
+        "cudaDeviceSynchronize",
+        "cudaStreamSynchronize",
+        "cudaEventSynchronize",
+        "cuCtxSynchronize",
+        "cuStreamSynchronize",
+        "cuEventSynchronize",
+        "hipDeviceSynchronize",
+        "hipStreamSynchronize",
+        "hipEventSynchronize",
+    }
+)
+"""Calls that block the CPU until the device catches up (Nsight's ``cuda_api_sync`` list)."""
+
+BLOCKING_COPY_CALLS = frozenset(
+    {"cudaMemcpy", "cuMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyHtoD_v2", "hipMemcpy"}
+)
+"""Copy calls that are synchronous by definition (no ``Async``)."""
+
+
+def is_launch(name: str) -> bool:
+    """A call that puts a kernel (or a CUDA graph of kernels) on a stream."""
+    return name in LAUNCH_CALLS or name.startswith(("cudaLaunch", "cuLaunch", "hipLaunch"))
+
+
+def is_copy_call(name: str) -> bool:
+    """A runtime call that enqueues (or performs) a memcpy."""
+    return name.startswith(("cudaMemcpy", "cuMemcpy", "hipMemcpy"))
+
+
+def copy_kind(name: str) -> str:
+    """``HtoD``, ``DtoH``, ``DtoD``, ``HtoH``, ``PtoP`` from a ``Memcpy XtoY (…)`` name."""
+    parts = name.split()
+    return parts[1] if len(parts) > 1 and parts[0] == "Memcpy" else "other"
+
+
+def is_pageable(name: str) -> bool:
+    """The copy involves pageable (not pinned) host memory, which makes it synchronous."""
+    return "Pageable" in name
+
+
+@dataclass
+class Links:
+    """For each device span, the runtime call that launched it (-1 when unknown) and the
+    CPU time it was issued at (used to put device work in the step whose code launched it)."""
+
+    kernel_rt: list[int]
+    memcpy_rt: list[int]
+    memset_rt: list[int]
+    kernel_issued: list[float]
+    memcpy_issued: list[float]
+    memset_issued: list[float]
+    rt_device: dict[int, list[tuple[str, int]]]
+    """Runtime call → the device spans it launched, as (``kernel``/``memcpy``/``memset``, index)."""
+    linked: int
+    unlinked: int
+
+
+def _ext(args: object) -> int | None:
+    if not isinstance(args, dict):
+        return None
+    c = args.get("External id", args.get("external id"))
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def link(trace: Trace) -> Links:
+    """Match device spans to runtime calls by correlation id, else to ops by External id."""
+    rt_by_corr: dict[object, int] = {}
+    for i, call in enumerate(trace.runtime):
+        c = call.args.get("correlation")
+        if isinstance(c, (int, str)):
+            rt_by_corr[c] = i
+    op_by_ext: dict[int, Span] | None = None
+    rt_device: dict[int, list[tuple[str, int]]] = {}
+    runtime = trace.runtime
+    linked = unlinked = 0
+    out: dict[str, tuple[list[int], list[float]]] = {}
+    for label, spans in (
+        ("kernel", trace.kernels),
+        ("memcpy", trace.memcpys),
+        ("memset", trace.memsets),
+    ):
+        rts = [-1] * len(spans)
+        issued = [float("nan")] * len(spans)
+        for i, s in enumerate(spans):
+            c = s.args.get("correlation")
+            try:
+                r = rt_by_corr.get(c, -1)
+            except TypeError:  # an unhashable correlation value
+                r = -1
+            if r >= 0:
+                rts[i] = r
+                issued[i] = runtime[r].start
+                lst = rt_device.get(r)
+                if lst is None:
+                    rt_device[r] = [(label, i)]
+                else:
+                    lst.append((label, i))
+                linked += 1
+                continue
+            e = _ext(s.args)
+            if e is not None:
+                if op_by_ext is None:
+                    op_by_ext = {}
+                    for o in trace.ops:
+                        oe = _ext(o.args)
+                        if oe is not None:
+                            op_by_ext[oe] = o
+                op = op_by_ext.get(e)
+                if op is not None:
+                    issued[i] = op.start
+                    linked += 1
+                    continue
+            unlinked += 1
+        out[label] = (rts, issued)
+    return Links(
+        kernel_rt=out["kernel"][0],
+        memcpy_rt=out["memcpy"][0],
+        memset_rt=out["memset"][0],
+        kernel_issued=out["kernel"][1],
+        memcpy_issued=out["memcpy"][1],
+        memset_issued=out["memset"][1],
+        rt_device=rt_device,
+        linked=linked,
+        unlinked=unlinked,
+    )

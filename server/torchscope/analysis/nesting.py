@@ -1,0 +1,142 @@
+"""Who contains whom on each CPU thread: one sort and one stack sweep per thread.
+
+The profiler records nesting only implicitly, as time containment on a thread. One sweep over
+the thread's ops, annotations, Python frames and runtime calls, sorted by (start, longest
+first), yields for every event its nearest enclosing op, annotation and Python frame. That is
+all later stages need: which ops are top-level (the dispatch count of the CPU verdict), each
+op's self time, which ``torchscope:L<n>`` marker or ``DataLoader`` annotation a call sits in,
+and which op issued each runtime call. Annotations are transparent for op nesting: an op under
+``ProfilerStep#3`` and ``torchscope:L12`` is still top-level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter, neg, sub
+
+from .model import Span, Trace
+
+NEST_TOLERANCE_US = 1.0
+"""Legacy traces round ``ts`` and ``dur`` to whole µs, so a child can stick out of its parent
+by up to a microsecond; such a child is still a child."""
+
+_ANN, _PY, _OP, _RT = 0, 1, 2, 3  # sort rank at equal (start, end): outermost first
+_START, _END, _TRACK = itemgetter(0), itemgetter(1), itemgetter(3)
+
+
+@dataclass
+class Nesting:
+    """Parent links, as indices into the trace's per-kind lists; -1 means none."""
+
+    op_parent: list[int]
+    """Nearest enclosing op of each op (annotations skipped): -1 marks a top-level op."""
+    op_self: list[float]
+    """Each op's duration minus that of the ops directly under it."""
+    op_ann: list[int]
+    op_py: list[int]
+    rt_op: list[int]
+    rt_ann: list[int]
+    rt_py: list[int]
+    ann_parent: list[int]
+    ann_op: list[int]
+    ann_py: list[int]
+    py_parent: list[int]
+
+    def annotation_chain(self, ann: int) -> list[int]:
+        """``ann`` and the annotations enclosing it, innermost first."""
+        chain: list[int] = []
+        parent = self.ann_parent
+        while ann >= 0 and len(chain) < 256:
+            chain.append(ann)
+            ann = parent[ann]
+        return chain
+
+
+def build_nesting(trace: Trace) -> Nesting:
+    """Sweep every CPU thread once; see the module docstring."""
+    ops, anns, pys, rts = trace.ops, trace.annotations, trace.python, trace.runtime
+    n_ops = len(ops)
+    nest = Nesting(
+        op_parent=[-1] * n_ops,
+        op_self=list(map(sub, map(_END, ops), map(_START, ops))),
+        op_ann=[-1] * n_ops,
+        op_py=[-1] * n_ops,
+        rt_op=[-1] * len(rts),
+        rt_ann=[-1] * len(rts),
+        rt_py=[-1] * len(rts),
+        ann_parent=[-1] * len(anns),
+        ann_op=[-1] * len(anns),
+        ann_py=[-1] * len(anns),
+        py_parent=[-1] * len(pys),
+    )
+    # One list of (thread, start, -end, rank, index) for all four kinds, built with zip in C
+    # and sorted once: per thread, by start, longest first, annotations outside ops.
+    items: list[tuple[int, float, float, int, int]] = []
+    for rank, spans in ((_ANN, anns), (_PY, pys), (_OP, ops), (_RT, rts)):
+        n = len(spans)
+        items.extend(
+            zip(
+                map(_TRACK, spans),
+                map(_START, spans),
+                map(neg, map(_END, spans)),
+                repeat(rank, n),
+                range(n),
+            )
+        )
+    items.sort()
+
+    op_parent, op_self, op_ann, op_py = nest.op_parent, nest.op_self, nest.op_ann, nest.op_py
+    rt_op, rt_ann, rt_py = nest.rt_op, nest.rt_ann, nest.rt_py
+    ann_parent, ann_op, ann_py, py_parent = (
+        nest.ann_parent,
+        nest.ann_op,
+        nest.ann_py,
+        nest.py_parent,
+    )
+    tol = NEST_TOLERANCE_US
+    bottom: tuple[float, int, int, int] = (float("inf"), -1, -1, -1)
+    # Stack entries: (end, nearest op, nearest annotation, nearest python frame), each
+    # "nearest" including the entry itself.
+    stack: list[tuple[float, int, int, int]] = []
+    top = bottom
+    thread = None
+    for track, start, neg_end, rank, i in items:
+        if track != thread:
+            thread = track
+            stack = []
+            top = bottom
+        end = -neg_end
+        while stack and (top[0] <= start or end > top[0] + tol):
+            stack.pop()
+            top = stack[-1] if stack else bottom
+        _, p_op, p_ann, p_py = top
+        if rank == _OP:
+            op_parent[i] = p_op
+            op_ann[i] = p_ann
+            op_py[i] = p_py
+            if p_op >= 0:
+                op_self[p_op] -= end - start
+            top = (end, i, p_ann, p_py)
+            stack.append(top)
+        elif rank == _RT:
+            rt_op[i] = p_op
+            rt_ann[i] = p_ann
+            rt_py[i] = p_py
+        elif rank == _ANN:
+            ann_parent[i] = p_ann
+            ann_op[i] = p_op
+            ann_py[i] = p_py
+            top = (end, p_op, i, p_py)
+            stack.append(top)
+        else:
+            py_parent[i] = p_py
+            top = (end, p_op, p_ann, i)
+            stack.append(top)
+    return nest
+
+
+def top_level_ops(trace: Trace, nest: Nesting) -> list[Span]:
+    """Ops not inside another op on their thread: what the user's code dispatched."""
+    parent = nest.op_parent
+    return [s for i, s in enumerate(trace.ops) if parent[i] < 0]

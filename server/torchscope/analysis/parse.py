@@ -1,0 +1,130 @@
+"""Read a trace file into Python objects, turning every way it can fail into a TraceError.
+
+Kineto writes Chrome-trace JSON, gzipped when the name ends in ``.gz``; we sniff the gzip
+magic instead of trusting the name. ``json.loads`` is the floor of what any analysis costs,
+so the garbage collector is paused while it builds ~200k small dicts (collection passes over
+objects that cannot be garbage yet would add about a third to the parse).
+"""
+
+from __future__ import annotations
+
+import gc
+import gzip
+import json
+import os
+import zlib
+from typing import Any
+
+from .errors import TraceError
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_HINT = "re-export it with torch.profiler's export_chrome_trace (or prof.export_chrome_trace)"
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """Return the (still compressed, if gzipped) bytes of ``path``."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise TraceError(f"{name}: no such file; check the path") from None
+    except IsADirectoryError:
+        raise TraceError(f"{name}: is a directory; pass one .json or .json.gz trace file") from None
+    except OSError as exc:
+        raise TraceError(
+            f"{name}: cannot be read ({exc.strerror or exc}); check its permissions"
+        ) from None
+
+
+def decompress(name: str, data: bytes) -> bytes:
+    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty."""
+    if not data:
+        raise TraceError(
+            f"{name}: the file is empty (0 bytes); the profiler did not finish writing it; {_HINT}"
+        )
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise TraceError(
+                f"{name}: the gzip data is truncated or corrupt ({exc}); the file was cut short "
+                f"while being written or copied; {_HINT}"
+            ) from None
+        if not data:
+            raise TraceError(f"{name}: the gzip archive holds an empty file; {_HINT}")
+    return data
+
+
+def _looks_truncated(data: bytes, exc: json.JSONDecodeError) -> bool:
+    """A document that starts like JSON and fails exactly where the bytes run out."""
+    body = data.strip()
+    if body[:1] not in (b"{", b"["):
+        return False
+    if exc.pos >= len(body) - 1:
+        return True
+    # An unterminated string that runs to the end: no closing quote after it.
+    return exc.msg.startswith("Unterminated string") and b'"' not in data[exc.pos + 1 :]
+
+
+def parse_json(name: str, data: bytes) -> Any:
+    """``json.loads`` with the collector paused and errors named after the file."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        if _looks_truncated(data, exc):
+            what = f"the JSON ends early (line {exc.lineno}): the file is truncated"
+        else:
+            what = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        raise TraceError(f"{name}: {what}; {_HINT}") from None
+    except UnicodeDecodeError:
+        raise TraceError(
+            f"{name}: not a text file (not UTF-8 JSON); expected a Kineto .json or .json.gz trace"
+        ) from None
+    except RecursionError:
+        raise TraceError(f"{name}: JSON nested too deeply to be a Kineto trace") from None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def load_raw(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Any]]:
+    """Return ``(top-level fields except traceEvents, the event list)`` of a trace file."""
+    name = os.fspath(path)
+    return load_raw_bytes(name, read_bytes(name))
+
+
+def load_raw_bytes(name: str, data: bytes) -> tuple[dict[str, Any], list[Any]]:
+    """Like :func:`load_raw` for the file's bytes (gzipped or not); ``name`` is for messages."""
+    doc = parse_json(name, decompress(name, data))
+    if isinstance(doc, list):
+        # The Chrome "JSON Array Format": no metadata, only events.
+        events: Any = doc
+        meta: dict[str, Any] = {}
+    elif isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if events is None:
+            keys = ", ".join(sorted(map(str, doc))[:6]) or "none"
+            raise TraceError(
+                f"{name}: not a Kineto trace: the JSON object has no 'traceEvents' list "
+                f"(top-level keys: {keys}); expected a file written by torch.profiler"
+            )
+        meta = {k: v for k, v in doc.items() if k != "traceEvents"}
+    else:
+        raise TraceError(
+            f"{name}: not a Kineto trace: the JSON is a {type(doc).__name__}, not an object "
+            "with 'traceEvents'"
+        )
+    if not isinstance(events, list):
+        raise TraceError(
+            f"{name}: not a Kineto trace: 'traceEvents' is a {type(events).__name__}, not a list"
+        )
+    if not events:
+        raise TraceError(
+            f"{name}: the trace is empty ('traceEvents' has no events): the profiler recorded "
+            "nothing; "
+            "check that the profiled code ran inside the active steps of the schedule"
+        )
+    return meta, events

@@ -1,0 +1,135 @@
+"""The terminal report: verdict first, then the numbers that back it, then what to fix.
+
+Plain text, no colour codes, tables within ~100 columns and one line per finding, so it reads
+the same in a terminal, a CI log and a test assertion.
+"""
+
+from __future__ import annotations
+
+from .formatting import format_duration, format_share
+from .metrics import median
+from .report import Report, StepMetrics
+
+MAX_STEP_ROWS = 12
+"""Longer step lists show the first and last few rows plus the min/median/max summary."""
+
+
+def _row(cells: list[str], widths: list[int]) -> str:
+    first = cells[0].ljust(widths[0])
+    rest = [c.rjust(w) for c, w in zip(cells[1:], widths[1:])]
+    return "  " + "  ".join([first, *rest]).rstrip()
+
+
+def _step_cells(s: StepMetrics, device: bool) -> list[str]:
+    cells = [s.name, format_duration(s.wall_us), format_duration(s.cpu_op_us), str(s.ops)]
+    if device:
+        cells += [format_share(s.device_busy_share), str(s.launches), str(s.syncs), str(s.copies)]
+    return cells
+
+
+def _steps_table(report: Report) -> list[str]:
+    steps = report.steps
+    if not steps:
+        return ["steps: none"]
+    device = report.device.kind != "cpu"
+    head = ["step", "wall", "CPU ops", "ops"]
+    if device:
+        head += ["busy", "launches", "syncs", "copies"]
+    rows = [_step_cells(s, device) for s in steps]
+    if len(rows) > MAX_STEP_ROWS:
+        half = MAX_STEP_ROWS // 2
+        rows = [*rows[:half], ["…"] + [""] * (len(head) - 1), *rows[-half:]]
+    if len(steps) > 1:
+        for label, pick in (("min", min), ("median", median), ("max", max)):
+            cells = [
+                label,
+                format_duration(pick([s.wall_us for s in steps])),
+                format_duration(pick([s.cpu_op_us for s in steps])),
+                f"{pick([float(s.ops) for s in steps]):g}",
+            ]
+            if device:
+                cells += [
+                    format_share(pick([s.device_busy_share for s in steps])),
+                    f"{pick([float(s.launches) for s in steps]):g}",
+                    f"{pick([float(s.syncs) for s in steps]):g}",
+                    f"{pick([float(s.copies) for s in steps]):g}",
+                ]
+            rows.append(cells)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = [f"steps ({len(steps)}, from {report.step_source}):", _row(head, widths)]
+    lines += [_row(r, widths) for r in rows]
+    return lines
+
+
+def render_report(report: Report) -> str:
+    """Human-readable multi-line text of ``report``."""
+    out: list[str] = []
+    v = report.verdict
+    devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
+    out.append(f"device: {report.device.kind} ({devices})")
+    out.append(f"verdict: {v.headline}")
+    if report.timing is not None:
+        t = report.timing
+        out.append(
+            f"timing (unprofiled): median {format_duration(t.median_us)} per call "
+            f"(min {format_duration(t.min_us)}, max {format_duration(t.max_us)}, {t.calls} calls); "
+            f"first call {format_duration(t.cold_us)}"
+        )
+    if report.profiler_overhead_us is not None:
+        out.append(
+            f"profiler overhead: {format_duration(report.profiler_overhead_us)} per step "
+            "(profiled step minus unprofiled call; not the function's own time)"
+        )
+    out.append("")
+    out.extend(_steps_table(report))
+    out.append("")
+    if report.findings:
+        out.append(f"findings ({len(report.findings)}, by cost per step):")
+        for f in report.findings:
+            where = ""
+            if f.line is not None:
+                where = f" {f.file}:{f.line}" if f.file else f" line {f.line}"
+            per = "once" if f.details.get("once") else "per step"
+            cost = f" (costs {format_duration(f.cost_us)} {per})" if f.cost_us > 0 else ""
+            out.append(f"  [{f.severity}] {f.rule}{where}: {f.message}{cost}")
+    else:
+        out.append("findings: none")
+    if report.top_ops:
+        out.append("")
+        out.append("top ops (per step):")
+        n = max(1, len(report.steps))
+        device = report.device.kind != "cpu"
+        head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
+        rows = []
+        for o in report.top_ops:
+            row = [
+                o.name[:60],
+                f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
+                format_duration(o.self_cpu_us),
+                format_duration(o.cpu_us),
+            ]
+            rows.append(row + ([format_duration(o.device_us)] if device else []))
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+        out.append(_row(head, widths))
+        out.extend(_row(r, widths) for r in rows)
+    if report.top_kernels:
+        out.append("")
+        out.append("top kernels (device time per step, across steps):")
+        head = ["kernel", "launches", "min", "median", "max", "launch delay"]
+        rows = [
+            [
+                k.name if len(k.name) <= 60 else k.name[:59] + "…",
+                str(k.calls),
+                format_duration(k.min_us),
+                format_duration(k.median_us),
+                format_duration(k.max_us),
+                format_duration(k.launch_delay_us) if k.launch_delay_us is not None else "-",
+            ]
+            for k in report.top_kernels
+        ]
+        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+        out.append(_row(head, widths))
+        out.extend(_row(r, widths) for r in rows)
+    for note in report.notes:
+        out.append(f"note: {note}")
+    return "\n".join(out) + "\n"

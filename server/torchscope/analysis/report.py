@@ -1,0 +1,197 @@
+"""The analysis result: plain dataclasses that the CLI, the LSP layer and the tests read.
+
+``Report.to_dict()`` is the wire and ``--json`` format: only dicts, lists, str, float, int,
+bool and None, so it serialises with ``json`` and ``msgpack`` alike.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .lines import LineStats
+
+SEVERITIES = ("error", "warning", "information", "hint")
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Numbers the worker measured with no profiler attached: the ground truth per call.
+
+    ``call_us`` are wall times of steady-state calls (synchronised on CUDA),
+    ``dispatch_floor_us`` is the cost of one trivial op (a 1-element ``torch.add``) measured on
+    the same machine just before, so "N ops × floor" estimates pure dispatch cost.
+    """
+
+    cold_us: float
+    call_us: list[float]
+    dispatch_floor_us: float
+    device_kind: str = "cpu"
+    device_name: str = ""
+
+
+@dataclass(frozen=True)
+class Device:
+    """What ran the work: ``kind`` is ``cpu`` or ``cuda``."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The one-line answer and the two numbers that justify it (µs per call/step)."""
+
+    id: str
+    headline: str
+    cpu_us: float
+    device_us: float
+    overhead_share: float | None = None
+    """CPU-only runs: dispatch cost / time per call. GPU runs: share of the step the device
+    sat idle (1 − busy share)."""
+    basis: str = "profile"
+    """``measurements`` when the time per call came from the unprofiled timing pass."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Unprofiled wall time per call, from :class:`Measurements`."""
+
+    cold_us: float
+    min_us: float
+    median_us: float
+    max_us: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One rule match. ``line``/``file`` locate it in source where the trace allows."""
+
+    rule: str
+    severity: str
+    message: str
+    cost_us: float
+    line: int | None = None
+    file: str | None = None
+    title: str = ""
+    docs: str = ""
+    step: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    """Rule-specific numbers; ``once: True`` marks a one-time cost (cold start) rather than
+    a cost per step."""
+
+
+@dataclass(frozen=True)
+class TopOp:
+    """One op name aggregated over the analysed steps; times are per step."""
+
+    name: str
+    calls: int
+    self_cpu_us: float
+    device_us: float
+    cpu_us: float = 0.0
+    """Inclusive CPU time per step."""
+
+
+@dataclass(frozen=True)
+class KernelStat:
+    """One kernel name across the analysed steps: its device time per step as min / median /
+    max over steps (never a mean alone), and its launch delay."""
+
+    name: str
+    calls: int
+    """Launches over all analysed steps."""
+    median_us: float
+    min_us: float
+    max_us: float
+    launch_delay_us: float | None
+    """Median time from the launch call's start to the kernel's start (None: not linked)."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A stretch of device idle time inside a step, and the CPU work under it."""
+
+    start_us: float
+    """Offset from the step's start."""
+    dur_us: float
+    device: int
+    under: str | None
+    """Innermost annotation (or top-level op) running on the CPU at the gap's middle."""
+
+
+@dataclass(frozen=True)
+class StepMetrics:
+    """Per-step numbers (times in µs)."""
+
+    name: str
+    wall_us: float
+    cpu_op_us: float
+    ops: int
+    """Top-level ops dispatched in the step (ops inside ops are not counted)."""
+    device_busy_us: float
+    device_busy_share: float
+    """Busy time over the step's wall time (union of device intervals inside the window)."""
+    device_time_us: float
+    """Union of the device intervals this step's calls launched, wherever they ran: the
+    device time per call, also when the CPU runs ahead of the device."""
+    kernel_us: float
+    memcpy_us: float
+    memset_us: float
+    comm_us: float
+    """NCCL (and other collective) kernel time."""
+    launches: int
+    launch_delay_us: float | None
+    """Median time from launch call to kernel start in the step (None: no linked kernels)."""
+    syncs: int
+    sync_us: float
+    """CPU time blocked in synchronising calls, including pageable-memory copies."""
+    copies: int
+    copy_bytes: dict[str, int]
+    dataloader_us: float
+    """CPU time inside DataLoader ``__next__``."""
+    input_wait_us: float
+    """Device idle time while the CPU was inside DataLoader ``__next__``."""
+    largest_gaps: list[Gap]
+    start_us: float = 0.0
+    """Offset of the step from the first analysed step."""
+
+
+@dataclass
+class Report:
+    """Everything one analysis found; see the module docstring for the wire format."""
+
+    device: Device
+    verdict: Verdict
+    timing: Timing | None
+    profiler_overhead_us: float | None
+    findings: list[Finding]
+    top_ops: list[TopOp]
+    steps: list[StepMetrics]
+    devices: list[Device] = field(default_factory=list)
+    top_kernels: list[KernelStat] = field(default_factory=list)
+    kernels_recorded: int = 0
+    step_source: str = "trace"
+    notes: list[str] = field(default_factory=list)
+    rules_skipped: dict[str, str] = field(default_factory=dict)
+    """Rule id → why it could not judge this trace (e.g. shapes not recorded)."""
+    lines: list[LineStats] = field(default_factory=list)
+    """Per-line numbers from the worker's line markers, hottest first (see ``lines``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (no NaN/inf: those become None)."""
+        out: dict[str, Any] = _clean(asdict(self))
+        return out
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value

@@ -1,0 +1,95 @@
+"""All finding rules, one module each (DESIGN.md §3 findings catalogue).
+
+Order here is only the tie-break order; findings are sorted by cost.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..report import Finding
+from . import (
+    cold_start,
+    comm_heavy,
+    compile_tax,
+    dataloader,
+    dispatch_gap,
+    fp32_matmul,
+    gpu_idle,
+    heavy_kernel,
+    hidden_copy,
+    hot_op,
+    kernel_variance,
+    launch_delay,
+    lazy_init,
+    low_utilization,
+    many_calls,
+    pageable_copy,
+    profiler_buffer,
+    profiler_flush,
+    small_kernels,
+    sync,
+    unaligned_fp16,
+    zero_grad,
+)
+from .base import Rule
+
+ALL_RULES: list[Rule] = [
+    pageable_copy.RULE,
+    sync.RULE,
+    dataloader.RULE,
+    gpu_idle.RULE,
+    comm_heavy.RULE,
+    hidden_copy.RULE,
+    small_kernels.RULE,
+    launch_delay.RULE,
+    compile_tax.RULE,
+    dispatch_gap.RULE,
+    many_calls.RULE,
+    hot_op.RULE,
+    kernel_variance.RULE,
+    fp32_matmul.RULE,
+    unaligned_fp16.RULE,
+    zero_grad.RULE,
+    cold_start.RULE,
+    low_utilization.RULE,
+    heavy_kernel.RULE,
+    lazy_init.RULE,
+    profiler_flush.RULE,
+    profiler_buffer.RULE,
+]
+
+__all__ = ["ALL_RULES", "Rule", "rule_by_id", "run_rules"]
+
+
+def rule_by_id(rule_id: str) -> Rule:
+    """The registered rule with this id."""
+    for r in ALL_RULES:
+        if r.id == rule_id:
+            return r
+    raise KeyError(rule_id)
+
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
+
+
+def run_rules(
+    ctx: Context, rules: list[Rule] | None = None
+) -> tuple[list[Finding], dict[str, str]]:
+    """Findings sorted by cost (largest first, then severity), and ``{rule id: why skipped}``.
+
+    A rule that raises is a bug in that rule, not a reason to lose the whole report: its id
+    is listed in the skipped map with ``failed: …`` and the other rules still run.
+    """
+    findings: list[Finding] = []
+    skipped: dict[str, str] = {}
+    for rule in ALL_RULES if rules is None else rules:
+        try:
+            reason = rule.skip(ctx)
+            if reason is not None:
+                skipped[rule.id] = reason
+                continue
+            findings.extend(rule.match(ctx))
+        except Exception as exc:
+            skipped[rule.id] = f"failed: {type(exc).__name__}: {exc}"
+    findings.sort(key=lambda f: (-f.cost_us, _SEVERITY_RANK.get(f.severity, 9), f.rule))
+    return findings, skipped

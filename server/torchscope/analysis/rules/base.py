@@ -1,0 +1,63 @@
+"""The shape every rule has, after ``torch/profiler/_pattern_matcher.py`` (TorchTidy):
+an id, a title, where its documentation and threshold come from, a skip condition that says
+*why* the rule cannot judge this trace, and ``match`` returning findings.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from ..context import Context
+from ..report import Finding
+
+README = "README.md"
+
+
+class Rule(ABC):
+    """One finding type. Subclasses set the class attributes and implement ``match``."""
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    severity: ClassVar[str] = "warning"
+    source: ClassVar[str] = ""
+    """Where the rule and its threshold come from (guide section, tool, docs)."""
+
+    @property
+    def docs_anchor(self) -> str:
+        """Link target of the rule's section in the README."""
+        return f"{README}#{self.id}"
+
+    def skip(self, ctx: Context) -> str | None:
+        """Why this rule cannot judge the trace (None: it can)."""
+        del ctx
+        return None
+
+    @abstractmethod
+    def match(self, ctx: Context) -> list[Finding]:
+        """All findings of this rule in the trace."""
+
+    def finding(
+        self,
+        message: str,
+        cost_us: float,
+        *,
+        line: int | None = None,
+        file: str | None = None,
+        severity: str | None = None,
+        step: str | None = None,
+        **details: Any,
+    ) -> Finding:
+        """A :class:`Finding` stamped with this rule's id, title and docs link."""
+        return Finding(
+            rule=self.id,
+            severity=severity or self.severity,
+            message=message,
+            cost_us=max(0.0, float(cost_us)),
+            line=line,
+            file=file,
+            title=self.title,
+            docs=self.docs_anchor,
+            step=step,
+            details=dict(details),
+        )

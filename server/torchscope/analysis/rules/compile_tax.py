@@ -1,0 +1,106 @@
+"""``compile-tax``: CPU time the ``torch.compile`` wrapper adds to every call.
+
+Under ``torch.compile`` each call first runs the Dynamo cache lookup (guards), then the AOT
+autograd / inductor wrapper around the generated kernels. The guide's 4096×4096 case: compile
+kept the same cuBLAS kernel, added a copy, and doubled the CPU per step. This rule measures the
+wrapper's own time: the compiled region and Dynamo lookup minus the ops and launches inside.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..context import Context
+from ..formatting import format_duration, format_share
+from ..metrics import median
+from ..report import Finding
+from ._common import op_location
+from .base import Rule
+
+WRAPPER_PREFIXES = (
+    "TorchDynamo Cache Lookup",
+    "Torch-Compiled Region",
+    "CompiledFunction",
+    "AOTDispatcher",
+    "Pregraph bytecode",
+    "## Call CompiledFxGraph",
+)
+"""Op/annotation names torch writes for the compile machinery (torch 2.0-2.13)."""
+
+COMPILE_TAX_MIN_US = 20.0
+"""Wrapper time per step below which it is not worth a finding (a guard check is ~5-10 µs)."""
+
+COMPILE_TAX_MIN_SHARE = 0.05
+"""…and at least 5 % of the step."""
+
+_GRAPH = re.compile(r"CompiledFxGraph (\w+)")
+
+
+class CompileTax(Rule):
+    """CPU time spent in torch.compile's wrapper per step."""
+
+    id = "compile-tax"
+    title = "torch.compile wrapper CPU time per call"
+    severity = "information"
+    source = "Hugging Face torch.profiler guide (measure torch.compile, don't assume)"
+
+    def skip(self, ctx: Context) -> str | None:
+        if not any(name.startswith(WRAPPER_PREFIXES) for name in ctx.op_calls):
+            return "no torch.compile regions in the steps"
+        return None
+
+    def match(self, ctx: Context) -> list[Finding]:
+        trace, nest = ctx.trace, ctx.nest
+        names = {n for n in ctx.op_calls if n.startswith(WRAPPER_PREFIXES)}
+        wrappers = sorted(i for name in names for i in ctx.ops_by_name()[name])
+        if not wrappers:
+            return []
+        inside_rt: dict[int, float] = {}
+        wanted = set(wrappers)
+        for r, op in enumerate(nest.rt_op):
+            if op in wanted:
+                call = trace.runtime[r]
+                inside_rt[op] = inside_rt.get(op, 0.0) + (call.end - call.start)
+        totals = [0.0] * len(ctx.steps)
+        by_name: dict[str, float] = {}
+        for i in wrappers:
+            own = max(0.0, nest.op_self[i] - inside_rt.get(i, 0.0))
+            totals[ctx.step_of_op[i]] += own
+            key = trace.ops[i].name.split(":")[0]
+            by_name[key] = by_name.get(key, 0.0) + own
+        cost = median(totals)
+        wall = median([s.wall_us for s in ctx.step_metrics])
+        if cost < COMPILE_TAX_MIN_US or wall <= 0 or cost / wall < COMPILE_TAX_MIN_SHARE:
+            return []
+        n = max(1, len(ctx.steps))
+        parts = ", ".join(
+            f"{k} {format_duration(v / n)}"
+            for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])
+        )
+        candidates = set(ctx.op_calls) | {
+            a.name for a in trace.annotations if "CompiledFxGraph" in a.name
+        }
+        graphs = sorted({m.group(1) for name in candidates if (m := _GRAPH.search(name))})
+        code = ""
+        if graphs:
+            code = (
+                f"; FX graph {', '.join(graphs[:3])}: its generated code is in the inductor cache "
+                "($TORCHINDUCTOR_CACHE_DIR, default /tmp/torchinductor_$USER)"
+            )
+        file, line = op_location(ctx, wrappers[0])
+        return [
+            self.finding(
+                f"torch.compile's wrapper costs {format_duration(cost)} "
+                "CPU per step "
+                f"({format_share(cost / wall)} of the step: {parts}) on top of the kernels; "
+                "compare with "
+                f"eager before keeping it{code}",
+                cost,
+                line=line,
+                file=file,
+                graphs=graphs,
+            )
+        ]
+
+
+RULE = CompileTax()

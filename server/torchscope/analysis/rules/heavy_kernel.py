@@ -1,0 +1,83 @@
+"""``heavy-kernel``: kernels launched after ``cudaOccupancyMaxActiveBlocksPerMultiprocessor``.
+
+The guide's cheatsheet: that occupancy query right before a launch marks an adaptively
+launched kernel (cuBLAS/cuDNN GEMMs and convolutions pick their grid from it). This is a label
+for the hover, not a problem, so it carries no cost.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..formatting import format_duration
+from ..link import is_launch
+from ..report import Finding
+from ._common import count_per_step, per_step_median, rt_location
+from .base import Rule
+
+MAX_HEAVY_KERNELS = 5
+"""Distinct heavy kernels listed (by device time)."""
+
+
+class HeavyKernel(Rule):
+    """Adaptively launched GEMM/conv kernels."""
+
+    id = "heavy-kernel"
+    title = "Heavy kernel (adaptive launch: GEMM or convolution)"
+    severity = "hint"
+    source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
+
+    def skip(self, ctx: Context) -> str | None:
+        if not any(
+            r.name.startswith("cudaOccupancyMaxActiveBlocksPerMultiprocessor")
+            for r in ctx.trace.runtime
+        ):
+            return "no cudaOccupancyMaxActiveBlocksPerMultiprocessor calls in the trace"
+        return None
+
+    def match(self, ctx: Context) -> list[Finding]:
+        trace = ctx.trace
+        kernels: dict[str, list[int]] = {}
+        first_rt: dict[str, int] = {}
+        pending: set[int] = set()  # threads whose last call was an occupancy query
+        for i, r in enumerate(trace.runtime):  # sorted by start: per thread in call order
+            name = r.name
+            if name.startswith("cudaOccupancyMaxActiveBlocksPerMultiprocessor"):
+                pending.add(r.track)
+            elif r.track in pending and is_launch(name):
+                pending.discard(r.track)
+                for kind, k in ctx.links.rt_device.get(i, ()):
+                    if kind == "kernel" and ctx.step_of_kernel[k] >= 0:
+                        kname = trace.kernels[k].name
+                        kernels.setdefault(kname, []).append(k)
+                        first_rt.setdefault(kname, i)
+        ranked = sorted(
+            kernels.items(),
+            key=lambda kv: -sum(trace.kernels[k].end - trace.kernels[k].start for k in kv[1]),
+        )
+        out: list[Finding] = []
+        for name, ks in ranked[:MAX_HEAVY_KERNELS]:
+            dev = per_step_median(
+                ctx,
+                (
+                    (ctx.step_of_kernel[k], trace.kernels[k].end - trace.kernels[k].start)
+                    for k in ks
+                ),
+            )
+            file, line = rt_location(ctx, first_rt[name])
+            short = name if len(name) <= 80 else name[:77] + "…"
+            out.append(
+                self.finding(
+                    f"{short}: adaptively launched (occupancy query before "
+                    "the launch), "
+                    f"{format_duration(dev)} per step over {count_per_step(len(ks), ctx)} launches",
+                    0.0,
+                    line=line,
+                    file=file,
+                    kernel=name,
+                    device_us=dev,
+                )
+            )
+        return out
+
+
+RULE = HeavyKernel()

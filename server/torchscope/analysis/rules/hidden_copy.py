@@ -1,0 +1,103 @@
+"""``hidden-copy``: device copies issued by an op that is not a copy the user asked for.
+
+The guide's 4096×4096 ``torch.compile`` case: an ``addmm`` GEMM epilogue first copies the
+bias into the output (a 32 MB ``Memcpy DtoD``). Copies under ``aten::copy_``/``to``/``clone``
+at the top level are the user's own and are not reported here.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..formatting import format_bytes, format_duration
+from ..link import copy_kind
+from ..report import Finding
+from ._common import count_per_step, per_step_median, rt_location, top_op_of_rt
+from .base import Rule
+
+EXPLICIT_COPY_OPS = frozenset(
+    {
+        "aten::copy_",
+        "aten::to",
+        "aten::_to_copy",
+        "aten::clone",
+        "aten::contiguous",
+        "aten::cuda",
+        "aten::cpu",
+        "aten::item",
+        "aten::_local_scalar_dense",
+        "aten::tensor",
+        "aten::index_put_",
+        "aten::pin_memory",
+        "aten::_pin_memory",
+    }
+)
+"""Top-level ops whose copies the user wrote (``.to()``, ``.copy_()``, ``.clone()``…)."""
+
+HIDDEN_COPY_MIN_US = 5.0
+"""Per-step device time below which hidden copies are not reported."""
+
+
+class HiddenCopy(Rule):
+    """Copies the user's code did not ask for."""
+
+    id = "hidden-copy"
+    title = "A copy the code did not ask for"
+    severity = "information"
+    source = "Hugging Face torch.profiler guide (torch.compile at 4096: the addmm bias copy)"
+
+    def skip(self, ctx: Context) -> str | None:
+        if not ctx.trace.memcpys:
+            return "no memcpy activity recorded"
+        if not ctx.trace.ops:
+            return "no CPU ops to attribute copies to"
+        return None
+
+    def match(self, ctx: Context) -> list[Finding]:
+        trace = ctx.trace
+        groups: dict[tuple[str, str, str | None, int | None], list[int]] = {}
+        for m, copy in enumerate(trace.memcpys):
+            r = ctx.links.memcpy_rt[m]
+            if r < 0 or ctx.step_of_memcpy[m] < 0:
+                continue
+            op = top_op_of_rt(ctx, r)
+            if op < 0:
+                continue
+            top = trace.ops[op].name
+            if top in EXPLICIT_COPY_OPS or "Pageable" in copy.name:
+                continue  # the user's own copy; pageable ones are pageable-copy's
+            file, line = rt_location(ctx, r)
+            groups.setdefault((top, copy_kind(copy.name), file, line), []).append(m)
+        out: list[Finding] = []
+        for (top, kind, file, line), copies in groups.items():
+            cost = per_step_median(
+                ctx,
+                (
+                    (ctx.step_of_memcpy[m], trace.memcpys[m].end - trace.memcpys[m].start)
+                    for m in copies
+                ),
+            )
+            if cost < HIDDEN_COPY_MIN_US:
+                continue
+            nbytes = sum(
+                b for m in copies if isinstance(b := trace.memcpys[m].args.get("bytes"), int)
+            )
+            out.append(
+                self.finding(
+                    f"{top} issues {count_per_step(len(copies), ctx)} "
+                    f"{kind} copies per step "
+                    f"({format_bytes(nbytes / max(1, len(ctx.steps)))}, "
+                    f"{format_duration(cost)} of device time) "
+                    "that the code does not ask for",
+                    cost,
+                    line=line,
+                    file=file,
+                    op=top,
+                    kind=kind,
+                    copies=len(copies),
+                    bytes=nbytes,
+                )
+            )
+        return out
+
+
+RULE = HiddenCopy()

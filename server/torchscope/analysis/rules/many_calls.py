@@ -1,0 +1,98 @@
+"""``many-calls``: one op called hundreds of times per step.
+
+Each call pays dispatch (and on GPU a launch); a loop over parameters or a Python loop over
+rows shows up as one op name with a huge count. Foreach/fused variants (``torch._foreach_*``,
+``fused=True`` optimizers), vectorising the loop, or ``torch.compile`` cut the count.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..formatting import format_duration, format_share
+from ..metrics import median
+from ..report import Finding
+from .base import Rule
+
+MANY_CALLS_PER_STEP = 200
+"""Calls per step above which an op counts as "many" (an optimizer step over ResNet-50's
+161 parameters issues ~500 ``aten::add_`` per step in kineto's sample)."""
+
+MANY_CALLS_MIN_SHARE = 0.05
+"""…and its CPU time must be ≥ 5 % of the step to matter."""
+
+MAX_FINDINGS = 3
+
+
+SOURCE_SAMPLE = 200
+"""Calls whose source line is looked up to find where most of them come from."""
+
+
+def _common_location(ctx: Context, ops: list[int]) -> tuple[str | None, int | None]:
+    """The source line most of these calls come from (None when the trace has no sources)."""
+    if not ctx.sources.available:
+        return None, None
+    step = max(1, len(ops) // SOURCE_SAMPLE)
+    counts: dict[tuple[str | None, int | None], int] = {}
+    for i in ops[::step]:
+        loc = ctx.sources.of_op(i)
+        if loc[1] is not None:
+            counts[loc] = counts.get(loc, 0) + 1
+    if not counts:
+        return None, None
+    return max(counts, key=lambda k: counts[k])
+
+
+class ManyCalls(Rule):
+    """Ops with a huge call count per step."""
+
+    id = "many-calls"
+    title = "One op called very many times per step"
+    severity = "information"
+    source = (
+        "Hugging Face torch.profiler guide (the Calls column); PyTorch foreach/fused optimizers"
+    )
+
+    def skip(self, ctx: Context) -> str | None:
+        return None if ctx.trace.ops and ctx.steps else "no ops inside the steps"
+
+    def match(self, ctx: Context) -> list[Finding]:
+        n = max(1, len(ctx.steps))
+        wall = median([s.wall_us for s in ctx.step_metrics])
+        wanted = {name for name, c in ctx.op_calls.items() if c / n >= MANY_CALLS_PER_STEP}
+        if not wanted:
+            return []
+        ops = ctx.trace.ops
+        indices = {name: ctx.ops_by_name()[name] for name in wanted}
+        durations = {
+            name: [ops[i].end - ops[i].start for i in idx] for name, idx in indices.items()
+        }
+        out: list[Finding] = []
+        for name, durs in durations.items():
+            per_step = len(durs) / n
+            if per_step < MANY_CALLS_PER_STEP:
+                continue
+            # calls × typical call: one call blocked in a sync (an .item() inside copy_)
+            # must not make the count look expensive.
+            cpu = per_step * median(durs)
+            if wall <= 0 or cpu / wall < MANY_CALLS_MIN_SHARE:
+                continue
+            file, line = _common_location(ctx, indices[name])
+            out.append(
+                self.finding(
+                    f"{name} is called {per_step:.0f} times per step (~{format_duration(cpu)} "
+                    "CPU at a typical "
+                    f"{format_duration(median(durs))} per call, "
+                    f"{format_share(cpu / wall)} of the step): batch the calls (foreach/fused ops, "
+                    "vectorise the loop) or compile",
+                    cpu,
+                    line=line,
+                    file=file,
+                    op=name,
+                    calls_per_step=per_step,
+                )
+            )
+        out.sort(key=lambda f: -f.cost_us)
+        return out[:MAX_FINDINGS]
+
+
+RULE = ManyCalls()

@@ -1,0 +1,76 @@
+"""``small-kernels``: kernels that run shorter than the CPU call that launched them.
+
+HTA's kernel launch statistics flag kernels shorter than their launch (``cudaLaunchKernel``
+duration): the device finishes before the CPU can queue the next one, so it idles between
+them. Fusing (``torch.compile``), CUDA graphs, or bigger work per kernel are the remedies.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..formatting import format_duration, format_share
+from ..link import is_launch
+from ..report import Finding
+from ._common import per_step_median
+from .base import Rule
+
+SMALL_KERNEL_MIN_SHARE = 0.2
+"""At least a fifth of the step's kernels must be shorter than their launch."""
+
+SMALL_KERNEL_MIN_COUNT = 10
+"""…and at least 10 of them per step (two tiny kernels are not a pattern)."""
+
+
+class SmallKernels(Rule):
+    """Kernels shorter than their launch call."""
+
+    id = "small-kernels"
+    title = "Kernels shorter than their launch"
+    severity = "information"
+    source = "HolisticTraceAnalysis: kernel launch statistics (short kernels)"
+
+    def skip(self, ctx: Context) -> str | None:
+        if not ctx.trace.kernels:
+            return "no kernels recorded"
+        if ctx.links.linked == 0:
+            return "kernels are not linked to launches (no correlation ids)"
+        return None
+
+    def match(self, ctx: Context) -> list[Finding]:
+        trace = ctx.trace
+        small: list[tuple[int, float]] = []
+        count = [0] * len(ctx.steps)
+        total = [0] * len(ctx.steps)
+        for k, kernel in enumerate(trace.kernels):
+            r = ctx.links.kernel_rt[k]
+            step = ctx.step_of_kernel[k]
+            if r < 0 or step < 0:
+                continue
+            call = trace.runtime[r]
+            if call.name == "cudaGraphLaunch" or not is_launch(call.name):
+                continue  # a graph launch is one call for many kernels
+            total[step] += 1
+            if kernel.end - kernel.start < call.end - call.start:
+                count[step] += 1
+                small.append((step, call.end - call.start))
+        n = max(1, len(ctx.steps))
+        per_step = sum(count) / n
+        share = sum(count) / max(1, sum(total))
+        if per_step < SMALL_KERNEL_MIN_COUNT or share < SMALL_KERNEL_MIN_SHARE:
+            return []
+        cost = per_step_median(ctx, small)
+        return [
+            self.finding(
+                f"{per_step:.0f} kernels per step ({format_share(share)} of them) run shorter "
+                "than the "
+                f"call that launched them ({format_duration(cost)} of launch time per step): "
+                "fuse them "
+                "(torch.compile), capture with CUDA graphs, or give each kernel more work",
+                cost,
+                small_per_step=per_step,
+                share=share,
+            )
+        ]
+
+
+RULE = SmallKernels()

@@ -1,0 +1,74 @@
+"""``zero-grad``: ``optimizer.zero_grad()`` fills gradients with zeros instead of freeing them.
+
+TorchTidy's ``GradNotSetToNonePattern``: ``aten::zero_`` calls under ``Optimizer.zero_grad``
+mean ``set_to_none=False``: one memset-like kernel per parameter per step, and the backward
+pass then adds into those zeros instead of writing. ``zero_grad(set_to_none=True)`` (the
+default since torch 2.0) skips both.
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..formatting import format_duration
+from ..report import Finding
+from ._common import count_per_step, op_location, per_step_median
+from .base import Rule
+
+
+def _is_zero_grad(name: str) -> bool:
+    return (
+        name.startswith("Optimizer.zero_grad")
+        or name.endswith(": zero_grad")
+        or name == "## zero_grad ##"
+    )
+
+
+class ZeroGrad(Rule):
+    """Gradients zeroed instead of set to None."""
+
+    id = "zero-grad"
+    title = "zero_grad() zeroes gradients instead of setting them to None"
+    severity = "information"
+    source = "TorchTidy (torch/profiler/_pattern_matcher.py) GradNotSetToNonePattern"
+
+    def skip(self, ctx: Context) -> str | None:
+        if "aten::zero_" not in ctx.op_calls:
+            return "no aten::zero_ calls in the steps"
+        if not any(_is_zero_grad(a.name) for a in ctx.trace.annotations):
+            return "no Optimizer.zero_grad annotation in the trace"
+        return None
+
+    def match(self, ctx: Context) -> list[Finding]:
+        trace, nest = ctx.trace, ctx.nest
+        zero_grad = {i for i, a in enumerate(trace.annotations) if _is_zero_grad(a.name)}
+        hits: list[tuple[int, float]] = []
+        first = -1
+        count = 0
+        for i in ctx.ops_by_name().get("aten::zero_", []):
+            o = trace.ops[i]
+            parent = nest.op_parent[i]
+            if parent >= 0 and trace.ops[parent].name == "aten::zeros":
+                continue
+            if not any(a in zero_grad for a in nest.annotation_chain(nest.op_ann[i])):
+                continue
+            count += 1
+            first = i if first < 0 else first
+            hits.append((ctx.step_of_op[i], o.end - o.start))
+        if count == 0:
+            return []
+        cost = per_step_median(ctx, hits)
+        file, line = op_location(ctx, first)
+        return [
+            self.finding(
+                f"optimizer.zero_grad() zeroes "
+                f"{count_per_step(count, ctx)} gradient "
+                f"tensors per step ({format_duration(cost)} CPU): use zero_grad(set_to_none=True)",
+                cost,
+                line=line,
+                file=file,
+                zero_calls=count,
+            )
+        ]
+
+
+RULE = ZeroGrad()

@@ -1,0 +1,249 @@
+"""The one-line verdict and the two numbers behind it (DESIGN.md §3, "The verdict").
+
+Decisions use the median over steps, so one odd step (allocator growth, a recompile, CUDA
+lazy init) cannot flip the answer. When the worker's unprofiled :class:`Measurements` exist,
+the time per call in the headline is theirs: the profiler adds microseconds per recorded op,
+so at 8×8 the guide's ``fn`` runs ~2.7 µs per call but shows 20-80 µs per profiled step.
+"""
+
+from __future__ import annotations
+
+from .context import Context
+from .formatting import format_duration, format_share
+from .link import is_launch
+from .metrics import median
+from .report import StepMetrics, TopOp, Verdict
+
+# -- CPU-only runs -----------------------------------------------------------------------
+OVERHEAD_BOUND_DISPATCH_SHARE = 0.5
+"""CPU-only: overhead-bound when per-op dispatch (ops × the measured floor) is at least half
+the unprofiled time per call. Past half, making the ops' bodies faster cannot even halve the
+call, while fewer, bigger ops (batching, ``torch.compile``) can; below it the op bodies
+dominate (the guide's ``fn`` at 1024×1024 spends >99 % in ``aten::mm``)."""
+
+DEFAULT_DISPATCH_FLOOR_US = 2.0
+"""Per-op eager dispatch cost assumed when a trace is analysed without measurements (a
+1-element ``torch.add`` costs ~1-3 µs on current x86 CPUs; the worker measures it per run)."""
+
+# -- device runs -------------------------------------------------------------------------
+COMPUTE_BOUND_BUSY = 0.8
+"""Device busy ≥ 80 % of the step: the device is the bottleneck (DESIGN.md §3 table; the
+TensorBoard plugin's GPU-utilisation advice also starts below this band)."""
+
+OVERHEAD_BOUND_BUSY = 0.3
+"""Device busy < 30 % of the step while the CPU is dispatching: the DESIGN.md §3 band for a
+launch/dispatch-bound step. Between 30 % and 80 % with no sync, input or copy cause the
+device is still waiting on the CPU, and the verdict says so with the busy share."""
+
+INPUT_BOUND_SHARE = 0.10
+"""Device idle while the CPU is inside DataLoader ``__next__`` for ≥ 10 % of the step. The
+TensorBoard plugin flags DataLoader time above 5 % of a step; the verdict needs twice that,
+and counts only time the device actually sat idle (kineto's resnet50 sample: 30-39 % of each
+step with ``num_workers=0``, under 3 % with ``num_workers=4``)."""
+
+SYNC_BOUND_SHARE = 0.5
+"""CPU blocked in synchronising calls for ≥ half the step: the largest single share it can
+have, so nothing else can dominate (hta_recsys_a100_rank0: ~70 % in pageable DtoH copies)."""
+
+COPY_BOUND_SHARE = 0.5
+"""Memcpy time ≥ half the device's busy time (Nsight's ``cuda_gpu_mem_time_sum`` ordering):
+the device mostly moves bytes rather than computing."""
+
+
+def _timing_us(ctx: Context, metrics: list[StepMetrics]) -> tuple[float, str]:
+    """Time per call: unprofiled median when measured, else the median profiled step."""
+    m = ctx.measurements
+    if m is not None and m.call_us:
+        return median(m.call_us), "measurements"
+    return median([s.wall_us for s in metrics]), "profile"
+
+
+def _no_activity(metrics: list[StepMetrics]) -> Verdict:
+    wall = median([s.wall_us for s in metrics])
+    return Verdict(
+        id="no-activity",
+        headline=(
+            f"no-activity: the profiled steps ({format_duration(wall)} each) recorded no ops "
+            "and no device work"
+        ),
+        cpu_us=wall,
+        device_us=0.0,
+        overhead_share=None,
+    )
+
+
+def cpu_verdict(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
+    """The CPU-only verdict: dispatch cost against time per call."""
+    ops_per_call = median([float(s.ops) for s in metrics])
+    if ops_per_call <= 0:
+        return _no_activity(metrics)
+    hottest = max(ops, key=lambda o: o.self_cpu_us).name if ops else "its ops"
+    m = ctx.measurements
+    if m is not None and m.call_us:
+        call_us = median(m.call_us)
+        floor = m.dispatch_floor_us
+        basis = "measurements"
+        suffix = ""
+    else:
+        # Profiled numbers only: sum of top-level op time per step (profiler cost included).
+        call_us = median([s.cpu_op_us for s in metrics]) or median([s.wall_us for s in metrics])
+        floor = DEFAULT_DISPATCH_FLOOR_US
+        basis = "profile"
+        suffix = " [profiled times, no unprofiled timing]"
+    dispatch_us = ops_per_call * floor
+    share = min(1.0, dispatch_us / call_us) if call_us > 0 else 1.0
+    n_ops = f"{ops_per_call:g}"
+    if share >= OVERHEAD_BOUND_DISPATCH_SHARE:
+        headline = (
+            f"overhead-bound (CPU): {format_duration(call_us)} per call, "
+            f"~{format_share(share)} dispatch "
+            f"({n_ops} ops × {format_duration(floor)})"
+        )
+        vid = "overhead-bound"
+    else:
+        headline = f"compute-bound (CPU): {format_duration(call_us)} per call in {hottest}"
+        vid = "compute-bound"
+    return Verdict(
+        vid, headline + suffix, cpu_us=call_us, device_us=0.0, overhead_share=share, basis=basis
+    )
+
+
+def _dataloader_workers(ctx: Context) -> str:
+    names = {a.name for a in ctx.trace.annotations if a.name.startswith("enumerate(DataLoader)")}
+    if any("_SingleProcessDataLoaderIter" in n for n in names):
+        return " (num_workers=0)"
+    if any("_MultiProcessingDataLoaderIter" in n for n in names):
+        return " (num_workers>0)"
+    return ""
+
+
+def _dominant_sync(ctx: Context) -> tuple[str, int | None]:
+    """Name (and source line) of the synchronising call with the most blocked time."""
+    time_by: dict[str, float] = {}
+    line_by: dict[str, int | None] = {}
+    for i, r in enumerate(ctx.trace.runtime):
+        if ctx.blocking[i] and ctx.step_of_rt[i] >= 0 and i not in ctx.flush:
+            label = r.name
+            copies = ctx.copy_of(i)
+            if copies:
+                label = f"{r.name} ({copies[0].name})"
+            time_by[label] = time_by.get(label, 0.0) + (r.end - r.start)
+            if label not in line_by:
+                line_by[label] = ctx.sources.of_runtime(i)[1]
+    if not time_by:
+        return "synchronising calls", None
+    label = max(time_by, key=lambda k: time_by[k])
+    return label, line_by.get(label)
+
+
+def _dominant_copy(ctx: Context) -> str:
+    time_by: dict[str, float] = {}
+    for i, s in enumerate(ctx.trace.memcpys):
+        if ctx.step_of_memcpy[i] >= 0:
+            time_by[s.name] = time_by.get(s.name, 0.0) + (s.end - s.start)
+    return max(time_by, key=lambda k: time_by[k]) if time_by else "Memcpy"
+
+
+def device_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
+    """The GPU verdict, first matching rule wins; see the thresholds above."""
+    wall = median([s.wall_us for s in metrics])
+    busy = median([s.device_busy_us for s in metrics])
+    share = median([s.device_busy_share for s in metrics])
+    device_us = median([s.device_time_us for s in metrics]) or busy
+    cpu_us, basis = _timing_us(ctx, metrics)
+    idle = 1.0 - share
+    if share >= COMPUTE_BOUND_BUSY:
+        return Verdict(
+            "compute-bound",
+            f"compute-bound: GPU busy {format_share(share)} ({format_duration(busy)} of "
+            f"{format_duration(wall)})",
+            cpu_us=cpu_us,
+            device_us=device_us,
+            overhead_share=idle,
+            basis=basis,
+        )
+    wait = median([s.input_wait_us for s in metrics])
+    sync = median([s.sync_us for s in metrics])
+    if wall > 0 and wait / wall >= INPUT_BOUND_SHARE and wait >= sync:
+        return Verdict(
+            "input-bound",
+            f"input-bound: GPU idle {format_share(wait / wall)} of each step while waiting on "
+            "DataLoader"
+            f"{_dataloader_workers(ctx)} ({format_duration(wait)} of {format_duration(wall)})",
+            cpu_us=cpu_us,
+            device_us=device_us,
+            overhead_share=idle,
+            basis=basis,
+        )
+    if wall > 0 and sync / wall >= SYNC_BOUND_SHARE:
+        what, line = _dominant_sync(ctx)
+        where = f" (line {line})" if line is not None else ""
+        return Verdict(
+            "sync-bound",
+            f"sync-bound: {format_duration(sync)} of {format_duration(wall)} waiting in "
+            f"{what}{where}",
+            cpu_us=cpu_us,
+            device_us=device_us,
+            overhead_share=idle,
+            basis=basis,
+        )
+    memcpy = median([s.memcpy_us for s in metrics])
+    if busy > 0 and memcpy / busy >= COPY_BOUND_SHARE:
+        return Verdict(
+            "copy-bound",
+            f"copy-bound: {format_share(min(1.0, memcpy / busy))} of GPU time in "
+            f"{_dominant_copy(ctx)}",
+            cpu_us=cpu_us,
+            device_us=device_us,
+            overhead_share=idle,
+            basis=basis,
+        )
+    label = "CPU" if basis == "measurements" else "CPU per step"
+    extra = "" if share < OVERHEAD_BOUND_BUSY else f", GPU busy only {format_share(share)}"
+    return Verdict(
+        "overhead-bound",
+        f"overhead-bound: {format_duration(cpu_us)} {label} vs {format_duration(device_us)} "
+        f"GPU{extra}",
+        cpu_us=cpu_us,
+        device_us=device_us,
+        overhead_share=idle,
+        basis=basis,
+    )
+
+
+def no_kernels_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
+    """Launch calls but no device events: the device side was not traced (CUPTI range
+    profiling, or CUDA activity left out of ``activities``)."""
+    launches = sum(1 for r in ctx.trace.runtime if is_launch(r.name))
+    cpu_us, basis = _timing_us(ctx, metrics)
+    return Verdict(
+        "no-kernels",
+        f"no kernels were recorded: {launches} kernel launches but no device activity in the trace "
+        "(CUPTI range profiling, or ProfilerActivity.CUDA missing); "
+        f"{format_duration(cpu_us)} CPU per step",
+        cpu_us=cpu_us,
+        device_us=0.0,
+        overhead_share=None,
+        basis=basis,
+    )
+
+
+def decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
+    """Pick the verdict for the whole trace."""
+    if not metrics:
+        return Verdict(
+            "no-activity", "no-activity: the trace recorded no steps, ops or device work", 0.0, 0.0
+        )
+    if ctx.device_run:
+        if median([s.device_busy_us for s in metrics]) == 0.0 and not any(
+            s.launches for s in metrics
+        ):
+            return (
+                _no_activity(metrics)
+                if not any(s.ops for s in metrics)
+                else cpu_verdict(ctx, metrics, ops)
+            )
+        return device_verdict(ctx, metrics)
+    if any(is_launch(r.name) for r in ctx.trace.runtime):
+        return no_kernels_verdict(ctx, metrics)
+    return cpu_verdict(ctx, metrics, ops)

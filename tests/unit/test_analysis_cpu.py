@@ -1,0 +1,215 @@
+"""The CPU-only verdict on traces recorded by the real torch profiler.
+
+The verdict's time per call must come from the unprofiled measurements, the op count from
+the trace's top-level ops (user annotations such as ``ProfilerStep#N`` and ``torchscope:L12``
+are not containers), and the decision from dispatch share vs OVERHEAD_BOUND_DISPATCH_SHARE.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchscope.analysis import Measurements, analyze_trace, load_trace, render_report
+from torchscope.analysis.nesting import build_nesting
+from torchscope.analysis.verdict import OVERHEAD_BOUND_DISPATCH_SHARE
+
+
+def measured(raw: dict[str, Any]) -> Measurements:
+    return Measurements(
+        cold_us=raw["cold_us"],
+        call_us=list(raw["call_us"]),
+        dispatch_floor_us=raw["dispatch_floor_us"],
+        device_kind="cpu",
+        device_name="test CPU",
+    )
+
+
+def test_top_level_ops_are_two_per_call_under_markers(cpu_traces: dict[str, Any]) -> None:
+    trace = load_trace(cpu_traces["fn8"])
+    nest = build_nesting(trace)
+    top = [op.name for i, op in enumerate(trace.ops) if nest.op_parent[i] < 0]
+    # 5 active steps × (aten::matmul, aten::add); aten::mm and resolve_conj are nested.
+    assert top == ["aten::matmul", "aten::add"] * 5
+    assert {a.name for a in trace.annotations} == {f"ProfilerStep#{i}" for i in range(1, 6)} | {
+        "torchscope:L12"
+    }
+    report = analyze_trace(cpu_traces["fn8"])
+    assert [s.ops for s in report.steps] == [2] * 5
+    assert [s.name for s in report.steps] == [f"ProfilerStep#{i}" for i in range(1, 6)]
+
+
+def test_small_fn_with_literal_measurements_is_overhead_bound(cpu_traces: dict[str, Any]) -> None:
+    m = Measurements(
+        cold_us=900.0,
+        call_us=[2.6, 2.7, 2.8],
+        dispatch_floor_us=1.1,
+        device_kind="cpu",
+        device_name="x",
+    )
+    report = analyze_trace(cpu_traces["fn8"], m)
+    v = report.verdict
+    assert v.id == "overhead-bound"
+    assert v.headline == "overhead-bound (CPU): 2.7 µs per call, ~81 % dispatch (2 ops × 1.1 µs)"
+    assert v.cpu_us == pytest.approx(2.7)
+    assert v.device_us == 0
+    assert v.overhead_share == pytest.approx(2 * 1.1 / 2.7)
+    assert report.timing is not None
+    assert (
+        report.timing.cold_us,
+        report.timing.min_us,
+        report.timing.median_us,
+        report.timing.max_us,
+    ) == (900.0, 2.6, 2.7, 2.8)
+    assert report.timing.calls == 3
+    walls = [s.wall_us for s in report.steps]
+    assert report.profiler_overhead_us == pytest.approx(statistics.median(walls) - 2.7)
+
+
+def test_share_below_threshold_is_compute_bound_in_the_hottest_op(
+    cpu_traces: dict[str, Any],
+) -> None:
+    m = Measurements(cold_us=30_000.0, call_us=[24_700.0] * 3, dispatch_floor_us=1.1)
+    report = analyze_trace(cpu_traces["fn512"], m)
+    assert report.verdict.id == "compute-bound"
+    assert report.verdict.headline == "compute-bound (CPU): 24.7 ms per call in aten::mm"
+    assert report.top_ops[0].name == "aten::mm"
+    assert report.verdict.overhead_share == pytest.approx(2 * 1.1 / 24_700.0)
+
+
+def test_threshold_boundary_is_inclusive(cpu_traces: dict[str, Any]) -> None:
+    floor = 1.0
+    at = 2 * floor / OVERHEAD_BOUND_DISPATCH_SHARE  # share exactly at the threshold
+    over = analyze_trace(cpu_traces["fn8"], Measurements(0.0, [at], floor)).verdict
+    under = analyze_trace(cpu_traces["fn8"], Measurements(0.0, [at * 1.01], floor)).verdict
+    assert over.id == "overhead-bound"
+    assert under.id == "compute-bound"
+
+
+def test_real_measurements_give_the_same_share_formula(cpu_traces: dict[str, Any]) -> None:
+    raw = cpu_traces["fn8_measured"]
+    report = analyze_trace(cpu_traces["fn8"], measured(raw))
+    median = statistics.median(raw["call_us"])
+    expected = min(1.0, 2 * raw["dispatch_floor_us"] / median)
+    assert report.verdict.overhead_share == pytest.approx(expected)
+    assert report.verdict.cpu_us == pytest.approx(median)
+    # The profiled step is much slower than the real call: that difference is the profiler's.
+    assert report.profiler_overhead_us is not None and report.profiler_overhead_us > 0
+    big = analyze_trace(cpu_traces["fn512"], measured(cpu_traces["fn512_measured"]))
+    assert big.verdict.id == "compute-bound"
+    assert "aten::mm" in big.verdict.headline
+
+
+def test_without_measurements_the_headline_says_profiled(cpu_traces: dict[str, Any]) -> None:
+    report = analyze_trace(cpu_traces["fn8"])
+    assert report.timing is None and report.profiler_overhead_us is None
+    assert "profiled" in report.verdict.headline
+    assert report.verdict.id in ("overhead-bound", "compute-bound")
+    assert report.verdict.basis == "profile"
+
+
+def test_plain_json_without_markers(cpu_traces: dict[str, Any]) -> None:
+    path: Path = cpu_traces["fn8_plain"]
+    assert path.suffix == ".json"
+    report = analyze_trace(path, Measurements(100.0, [3.0], 1.0))
+    assert [s.ops for s in report.steps] == [2] * 5
+    assert report.device.kind == "cpu"
+
+
+def test_to_dict_schema_is_json_ready(cpu_traces: dict[str, Any]) -> None:
+    m = Measurements(
+        cold_us=900.0,
+        call_us=[2.6, 2.7, 2.8],
+        dispatch_floor_us=1.1,
+        device_kind="cpu",
+        device_name="Xeon",
+    )
+    d = analyze_trace(cpu_traces["fn8"], m).to_dict()
+    json.dumps(d, allow_nan=False)
+    assert d["device"] == {"kind": "cpu", "name": "Xeon"}
+    assert set(d["verdict"]) >= {"id", "headline", "cpu_us", "device_us", "overhead_share"}
+    assert set(d["timing"]) >= {"cold_us", "min_us", "median_us", "max_us", "calls"}
+    assert isinstance(d["profiler_overhead_us"], float)
+    assert isinstance(d["findings"], list)
+    for f in d["findings"]:
+        assert set(f) >= {"rule", "line", "file", "severity", "message", "cost_us"}
+        assert f["severity"] in ("error", "warning", "information", "hint")
+    assert {op["name"] for op in d["top_ops"]} >= {"aten::mm", "aten::add", "aten::matmul"}
+    for op in d["top_ops"]:
+        assert set(op) >= {"name", "calls", "self_cpu_us", "device_us"}
+    assert len(d["steps"]) == 5
+    for s in d["steps"]:
+        assert set(s) >= {
+            "name",
+            "wall_us",
+            "cpu_op_us",
+            "device_busy_us",
+            "device_busy_share",
+            "launches",
+            "syncs",
+            "copies",
+        }
+        assert s["launches"] == 0 and s["device_busy_us"] == 0
+
+
+def test_cold_start_finding_from_measurements(cpu_traces: dict[str, Any]) -> None:
+    slow_first = analyze_trace(cpu_traces["fn8"], Measurements(5000.0, [2.7] * 5, 1.1))
+    assert [f.rule for f in slow_first.findings] == ["cold-start"]
+    assert slow_first.findings[0].cost_us == pytest.approx(5000.0 - 2.7)
+    steady = analyze_trace(cpu_traces["fn8"], Measurements(3.0, [2.7] * 5, 1.1))
+    assert "cold-start" not in [f.rule for f in steady.findings]
+
+
+def test_render_report_shows_verdict_timing_steps_and_ops(cpu_traces: dict[str, Any]) -> None:
+    m = Measurements(
+        cold_us=5000.0,
+        call_us=[2.6, 2.7, 2.8],
+        dispatch_floor_us=1.1,
+        device_kind="cpu",
+        device_name="Xeon",
+    )
+    text = render_report(analyze_trace(cpu_traces["fn8"], m))
+    lines = text.splitlines()
+    assert lines[0] == "device: cpu (Xeon)"
+    assert (
+        lines[1]
+        == "verdict: overhead-bound (CPU): 2.7 µs per call, ~81 % dispatch (2 ops × 1.1 µs)"
+    )
+    assert (
+        "timing (unprofiled): median 2.7 µs per call (min 2.6 µs, max 2.8 µs, 3 calls); first call 5.0 ms"
+        in text
+    )
+    assert "profiler overhead:" in text
+    assert "ProfilerStep#5" in text and "median" in text
+    assert "cold-start" in text
+    assert "aten::mm" in text
+
+
+def test_fast_line_markers_recorded_as_cpu_op_are_not_ops(cpu_traces: dict[str, Any]) -> None:
+    """The worker marks lines with ``_RecordFunctionFast``, which torch records as ``cpu_op``:
+    such markers must stay annotations, or every call would count one op more."""
+    import gzip
+
+    raw = json.loads(gzip.decompress(Path(cpu_traces["fn8_fast"]).read_bytes()))
+    markers = [e for e in raw["traceEvents"] if e.get("name") == "torchscope:L12"]
+    assert markers, "the fixture should contain line markers"
+    trace = load_trace(cpu_traces["fn8_fast"])
+    assert "torchscope:L12" not in {o.name for o in trace.ops}
+    assert "torchscope:L12" in {a.name for a in trace.annotations}
+    report = analyze_trace(cpu_traces["fn8_fast"], Measurements(100.0, [2.7], 1.1))
+    assert [s.ops for s in report.steps] == [2] * 5
+    assert report.verdict.headline.endswith("(2 ops × 1.1 µs)")
+
+
+def test_line_stats_from_fast_markers(cpu_traces: dict[str, Any]) -> None:
+    """``lines.line_stats`` (per-line numbers for the editor) sees the worker-style markers."""
+    report = analyze_trace(cpu_traces["fn8_fast"], Measurements(100.0, [2.7], 1.1))
+    (line,) = report.lines
+    assert line.line == 12 and line.share == pytest.approx(1.0)
+    assert line.hits == pytest.approx(1.0)
+    names = {op.name for op in line.ops}
+    assert {"aten::matmul", "aten::mm", "aten::add"} <= names
