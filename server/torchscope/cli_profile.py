@@ -6,14 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-from torchscope.analysis import render_report
+from torchscope.analysis import format_duration, render_report
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from torchscope.host.profile_run import ProfileFailure, ProfileOptions, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import Output, Progress
-from torchscope.targets import TargetError, function_named, parse_spec, read_source
+from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
 
 
 def _say(quiet: bool, text: str) -> None:
@@ -21,23 +21,45 @@ def _say(quiet: bool, text: str) -> None:
         print(f"[torchscope] {text}", file=sys.stderr, flush=True)
 
 
-def _render_text(outcome_json: dict[str, object], report_text: str) -> str:
-    target = outcome_json["target"]
-    assert isinstance(target, dict)
+def source_with_margin(source: str, target: Target, report: dict[str, Any]) -> str:
+    """The function's source with each line's share and time per call in a left margin."""
+    by_line = {line["line"]: line for line in report.get("lines", [])}
+    gpu = report.get("device", {}).get("kind") == "cuda"
+    rows = []
+    for number in range(target.first_line, target.end_line + 1):
+        code = source.splitlines()[number - 1] if number <= len(source.splitlines()) else ""
+        stats = by_line.get(number)
+        margin = ""
+        if stats is not None:
+            margin = f"{stats['share'] * 100:3.0f}% {format_duration(stats['cpu_us']):>8}"
+            if gpu:
+                margin += f" {format_duration(stats['device_us']):>8}"
+        width = 23 if gpu else 14
+        rows.append(f"{margin:>{width}} {number:4d} │ {code}")
+    header = "per line (share · CPU" + (" · GPU" if gpu else "") + " per call):"
+    return "\n".join([header, *rows])
+
+
+def _render_text(data: dict[str, Any], report_text: str, listing: str) -> str:
+    target = data["target"]
     lines = [
         f"== {target['qualname']} ({target['file']}:{target['line']})",
-        f"   call: {outcome_json['call'] or target['qualname'] + '()'}",
+        f"   call: {data['call'] or target['qualname'] + '()'}",
         report_text,
-        f"trace: {outcome_json['trace_path']}",
-        "",
     ]
+    if data.get("lines"):
+        lines += ["", listing]
+    elif data.get("attribution_note"):
+        lines += ["", data["attribution_note"]]
+    lines += ["", f"trace: {data['trace_path']}", ""]
     return "\n".join(lines)
 
 
 async def run_profile_command(args: argparse.Namespace) -> int:
     try:
         path, qualname = parse_spec(args.target)
-        target = function_named(read_source(path), str(path), qualname)
+        source = read_source(path)
+        target = function_named(source, str(path), qualname)
     except TargetError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -93,7 +115,8 @@ async def run_profile_command(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(data, ensure_ascii=False), flush=True)
             else:
-                print(_render_text(data, render_report(outcome.report)), flush=True)
+                listing = source_with_margin(source, target, data)
+                print(_render_text(data, render_report(outcome.report), listing), flush=True)
     except ProfileFailure as failure:
         print(f"torchscope: {failure.message}", file=sys.stderr)
         status = EXIT_FAILED

@@ -14,12 +14,13 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.conftest import REPO
 
 SERVER_ENV = {**os.environ, "PYTHONPATH": str(REPO / "server")}
+SERVER_COMMAND = [sys.executable, "-m", "torchscope", "serve"]
 
 
 @pytest_lsp.fixture(
     scope="module",
     config=ClientServerConfig(
-        server_command=[sys.executable, "-m", "torchscope", "serve"], server_env=SERVER_ENV
+        server_command=SERVER_COMMAND, server_env=SERVER_ENV
     ),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory) -> AsyncIterator[None]:

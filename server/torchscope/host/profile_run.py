@@ -72,6 +72,7 @@ class ProfileOutcome:
         data["trace_path"] = self.result.trace_path
         data["dispatch_floor_us"] = self.result.dispatch_floor_us
         data["torch_version"] = self.result.torch_version
+        data["attribution_note"] = self.result.attribution_note
         return data
 
 

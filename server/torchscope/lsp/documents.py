@@ -1,4 +1,5 @@
-"""Lifecycle handlers: settings at initialize and on change, clean shutdown."""
+"""Lifecycle and document handlers: settings at initialize and on change, results following
+edits (shifted, or stale), clean shutdown."""
 
 from __future__ import annotations
 
@@ -19,6 +20,27 @@ def register(server: TorchscopeServer) -> None:
             settings = settings["torchscope"]
         if isinstance(settings, dict):
             ls.apply_settings(settings)
+            for uri in list(ls.results.by_uri):
+                ls.publish(uri)
+            ls.refresh_views()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def opened(ls: TorchscopeServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.results.functions(uri) and ls.results.reopen(uri, params.text_document.text):
+            ls.publish(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def edited(ls: TorchscopeServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if not ls.results.functions(uri):
+            return
+        text = ls.workspace.get_text_document(uri).source
+        moved = False
+        for change in params.content_changes:
+            moved = ls.results.apply_change(uri, change, text) or moved
+        if moved:
+            ls.publish(uri)
 
     @server.feature(types.SHUTDOWN)
     async def shutdown(ls: TorchscopeServer, params: None) -> None:

@@ -19,9 +19,9 @@ from pygls.uris import to_fs_path
 
 from torchscope.host.profile_run import ProfileFailure, ProfileOptions
 from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE, NOTIFY_PROFILE_DONE
-from torchscope.lsp.diagnostics import failure_diagnostic, verdict_diagnostic
+from torchscope.lsp.diagnostics import failure_diagnostic
 from torchscope.lsp.progress import JobProgress
-from torchscope.lsp.results import FunctionResult
+from torchscope.lsp.results import ProfiledFunction, function_source
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.lsp.settings import SettingsError
 from torchscope.protocol import Output, Progress
@@ -60,7 +60,7 @@ class ProfileArgs:
         return cls(uri, line, call, overrides)
 
 
-def _locate(ls: TorchscopeServer, args: ProfileArgs) -> tuple[Path, list[str], Target]:
+def _locate(ls: TorchscopeServer, args: ProfileArgs) -> tuple[Path, str, Target]:
     path = Path(to_fs_path(args.uri) or "")
     source = read_source(path)
     target = function_at(source, str(path), args.line + 1)
@@ -77,7 +77,7 @@ def _locate(ls: TorchscopeServer, args: ProfileArgs) -> tuple[Path, list[str], T
             f"{path.name} has unsaved changes: torchscope profiles the saved file — save to "
             "include them",
         )
-    return path, source.splitlines(), target
+    return path, source, target
 
 
 async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
@@ -87,16 +87,16 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         ls.show(types.MessageType.Error, str(exc))
         return {"ok": False, "error": str(exc)}
     try:
-        path, lines, target = _locate(ls, args)
+        path, source, target = _locate(ls, args)
     except TargetError as exc:
-        lines = _lines_or_empty(args.uri)
         failure = ProfileFailure("target", str(exc), exc.line)
-        return _report_failure(ls, args.uri, failure, exc.line or args.line + 1, lines, None)
+        source = _source_or_empty(args.uri)
+        return _report_failure(ls, args.uri, failure, exc.line or args.line + 1, source, None)
     try:
         settings = ls.settings.updated(args.overrides)
     except SettingsError as exc:
         failure = ProfileFailure("settings", str(exc), target.def_line)
-        return _report_failure(ls, args.uri, failure, target.def_line, lines, target.qualname)
+        return _report_failure(ls, args.uri, failure, target.def_line, source, target)
 
     task = asyncio.current_task()
     assert task is not None
@@ -128,15 +128,14 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         return {"ok": False, "error": "cancelled"}
     except ProfileFailure as failure:
         progress.end("failed")
-        return _report_failure(ls, args.uri, failure, target.def_line, lines, target.qualname)
+        return _report_failure(ls, args.uri, failure, target.def_line, source, target)
     finally:
         if request_id is not None:
             ls.running.pop(request_id, None)
     progress.end(outcome.report.verdict.headline)
-    diagnostic = verdict_diagnostic(outcome, lines)
-    ls.results.put(args.uri, FunctionResult(target.qualname, [diagnostic], outcome))
-    ls.publish(args.uri)
     data = outcome.to_json()
+    _store(ls, args.uri, source, target, report=data)
+    ls.refresh_views()
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": args.uri, "report": data})
     return {"ok": True, "report": data}
 
@@ -147,11 +146,39 @@ def _execute_params() -> Optional[types.ExecuteCommandParams]:
     return EXECUTE_PARAMS.get()
 
 
-def _lines_or_empty(uri: str) -> list[str]:
+def _source_or_empty(uri: str) -> str:
     try:
-        return read_source(Path(to_fs_path(uri) or "")).splitlines()
+        return read_source(Path(to_fs_path(uri) or ""))
     except TargetError:
-        return []
+        return ""
+
+
+def _store(
+    ls: TorchscopeServer,
+    uri: str,
+    source: str,
+    target: Target,
+    report: Optional[dict[str, Any]] = None,
+    failure: Optional[types.Diagnostic] = None,
+) -> None:
+    """Keep the result at the positions of the profiled (saved) source, then follow the
+    editor's text if it differs (unsaved edits, or edits made while the job ran)."""
+    result = ProfiledFunction(
+        uri=uri,
+        qualname=target.qualname,
+        first_line=target.first_line,
+        def_line=target.def_line,
+        end_line=target.end_line,
+        report=report,
+        failure=failure,
+        synced_text=source,
+        function_text=function_source(source, target.first_line, target.end_line),
+    )
+    ls.results.put(result)
+    document = ls.workspace.text_documents.get(uri)
+    if document is not None:
+        ls.results.reopen(uri, document.source)
+    ls.publish(uri)
 
 
 def _report_failure(
@@ -159,12 +186,14 @@ def _report_failure(
     uri: str,
     failure: ProfileFailure,
     def_line: int,
-    lines: list[str],
-    qualname: Optional[str],
+    source: str,
+    target: Optional[Target],
 ) -> dict[str, Any]:
+    lines = source.splitlines()
+    qualname = target.qualname if target else None
     diagnostic = failure_diagnostic(failure, def_line, lines, qualname)
-    ls.results.put(uri, FunctionResult(qualname or f"<line {def_line}>", [diagnostic]))
-    ls.publish(uri)
+    placeholder = target or Target(uri, f"<line {def_line}>", def_line, def_line, def_line, ())
+    _store(ls, uri, source, placeholder, failure=diagnostic)
     ls.show(types.MessageType.Error, diagnostic.message)
     if failure.traceback:
         ls.log(failure.traceback, types.MessageType.Error)
@@ -175,6 +204,7 @@ def clear(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
     uri = arguments[0].get("uri") if arguments and isinstance(arguments[0], dict) else None
     for cleared in ls.results.clear(uri if isinstance(uri, str) else None):
         ls.publish(cleared)
+    ls.refresh_views()
     return {"ok": True}
 
 

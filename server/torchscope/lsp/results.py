@@ -1,34 +1,80 @@
-"""What the server knows per document: the latest diagnostics of each profiled function."""
+"""What the server knows per document, and how it follows edits.
+
+Results belong to a document version: an edit above a profiled function shifts its results by
+the number of lines inserted or removed; an edit inside it marks them stale (hints keep their
+numbers with ``(stale)``, line diagnostics go, the verdict says re-profile). Results outlive
+closing the document: on reopen they are kept if the file's text is what they were last synced
+with, shifted if only the lines above the function changed, and stale otherwise.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from lsprotocol import types
 
-from torchscope.host.profile_run import ProfileOutcome
+from torchscope.targets import TargetError, function_named
 
 
 @dataclass
-class FunctionResult:
+class ProfiledFunction:
+    """The latest profile (or failure) of one function in one document."""
+
+    uri: str
     qualname: str
-    diagnostics: list[types.Diagnostic]
-    outcome: Optional[ProfileOutcome] = None
+    first_line: int  # 1-based, current (after shifts): decorators included
+    def_line: int
+    end_line: int
+    report: Optional[dict[str, Any]] = None  # the profile JSON; None after a failure
+    failure: Optional[types.Diagnostic] = None
+    offset: int = 0
+    """Lines inserted (+) or removed (-) above the function since it was profiled."""
+    stale: bool = False
+    synced_text: str = ""
+    """The document text these positions are valid for."""
+    function_text: str = ""
+    """The function's own source when profiled: an unchanged function can be found again."""
+
+    def current_line(self, profiled_line: int) -> int:
+        """Where a 1-based line of the profiled source is now (1-based)."""
+        return profiled_line + self.offset
+
+    def covers(self, line: int) -> bool:
+        """Does the 1-based current ``line`` lie in the function (decorators included)?"""
+        return self.first_line <= line <= self.end_line
+
+    def shift(self, delta: int) -> None:
+        self.offset += delta
+        self.first_line += delta
+        self.def_line += delta
+        self.end_line += delta
+
+
+def function_source(text: str, first_line: int, end_line: int) -> str:
+    return "\n".join(text.splitlines()[first_line - 1 : end_line])
 
 
 @dataclass
 class ResultStore:
-    by_uri: dict[str, dict[str, FunctionResult]] = field(default_factory=dict)
+    by_uri: dict[str, dict[str, ProfiledFunction]] = field(default_factory=dict)
 
-    def put(self, uri: str, result: FunctionResult) -> None:
-        self.by_uri.setdefault(uri, {})[result.qualname] = result
+    def put(self, result: ProfiledFunction) -> None:
+        self.by_uri.setdefault(result.uri, {})[result.qualname] = result
 
-    def diagnostics(self, uri: str) -> list[types.Diagnostic]:
-        return [d for r in self.by_uri.get(uri, {}).values() for d in r.diagnostics]
+    def functions(self, uri: str) -> list[ProfiledFunction]:
+        return list(self.by_uri.get(uri, {}).values())
 
-    def latest(self, uri: str, qualname: str) -> Optional[FunctionResult]:
+    def latest(self, uri: str, qualname: str) -> Optional[ProfiledFunction]:
         return self.by_uri.get(uri, {}).get(qualname)
+
+    def at_line(self, uri: str, line: int) -> Optional[ProfiledFunction]:
+        """The innermost profiled function covering the 1-based ``line``."""
+        best: Optional[ProfiledFunction] = None
+        for result in self.functions(uri):
+            if result.covers(line) and (best is None or result.first_line >= best.first_line):
+                best = result
+        return best
 
     def clear(self, uri: Optional[str] = None) -> list[str]:
         """Forget results (of one document or all); returns the URIs to republish."""
@@ -36,3 +82,59 @@ class ResultStore:
         for key in uris:
             self.by_uri.pop(key, None)
         return uris
+
+    def apply_change(self, uri: str, change: Any, new_text: str) -> bool:
+        """Follow one content change; True when anything moved or went stale."""
+        moved = False
+        for result in self.functions(uri):
+            if result.failure is not None and result.report is None:
+                continue
+            before = (result.offset, result.stale)
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                _follow_range_edit(result, change)
+            else:
+                relocate(result, new_text)
+            result.synced_text = new_text
+            moved = moved or before != (result.offset, result.stale)
+        return moved
+
+    def reopen(self, uri: str, text: str) -> bool:
+        """On ``didOpen``: keep, shift or stale results against the text now in the file."""
+        changed = False
+        for result in self.functions(uri):
+            if result.synced_text == text:
+                continue
+            before = (result.offset, result.stale)
+            relocate(result, text)
+            result.synced_text = text
+            changed = changed or before != (result.offset, result.stale)
+        return changed
+
+
+def _follow_range_edit(
+    result: ProfiledFunction, change: types.TextDocumentContentChangePartial
+) -> None:
+    start = change.range.start.line + 1  # 1-based
+    end = change.range.end.line + 1
+    inserted = change.text.count("\n")
+    delta = inserted - (end - start)
+    if end < result.first_line or (end == result.first_line and change.range.end.character == 0):
+        result.shift(delta)  # entirely above the function
+    elif start > result.end_line:
+        return  # below the function
+    else:
+        result.stale = True
+        result.end_line = max(result.end_line + delta, result.def_line)
+
+
+def relocate(result: ProfiledFunction, text: str) -> None:
+    """Find the function again by name; unchanged source → shift, else (or unparsable) stale."""
+    try:
+        target = function_named(text, result.uri, result.qualname)
+    except TargetError:
+        result.stale = True
+        return
+    if function_source(text, target.first_line, target.end_line) != result.function_text:
+        result.stale = True
+    result.shift(target.first_line - result.first_line)
+    result.end_line = target.end_line

@@ -22,6 +22,7 @@ from torchscope import __version__
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.lsp.constants import SERVER_NAME
+from torchscope.lsp.diagnostics import diagnostics_for
 from torchscope.lsp.results import ResultStore
 from torchscope.lsp.settings import Settings, SettingsError
 
@@ -106,12 +107,31 @@ class TorchscopeServer(LanguageServer):
     def log_worker(self, line: str) -> None:
         self.log(f"[worker] {line}")
 
-    def publish(self, uri: str, version: Optional[int] = None) -> None:
+    def document_lines(self, uri: str) -> list[str]:
+        """The document's lines as the editor has them (unsaved edits included)."""
+        try:
+            return self.workspace.get_text_document(uri).source.splitlines()
+        except (OSError, UnicodeDecodeError):
+            return []
+
+    def publish(self, uri: str) -> None:
+        lines = self.document_lines(uri)
+        diagnostics = [
+            d
+            for result in self.results.functions(uri)
+            for d in diagnostics_for(result, lines, self.settings.hot_share)
+        ]
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=uri, diagnostics=self.results.diagnostics(uri), version=version
-            )
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
         )
+
+    def refresh_views(self) -> None:
+        """Ask the client to re-request inlay hints and code lenses (when it supports that)."""
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support:
+            self.protocol.send_request(types.WORKSPACE_INLAY_HINT_REFRESH, None)
+        if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+            self.protocol.send_request(types.WORKSPACE_CODE_LENS_REFRESH, None)
 
     async def close(self) -> None:
         for task in list(self.running.values()):
@@ -122,10 +142,11 @@ class TorchscopeServer(LanguageServer):
 
 def create_server() -> TorchscopeServer:
     """A server with every handler registered."""
-    from torchscope.lsp import documents, profile_command, target_request
+    from torchscope.lsp import documents, editor_features, profile_command, target_request
 
     server = TorchscopeServer()
     documents.register(server)
+    editor_features.register(server)
     profile_command.register(server)
     target_request.register(server)
     return server

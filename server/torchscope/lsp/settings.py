@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
+from torchscope.analysis.lines import DEFAULT_HOT_SHARE
 from torchscope.host.profile_run import DEFAULT_STEPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 
 
@@ -29,6 +30,15 @@ def _float(values: Mapping[str, Any], key: str, default: float, minimum: float) 
     return float(value)
 
 
+def _share(values: Mapping[str, Any], key: str, default: float) -> float:
+    """A share: 0.05 or 5 (percent) both mean 5 %."""
+    value = _float(values, key, default, 0.0)
+    share = value / 100 if value > 1 else value
+    if share > 1:
+        raise SettingsError(f"setting {key!r} must be a share between 0 and 1 (or a percent)")
+    return share
+
+
 @dataclass(frozen=True)
 class Settings:
     steps: int = DEFAULT_STEPS
@@ -37,6 +47,8 @@ class Settings:
     worker_python: str = sys.executable
     trace_dir: Optional[Path] = None
     keep_traces: int = 20
+    hot_share: float = DEFAULT_HOT_SHARE
+    inlay_hints: bool = True
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -59,4 +71,6 @@ class Settings:
             if isinstance(trace_dir, str) and trace_dir
             else self.trace_dir,
             keep_traces=_int(values, "keepTraces", self.keep_traces, 1),
+            hot_share=_share(values, "hotLineThreshold", self.hot_share),
+            inlay_hints=bool(values.get("inlayHints", self.inlay_hints)),
         )

@@ -1,0 +1,149 @@
+"""Inlay hints on hot lines, hovers on hot lines and on the ``def``, code lenses above defs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from torchscope.lsp.presentation import (
+    CLIENT_COMPARE_COMPILE,
+    CLIENT_OPEN_TRACE,
+    CLIENT_PROFILE,
+    def_hover,
+    headline_title,
+    hot_lines,
+    is_gpu_run,
+    line_hover,
+    line_label,
+)
+from torchscope.lsp.results import ProfiledFunction
+from torchscope.lsp.server import TorchscopeServer
+from torchscope.targets import TargetError, list_functions
+
+
+def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    if not ls.settings.inlay_hints:
+        return []
+    uri = params.text_document.uri
+    lines = ls.document_lines(uri)
+    first, last = params.range.start.line, params.range.end.line
+    hints = []
+    for result in ls.results.functions(uri):
+        if result.report is None:
+            continue
+        gpu = is_gpu_run(result.report)
+        for line in hot_lines(result.report, ls.settings.hot_share):
+            index = result.current_line(line["line"]) - 1
+            if not first <= index <= last or index >= len(lines):
+                continue
+            hints.append(
+                types.InlayHint(
+                    position=types.Position(line=index, character=len(lines[index])),
+                    label=line_label(line, gpu, result.stale),
+                    padding_left=True,
+                    data={"uri": uri, "qualname": result.qualname, "line": line["line"]},
+                )
+            )
+    return hints
+
+
+def resolve_inlay_hint(ls: TorchscopeServer, hint: types.InlayHint) -> types.InlayHint:
+    """The tooltip (the same table as the hover) is built only when the user points at a hint."""
+    data = hint.data if isinstance(hint.data, dict) else {}
+    result = ls.results.latest(str(data.get("uri")), str(data.get("qualname")))
+    line = _line_entry(result, data.get("line"))
+    if result is not None and result.report is not None and line is not None:
+        hint.tooltip = types.MarkupContent(
+            kind=types.MarkupKind.Markdown,
+            value=line_hover(result.report, line, result.qualname, result.stale),
+        )
+    return hint
+
+
+def _line_entry(result: Optional[ProfiledFunction], profiled_line: Any) -> Optional[dict[str, Any]]:
+    if result is None or result.report is None:
+        return None
+    for line in result.report.get("lines", []):
+        if line["line"] == profiled_line:
+            return dict(line)
+    return None
+
+
+def hover(ls: TorchscopeServer, params: types.HoverParams) -> Optional[types.Hover]:
+    uri = params.text_document.uri
+    current = params.position.line + 1
+    result = ls.results.at_line(uri, current)
+    if result is None or result.report is None:
+        return None
+    if current == result.def_line:
+        text = def_hover(result.report, result.qualname, result.offset, result.stale)
+    else:
+        line = _line_entry(result, current - result.offset)
+        if line is None:
+            return None
+        text = line_hover(result.report, line, result.qualname, result.stale)
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
+
+
+def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    uri = params.text_document.uri
+    try:
+        source = ls.workspace.get_text_document(uri).source
+        targets = list_functions(source, str(Path(to_fs_path(uri) or "")))
+    except (TargetError, OSError, UnicodeDecodeError):
+        return []
+    lenses = []
+    for target in targets:
+        if "<locals>" in target.qualname:
+            continue  # nested functions only exist while their parent runs
+        line = types.Range(
+            start=types.Position(line=target.first_line - 1, character=0),
+            end=types.Position(line=target.first_line - 1, character=0),
+        )
+        argument = {"uri": uri, "line": target.def_line - 1}
+        lenses.append(
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title="Profile", command=CLIENT_PROFILE, arguments=[argument]
+                ),
+            )
+        )
+        result = ls.results.latest(uri, target.qualname)
+        title = headline_title(result.report if result else None, bool(result and result.stale))
+        if result is None or result.report is None or title is None:
+            continue
+        trace = {"path": result.report["trace_path"]}
+        lenses += [
+            types.CodeLens(
+                range=line,
+                command=types.Command(title=title, command=CLIENT_OPEN_TRACE, arguments=[trace]),
+            ),
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title="Open trace", command=CLIENT_OPEN_TRACE, arguments=[trace]
+                ),
+            ),
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title="Compare with torch.compile",
+                    command=CLIENT_COMPARE_COMPILE,
+                    arguments=[argument],
+                ),
+            ),
+        ]
+    return lenses
+
+
+def register(server: TorchscopeServer) -> None:
+    server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))(
+        inlay_hints
+    )
+    server.feature(types.INLAY_HINT_RESOLVE)(resolve_inlay_hint)
+    server.feature(types.TEXT_DOCUMENT_HOVER)(hover)
+    server.feature(types.TEXT_DOCUMENT_CODE_LENS)(code_lenses)
