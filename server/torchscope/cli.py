@@ -78,7 +78,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "serve":
         from torchscope.lsp.server import run_stdio
 
-        logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+        level = args.log_level.upper()
+        logging.basicConfig(level=level, stream=sys.stderr)
+        if level != "DEBUG":  # at INFO pygls logs every message in full
+            logging.getLogger("pygls").setLevel(logging.WARNING)
         run_stdio()
         return EXIT_OK
     if args.command == "analyze":

@@ -32,7 +32,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory) -> AsyncIterator[
             ),
             root_uri=REPO.as_uri(),
             initialization_options={
-                "settings": {"steps": 3, "warmup": 1, "traceDir": str(trace_dir)}
+                "settings": {"steps": 3, "warmup": 1, "trace_dir": str(trace_dir)}
             },
         )
     )

@@ -62,7 +62,7 @@ async def client(lsp_client: LanguageClient, workspace: Path) -> AsyncIterator[N
             ),
             root_uri=workspace.as_uri(),
             initialization_options={
-                "settings": {"steps": 3, "warmup": 1, "traceDir": str(workspace / "traces")}
+                "settings": {"steps": 3, "warmup": 1, "trace_dir": str(workspace / "traces")}
             },
         )
     )

@@ -6,6 +6,7 @@ SOURCE = "torchscope"
 #: ``workspace/executeCommand`` commands served here.
 CMD_PROFILE = "torchscope.profile"
 CMD_CLEAR = "torchscope.clear"
+CMD_ANALYZE_TRACE = "torchscope.analyzeTrace"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -61,6 +61,8 @@ class TorchscopeServer(LanguageServer):
         self.settings = Settings()
         self.results = ResultStore()
         self.running: dict[Any, asyncio.Task[Any]] = {}
+        self.trace_findings: dict[str, list[types.Diagnostic]] = {}
+        """Diagnostics from the last ``torchscope.analyzeTrace``, by document URI."""
         self._profiler: Optional[Profiler] = None
         self._profiler_key: tuple[Any, ...] = ()
         self._closing: set[asyncio.Future[None]] = set()  # old workers shutting down
@@ -121,6 +123,7 @@ class TorchscopeServer(LanguageServer):
             for result in self.results.functions(uri)
             for d in diagnostics_for(result, lines, self.settings.hot_share)
         ]
+        diagnostics += self.trace_findings.get(uri, [])
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics)
         )
@@ -142,9 +145,16 @@ class TorchscopeServer(LanguageServer):
 
 def create_server() -> TorchscopeServer:
     """A server with every handler registered."""
-    from torchscope.lsp import documents, editor_features, profile_command, target_request
+    from torchscope.lsp import (
+        analyze_command,
+        documents,
+        editor_features,
+        profile_command,
+        target_request,
+    )
 
     server = TorchscopeServer()
+    analyze_command.register(server)
     documents.register(server)
     editor_features.register(server)
     profile_command.register(server)

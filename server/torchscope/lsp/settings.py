@@ -58,19 +58,22 @@ class Settings:
         return cls().updated(values)
 
     def updated(self, values: Mapping[str, Any]) -> Settings:
-        """A copy with the recognised keys of ``values`` applied (unknown keys are ignored)."""
-        trace_dir = values.get("traceDir")
-        python = values.get("workerPython")
+        """A copy with the recognised keys of ``values`` applied (unknown keys are ignored).
+
+        Keys are the client's wire names (snake_case, see extension/src/settings.ts).
+        """
+        trace_dir = values.get("trace_dir")
+        python = values.get("worker_python")
         return replace(
             self,
             steps=_int(values, "steps", self.steps, 1),
             warmup=_int(values, "warmup", self.warmup, 0),
-            timeout_s=_float(values, "timeout_s", _float(values, "timeout", self.timeout_s, 1), 1),
+            timeout_s=_float(values, "timeout_s", self.timeout_s, 1),
             worker_python=python if isinstance(python, str) and python else self.worker_python,
             trace_dir=Path(trace_dir)
             if isinstance(trace_dir, str) and trace_dir
             else self.trace_dir,
-            keep_traces=_int(values, "keepTraces", self.keep_traces, 1),
-            hot_share=_share(values, "hotLineThreshold", self.hot_share),
-            inlay_hints=bool(values.get("inlayHints", self.inlay_hints)),
+            keep_traces=_int(values, "keep_traces", self.keep_traces, 1),
+            hot_share=_share(values, "hot_line_threshold", self.hot_share),
+            inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
         )

@@ -1,0 +1,86 @@
+"""``torchscope.analyzeTrace {path}``: analyse any trace file; findings that point into the
+workspace (from Python frames or ``Call stack`` args) become diagnostics on those lines."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from torchscope.analysis import TraceError, analyze_trace
+from torchscope.lsp.constants import CMD_ANALYZE_TRACE, SOURCE
+from torchscope.lsp.diagnostics import line_range
+from torchscope.lsp.server import TorchscopeServer
+
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+
+
+def _workspace_file(ls: TorchscopeServer, file: str) -> Path | None:
+    root = ls.workspace_root()
+    path = Path(file)
+    if not path.is_absolute() and root is not None:
+        path = root / path
+    if not path.is_file():
+        return None
+    if root is not None and not path.resolve().is_relative_to(root.resolve()):
+        return None
+    return path.resolve()
+
+
+async def analyze(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
+    args = arguments[0] if arguments and isinstance(arguments[0], dict) else {}
+    path = args.get("path")
+    if not isinstance(path, str) or not path:
+        message = f"{CMD_ANALYZE_TRACE} takes {{path}}: the trace file to analyse"
+        ls.show(types.MessageType.Error, message)
+        return {"ok": False, "error": message}
+    loop = asyncio.get_running_loop()
+    try:
+        report = await loop.run_in_executor(None, analyze_trace, path)
+    except TraceError as exc:
+        ls.show(types.MessageType.Error, f"torchscope: {exc}")
+        return {"ok": False, "error": str(exc)}
+    data = report.to_dict()
+    data["trace_path"] = path
+    by_uri: dict[str, list[types.Diagnostic]] = {}
+    for finding in data["findings"]:
+        file, line = finding.get("file"), finding.get("line")
+        target = _workspace_file(ls, file) if isinstance(file, str) and file else None
+        if target is None or not isinstance(line, int):
+            continue
+        uri = target.as_uri()
+        lines = ls.document_lines(uri)
+        by_uri.setdefault(uri, []).append(
+            types.Diagnostic(
+                range=line_range(lines, line),
+                message=f"{finding['message']} (from {Path(path).name})",
+                severity=_SEVERITY.get(
+                    str(finding.get("severity")), types.DiagnosticSeverity.Information
+                ),
+                source=SOURCE,
+                code=finding["rule"],
+            )
+        )
+    previous = set(ls.trace_findings)
+    ls.trace_findings = by_uri
+    for uri in previous | set(by_uri):
+        ls.publish(uri)
+    ls.show(
+        types.MessageType.Info,
+        f"torchscope: {Path(path).name}: {data['verdict']['headline']} "
+        f"({sum(len(d) for d in by_uri.values())} findings mapped to workspace lines)",
+    )
+    return {"ok": True, "report": data}
+
+
+def register(server: TorchscopeServer) -> None:
+    @server.command(CMD_ANALYZE_TRACE)
+    async def analyze_handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:
+        return await analyze(ls, arguments)
