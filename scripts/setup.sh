@@ -32,9 +32,9 @@ say "installing torchscope and its dev tools"
 "$PY" -m pip install --quiet -e ".[dev]"
 
 if command -v npm >/dev/null 2>&1 && [ -f package.json ]; then
-  say "installing the extension's Node dependencies and building it"
+  say "installing the extension's Node dependencies and packaging build/torchscope.vsix"
   npm ci --no-audit --no-fund --loglevel=error
-  npm run --silent build
+  npm run --silent package
 else
   say "npm not found: skipping the VS Code extension build (the CLI and the server work without it)"
 fi
