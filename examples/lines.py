@@ -4,7 +4,6 @@ Profile `hot_and_cold` and the matmul line gets nearly all the time and the only
 """
 
 import torch
-
 from helpers import scale_up
 
 

@@ -79,9 +79,7 @@ async def test_profile_publishes_the_verdict_on_the_def_line(client: LanguageCli
 
 async def test_directive_is_used_without_a_call(client: LanguageClient) -> None:
     uri = MATMUL.as_uri()
-    result, diagnostics = await profile_and_wait(
-        client, {"uri": uri, "line": def_line(MATMUL, "fn")}
-    )
+    result, _ = await profile_and_wait(client, {"uri": uri, "line": def_line(MATMUL, "fn")})
     assert result["ok"], result
     assert result["report"]["call"] == SMALL
     assert result["report"]["target"] == {
@@ -215,14 +213,18 @@ async def test_analyze_trace_command(client: LanguageClient, tmp_path: Path) -> 
     if not trace.exists():
         pytest.skip(f"shared traces missing: {SHARED_TRACES}")
     result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="torchscope.analyzeTrace", arguments=[{"path": str(trace)}])
+        types.ExecuteCommandParams(
+            command="torchscope.analyzeTrace", arguments=[{"path": str(trace)}]
+        )
     )
     assert result["ok"] and result["report"]["verdict"]["id"] == "input-bound"
     bogus = tmp_path / "notes.json"
     bogus.write_text("[1, 2")
     shown = len(client.messages)
     result = await client.workspace_execute_command_async(
-        types.ExecuteCommandParams(command="torchscope.analyzeTrace", arguments=[{"path": str(bogus)}])
+        types.ExecuteCommandParams(
+            command="torchscope.analyzeTrace", arguments=[{"path": str(bogus)}]
+        )
     )
     assert not result["ok"] and "notes.json" in result["error"]
     assert any("notes.json" in m.message for m in client.messages[shown:])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,7 +65,9 @@ def test_the_matmul_line_is_hot_and_the_add_line_is_not(reports) -> None:
     hot = [entry["line"] for entry in report["lines"] if entry["share"] >= 0.05]
     assert hot == [matmul]
     assert report["lines"][0]["line"] == matmul  # sorted by share
-    assert "[512, 512]" in next(op["shapes"] for op in lines[matmul]["ops"] if op["name"] == "aten::mm")
+    assert "[512, 512]" in next(
+        op["shapes"] for op in lines[matmul]["ops"] if op["name"] == "aten::mm"
+    )
 
 
 def test_loop_body_lines_count_every_iteration(reports) -> None:

@@ -6,8 +6,10 @@ runtime call's correlation — each kernel and copy is given to the *innermost* 
 so a loop body's ops go to the body's lines and a call into another function counts for the
 calling line. A line's CPU time is its markers' time minus the time of markers nested inside
 (a ``for`` header keeps only what the header itself cost). Everything is per call of the
-function: a line's CPU time is its median over the profiled steps; counts and device times are
-totals over the steps divided by their number.
+function: a line's share is its median CPU time over the profiled steps; its ``cpu_us`` is that
+share of the unprofiled time per call (when the worker measured it — profiled times carry the
+profiler's own cost per op), and counts and device times are totals over the steps divided by
+their number.
 """
 
 from __future__ import annotations
@@ -62,28 +64,14 @@ class LineStats:
     cpu_us_min: float
     cpu_us_median: float
     cpu_us_max: float
+    profiled_cpu_us: float = 0.0
+    """The line's median CPU time as profiled (profiler overhead included); ``cpu_us`` is its
+    share of the unprofiled time per call when that was measured."""
     syncs: float = 0.0
     sync_us: float = 0.0
     ops: list[LineOp] = field(default_factory=list)
     kernels: list[LineKernel] = field(default_factory=list)
     copies: list[LineCopy] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "share": self.share,
-            "cpu_us": self.cpu_us,
-            "device_us": self.device_us,
-            "hits": self.hits,
-            "cpu_us_min": self.cpu_us_min,
-            "cpu_us_median": self.cpu_us_median,
-            "cpu_us_max": self.cpu_us_max,
-            "syncs": self.syncs,
-            "sync_us": self.sync_us,
-            "ops": [vars(o) for o in self.ops],
-            "kernels": [vars(k) for k in self.kernels],
-            "copies": [vars(c) for c in self.copies],
-        }
 
 
 def _marker_line(name: str) -> int | None:
@@ -206,6 +194,12 @@ def line_stats(ctx: Context) -> list[LineStats]:
     }
     typical = {line: statistics.median(steps) for line, steps in per_line.items()}
     total_cpu = sum(typical.values()) or 1.0
+    # Profiled times include the profiler's own cost per op; when the worker measured the
+    # call without the profiler, lines share out that true time in proportion instead.
+    scale = 1.0
+    measured = ctx.measurements.call_us if ctx.measurements is not None else []
+    if measured:
+        scale = statistics.median(measured) / total_cpu
     lines: list[LineStats] = []
     for line, entry in acc.items():
         per_step = per_line[line]
@@ -213,12 +207,13 @@ def line_stats(ctx: Context) -> list[LineStats]:
             LineStats(
                 line=line,
                 share=typical[line] / total_cpu,
-                cpu_us=typical[line],
+                cpu_us=typical[line] * scale,
                 device_us=entry.device_us / n_steps,
                 hits=entry.hits / n_steps,
-                cpu_us_min=min(per_step),
-                cpu_us_median=statistics.median(per_step),
-                cpu_us_max=max(per_step),
+                cpu_us_min=min(per_step) * scale,
+                cpu_us_median=statistics.median(per_step) * scale,
+                cpu_us_max=max(per_step) * scale,
+                profiled_cpu_us=typical[line],
                 syncs=entry.syncs / n_steps,
                 sync_us=entry.sync_us / n_steps,
                 ops=sorted(

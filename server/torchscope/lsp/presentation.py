@@ -90,6 +90,11 @@ def line_hover(report: dict[str, Any], line: dict[str, Any], qualname: str, stal
             f"Synchronisations: {line['syncs']:g} per call, {format_duration(line['sync_us'])} "
             "with the CPU waiting for the GPU."
         )
+    if line.get("profiled_cpu_us"):
+        parts.append(
+            f"CPU per call is this line's share of the unprofiled time; under the profiler it "
+            f"took {format_duration(line['profiled_cpu_us'])} (op times above are profiled)."
+        )
     parts.append(
         "Across steps (CPU): min "
         f"{format_duration(line['cpu_us_min'])} · median {format_duration(line['cpu_us_median'])}"
