@@ -39,9 +39,9 @@ def test_every_rule_has_id_title_docs_and_source() -> None:
         assert r.title and r.source
         assert r.docs_anchor == f"README.md#{r.id}"
         assert r.severity in ("error", "warning", "information", "hint")
-    docs = (Path(__file__).resolve().parents[2] / "docs" / "findings.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for r in ALL_RULES:
-        assert f"### {r.id}\n" in docs, f"docs/findings.md lacks a section for {r.id}"
+        assert f"### {r.id}\n" in docs, f"README.md's Findings section lacks {r.id}"
 
 
 # -- sync -------------------------------------------------------------------------------
@@ -422,6 +422,11 @@ def test_tf32_kernel_is_fine(kineto: Any, tmp_path: Path) -> None:
 
 
 def test_fp32_matmul_skipped_before_ampere(kineto: Any, tmp_path: Path) -> None:
+    report = run(
+        matmul(kineto(V100), ["float", "float"], SQUARE, "volta_sgemm_128x64_nn"), tmp_path
+    )
+    assert report.rules_skipped["fp32-matmul"] == "the GPU (sm_70) has no TF32 tensor cores"
+    assert report.to_dict()["rules_skipped"]["fp32-matmul"].startswith("the GPU")
     assert "fp32-matmul" not in rules(
         run(matmul(kineto(V100), ["float", "float"], SQUARE, "volta_sgemm_128x64_nn"), tmp_path)
     )
@@ -523,3 +528,13 @@ def test_cold_start_quiet_when_first_call_is_normal(kineto: Any, tmp_path: Path)
     assert "cold-start" not in rules(
         run(cpu_step(kineto(gpu=False)), tmp_path, Measurements(12.0, [10.0, 10.0], 1.0))
     )
+
+
+def test_shape_rules_say_when_shapes_were_not_recorded(kineto: Any, tmp_path: Path) -> None:
+    b = kineto()
+    b.step(1, 0, 1000)
+    b.op("aten::mm", 10, 50)  # no Input type / Input Dims: record_shapes was off
+    b.launch(20, 5, "ampere_sgemm_128x64_nn", 30, 500)
+    report = run(b, tmp_path)
+    assert "record_shapes=True" in report.rules_skipped["fp32-matmul"]
+    assert "record_shapes=True" in report.rules_skipped["unaligned-fp16"]

@@ -78,6 +78,18 @@ def steps_raw(events: list[dict[str, Any]]) -> list[tuple[float, float]]:
     )
 
 
+def times_are_floats(value: Any, key: str = "") -> None:
+    """Every ``…_us`` number in the wire format is a float (legacy traces hold int µs)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            times_are_floats(v, str(k))
+    elif isinstance(value, list):
+        for v in value:
+            times_are_floats(v, key)
+    elif key.endswith("_us") and value is not None:
+        assert isinstance(value, float), (key, value)
+
+
 def finding(report: Report, rule: str) -> Any:
     found = [f for f in report.findings if f.rule == rule]
     assert found, f"no {rule} finding in {[f.rule for f in report.findings]}"
@@ -89,6 +101,7 @@ def test_every_trace_renders_and_serialises(traces: Cache, name: str) -> None:
     report = traces.report(name)
     d = report.to_dict()
     json.dumps(d, allow_nan=False)
+    times_are_floats(d)
     assert d["device"]["kind"] == "cuda"
     text = render_report(report)
     assert report.verdict.headline in text

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import compress
+from operator import itemgetter, sub
+from typing import Any
 
 from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
@@ -47,12 +49,19 @@ LAZY_INIT_CALLS = frozenset(
 
 
 _START = itemgetter(0)
+_END = itemgetter(1)
+_SECOND = itemgetter(1)
+_NAME = itemgetter(2)
+_TRACK = itemgetter(3)
 
 
-def step_ranges(steps: list[Step], spans: list[Span]) -> list[tuple[int, int]]:
+def step_ranges(
+    steps: list[Step], spans: list[Span], starts: list[float] | None = None
+) -> list[tuple[int, int]]:
     """For spans sorted by start (as normalise leaves every list), the slice ``[lo, hi)`` of
     each step's members: those starting inside its window."""
-    starts = list(map(_START, spans))
+    if starts is None:
+        starts = list(map(_START, spans))
     out: list[tuple[int, int]] = []
     for st in steps:
         lo = bisect_left(starts, st.start)
@@ -113,6 +122,51 @@ class Context:
     """Op name → calls inside the steps (filled with the op table; rules use it to skip)."""
     _op_kernels: dict[int, list[int]] | None = None
     _ops_by_name: dict[str, list[int]] | None = None
+    _columns: dict[tuple[int, str], Any] = field(default_factory=dict)
+
+    def starts(self, spans: list[Span]) -> list[float]:
+        """Start times of one of the trace's span lists (computed once per list)."""
+        key = (id(spans), "starts")
+        if key not in self._columns:
+            self._columns[key] = list(map(_START, spans))
+        found: list[float] = self._columns[key]
+        return found
+
+    def durations(self, spans: list[Span]) -> list[float]:
+        """Durations of one of the trace's span lists (computed once per list)."""
+        key = (id(spans), "durations")
+        if key not in self._columns:
+            self._columns[key] = list(map(sub, map(_END, spans), self.starts(spans)))
+        found: list[float] = self._columns[key]
+        return found
+
+    def kernel_table(self) -> dict[str, list[float]]:
+        """Kernel name → its device time in each step (built once; the kernel table and
+        kernel-variance read it)."""
+        key = (id(self.trace.kernels), "table")
+        if key not in self._columns:
+            n = len(self.steps)
+            table: dict[str, list[float]] = {}
+            durations = self.durations(self.trace.kernels)
+            for k, (lo, hi) in enumerate(self.ranges(self.trace.kernels)):
+                kernels = self.trace.kernels
+                for i in range(lo, hi):
+                    name = kernels[i][2]
+                    row = table.get(name)
+                    if row is None:
+                        row = table[name] = [0.0] * n
+                    row[k] += durations[i]
+            self._columns[key] = table
+        found: dict[str, list[float]] = self._columns[key]
+        return found
+
+    def ranges(self, spans: list[Span]) -> list[tuple[int, int]]:
+        """Per step, the slice of ``spans`` (one of the trace's lists) starting in it."""
+        key = (id(spans), "ranges")
+        if key not in self._columns:
+            self._columns[key] = step_ranges(self.steps, spans, self.starts(spans))
+        found: list[tuple[int, int]] = self._columns[key]
+        return found
 
     def ops_by_name(self) -> dict[str, list[int]]:
         """Op name → indices of its calls inside the steps, in time order (built once; rules
@@ -120,7 +174,7 @@ class Context:
         if self._ops_by_name is None:
             out: dict[str, list[int]] = {}
             ops = self.trace.ops
-            for lo, hi in step_ranges(self.steps, ops):
+            for lo, hi in self.ranges(ops):
                 for i in range(lo, hi):
                     name = ops[i][2]
                     lst = out.get(name)
@@ -185,41 +239,55 @@ def _find_flush(trace: Trace, nest: Nesting, steps: list[Step]) -> set[int]:
     if not candidates:
         return flush
     latest = max(candidates, key=lambda i: trace.runtime[i].start)
-    last_op_start = max((o.start for o in trace.ops), default=-math.inf)
+    last_op_start = trace.ops[-1].start if trace.ops else -math.inf  # ops are sorted by start
     if trace.runtime[latest].start >= last_end or last_op_start < trace.runtime[latest].end:
         flush.add(latest)
     return flush
 
 
-def _find_lazy_init(trace: Trace, steps: list[Step], step_of_rt: list[int]) -> set[int]:
-    out: set[int] = set()
-    first_window_end = steps[0].end if steps else math.inf
-    for i, r in enumerate(trace.runtime):
-        if r.start > first_window_end or step_of_rt[i] > 0:
-            continue
-        if r.name in LAZY_INIT_CALLS and r.end - r.start >= LAZY_INIT_MIN_US:
-            out.add(i)
-    return out
+def _find_lazy_init(trace: Trace, steps: list[Step]) -> set[int]:
+    """Setup calls of ≥ LAZY_INIT_MIN_US before the end of the first step."""
+    limit = steps[0].end if steps else math.inf
+    runtime = trace.runtime
+    stop = bisect_left(list(map(_START, runtime)), limit)
+    return {
+        i
+        for i in range(stop)
+        if runtime[i].name in LAZY_INIT_CALLS
+        and runtime[i].end - runtime[i].start >= LAZY_INIT_MIN_US
+    }
 
 
 def build_context(trace: Trace, measurements: Measurements | None) -> Context:
     """Nest, link, segment and assign once."""
-    nest = build_nesting(trace)
     links = link(trace)
-    steps = find_steps(trace, nest)
+    names = list(map(_NAME, trace.runtime))
+    kind = {
+        n: (2 if n in SYNC_CALLS or n in BLOCKING_COPY_CALLS else 1 if is_copy_call(n) else 0)
+        for n in set(names)
+    }
+    codes = list(map(kind.__getitem__, names))
+    relevant = sorted({*links.rt_device, *compress(range(len(codes)), codes)})
+    nest = build_nesting(trace, relevant)
+    steps = find_steps(trace)
 
+    # Busy timeline per device: (start, end) pairs built in C; one device is the usual case.
+    device_of_track = [t.device for t in trace.tracks]
     per_device: dict[int, list[tuple[float, float]]] = {}
-    device_time: dict[int, float] = {}
-    tracks = trace.tracks
     for spans in (trace.kernels, trace.memcpys, trace.memsets):
-        for s in spans:
-            d = tracks[s.track].device
-            lst = per_device.get(d)
-            if lst is None:
-                lst = per_device[d] = []
-            lst.append((s.start, s.end))
-            device_time[d] = device_time.get(d, 0.0) + (s.end - s.start)
+        pairs = list(zip(map(_START, spans), map(_END, spans)))
+        devices = list(map(device_of_track.__getitem__, map(_TRACK, spans)))
+        for d in set(devices):
+            chosen = (
+                pairs
+                if len(set(devices)) == 1
+                else list(compress(pairs, [x == d for x in devices]))
+            )
+            per_device.setdefault(d, []).extend(chosen)
     timelines = {d: Timeline(iv) for d, iv in per_device.items()}
+    device_time = {
+        d: float(sum(map(sub, map(_SECOND, iv), map(_START, iv)))) for d, iv in per_device.items()
+    }
     primary = max(device_time, key=lambda d: device_time[d]) if device_time else None
 
     step_of_rt = assign_sorted(steps, trace.runtime)
@@ -240,13 +308,10 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         sources=SourceMap(trace, nest),
     )
     ctx.flush = _find_flush(trace, nest, steps)
-    ctx.lazy_init = _find_lazy_init(trace, steps, step_of_rt)
-    blocking = [False] * len(trace.runtime)
-    for i, r in enumerate(trace.runtime):
-        name = r.name
-        if name in SYNC_CALLS or name in BLOCKING_COPY_CALLS:
-            blocking[i] = True
-        elif is_copy_call(name):
-            blocking[i] = any(is_pageable(m.name) and "DtoH" in m.name for m in ctx.copy_of(i))
+    ctx.lazy_init = _find_lazy_init(trace, steps)
+    # Blocking calls: by name (one decision per distinct name), then pageable DtoH copies.
+    blocking = [c == 2 for c in codes]
+    for i in compress(range(len(codes)), [c == 1 for c in codes]):
+        blocking[i] = any(is_pageable(m.name) and "DtoH" in m.name for m in ctx.copy_of(i))
     ctx.blocking = blocking
     return ctx

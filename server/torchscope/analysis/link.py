@@ -9,8 +9,13 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter, methodcaller
 
 from .model import Span, Trace
+
+_ARGS = itemgetter(4)
+_GET_CORRELATION = methodcaller("get", "correlation")
 
 LAUNCH_CALLS = frozenset(
     {
@@ -95,34 +100,40 @@ def _ext(args: object) -> int | None:
     return c if isinstance(c, int) and not isinstance(c, bool) else None
 
 
+def _correlations(spans: list[Span]) -> list[object]:
+    return list(map(_GET_CORRELATION, map(_ARGS, spans)))
+
+
 def link(trace: Trace) -> Links:
-    """Match device spans to runtime calls by correlation id, else to ops by External id."""
-    rt_by_corr: dict[object, int] = {}
-    for i, call in enumerate(trace.runtime):
-        c = call.args.get("correlation")
-        if isinstance(c, (int, str)):
-            rt_by_corr[c] = i
+    """Match device spans to runtime calls by correlation id, else to ops by External id.
+
+    The lookups run as ``map`` over whole lists (in C); the per-item Python loop only runs
+    for the few spans that need a second look (no correlation, or an unhashable one)."""
+    runtime = trace.runtime
+    corrs = _correlations(runtime)
+    try:
+        rt_by_corr: dict[object, int] = dict(zip(corrs, range(len(runtime))))
+    except TypeError:  # an unhashable correlation value somewhere: keep the hashable ones
+        rt_by_corr = {c: i for i, c in enumerate(corrs) if isinstance(c, (int, str))}
+    rt_by_corr.pop(None, None)
     op_by_ext: dict[int, Span] | None = None
     rt_device: dict[int, list[tuple[str, int]]] = {}
-    runtime = trace.runtime
     linked = unlinked = 0
     out: dict[str, tuple[list[int], list[float]]] = {}
+    nan = float("nan")
     for label, spans in (
         ("kernel", trace.kernels),
         ("memcpy", trace.memcpys),
         ("memset", trace.memsets),
     ):
-        rts = [-1] * len(spans)
-        issued = [float("nan")] * len(spans)
-        for i, s in enumerate(spans):
-            c = s.args.get("correlation")
-            try:
-                r = rt_by_corr.get(c, -1)
-            except TypeError:  # an unhashable correlation value
-                r = -1
+        dev_corrs = _correlations(spans)
+        try:
+            rts = list(map(rt_by_corr.get, dev_corrs, repeat(-1)))
+        except TypeError:
+            rts = [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
+        issued = [runtime[r].start if r >= 0 else nan for r in rts]
+        for i, r in enumerate(rts):
             if r >= 0:
-                rts[i] = r
-                issued[i] = runtime[r].start
                 lst = rt_device.get(r)
                 if lst is None:
                     rt_device[r] = [(label, i)]
@@ -130,7 +141,7 @@ def link(trace: Trace) -> Links:
                     lst.append((label, i))
                 linked += 1
                 continue
-            e = _ext(s.args)
+            e = _ext(spans[i].args)
             if e is not None:
                 if op_by_ext is None:
                     op_by_ext = {}

@@ -12,18 +12,19 @@ from __future__ import annotations
 import statistics
 from bisect import bisect_right
 from collections.abc import Sequence
+from heapq import nlargest
 from itertools import accumulate, compress
-from operator import itemgetter, sub
+from operator import and_, itemgetter, mul, sub
 
-from .context import Context, assign, step_ranges
+from .context import Context, assign
 from .intervals import Timeline
 from .link import copy_kind, is_launch
-from .model import Span
 from .report import Gap, KernelStat, StepMetrics, TopOp
 
 _START = itemgetter(0)
 _END = itemgetter(1)
 _NAME = itemgetter(2)
+_TRACK = itemgetter(3)
 
 GAPS_PER_STEP = 5
 """Largest idle gaps kept per step for the report."""
@@ -74,17 +75,16 @@ class CpuIndex:
     among the last few that started before it)."""
 
     def __init__(self, ctx: Context) -> None:
-        self.annotations = sorted(
-            (a for a in ctx.trace.annotations if not a.name.startswith("ProfilerStep#")),
-            key=lambda a: a.start,
-        )
-        self.ann_index = {id(a): i for i, a in enumerate(ctx.trace.annotations)}
-        parent = ctx.nest.op_parent
-        self.ops = sorted(
-            ((i, o) for i, o in enumerate(ctx.trace.ops) if parent[i] < 0),
-            key=lambda io: io[1].start,
-        )
-        self.op_starts = [o.start for _, o in self.ops]
+        anns = ctx.trace.annotations  # sorted by start
+        self.ann_index = [i for i, a in enumerate(anns) if not a.name.startswith("ProfilerStep#")]
+        self.annotations = [anns[i] for i in self.ann_index]
+        self.ann_starts = [a.start for a in self.annotations]
+        # reach[j]: the latest end among annotations 0..j, to stop scanning back early.
+        self.reach = list(accumulate((a.end for a in self.annotations), max))
+        ops = ctx.trace.ops  # sorted by start
+        self.op_index = list(compress(range(len(ops)), map((0).__gt__, ctx.nest.op_parent)))
+        self.ops = [ops[i] for i in self.op_index]
+        self.op_starts = [o.start for o in self.ops]
 
     def at(self, t: float) -> str | None:
         """The innermost annotation (else top-level op) running at ``t``; step annotations
@@ -93,20 +93,21 @@ class CpuIndex:
         return found[0] if found else None
 
     def locate(self, t: float) -> tuple[str, str, int] | None:
-        """Like :meth:`at`, with the kind (``annotation``/``op``) and index into the trace."""
-        best: tuple[float, Span] | None = None
-        for a in self.annotations:
-            if a.start > t:
-                break
-            if t < a.end and (best is None or a.end - a.start < best[0]):
-                best = (a.end - a.start, a)
-        if best is not None:
-            return best[1].name, "annotation", self.ann_index[id(best[1])]
+        """Like :meth:`at`, with the kind (``annotation``/``op``) and index into the trace.
+
+        Nested annotations start later than those around them, so the innermost one holding
+        ``t`` is the latest-starting one that has not ended by ``t``."""
+        j = bisect_right(self.ann_starts, t) - 1
+        while j >= 0 and self.reach[j] > t:
+            a = self.annotations[j]
+            if t < a.end:
+                return a.name, "annotation", self.ann_index[j]
+            j -= 1
         k = bisect_right(self.op_starts, t) - 1
         stop = max(-1, k - self.LOOKBACK)
         while k > stop:
-            if t < self.ops[k][1].end:
-                return self.ops[k][1].name, "op", self.ops[k][0]
+            if t < self.ops[k].end:
+                return self.ops[k].name, "op", self.op_index[k]
             k -= 1
         return None
 
@@ -131,38 +132,37 @@ def _launched_device_time(ctx: Context) -> list[float]:
     on the device timeline they ran. Without a sync per step the CPU runs ahead and a step's
     window shows the device busy with earlier steps' work; this is the device time per call."""
     trace, links = ctx.trace, ctx.links
-    per_step: list[list[tuple[float, float]]] = [[] for _ in ctx.steps]
+    n_steps = len(ctx.steps)
+    per_step: list[list[tuple[float, float]]] = [[] for _ in range(n_steps)]
     primary = ctx.primary_device
-    tracks = trace.tracks
-    step_of_rt = ctx.step_of_rt
+    device_of_track = [t.device for t in trace.tracks]
+    step_of_rt = [*ctx.step_of_rt, -1]  # index -1 (not linked) reads the sentinel
     for spans, rts, issued, fallback in (
         (trace.kernels, links.kernel_rt, links.kernel_issued, ctx.step_of_kernel),
         (trace.memcpys, links.memcpy_rt, links.memcpy_issued, ctx.step_of_memcpy),
         (trace.memsets, links.memset_rt, links.memset_issued, ctx.step_of_memset),
     ):
-        by_op: list[float] = []
-        for i, s in enumerate(spans):
-            r = rts[i]
-            if r >= 0:
-                k = step_of_rt[r]
-            elif issued[i] == issued[i]:  # linked to an op by External id only
-                by_op.append(issued[i])
-                k = -2
-            else:  # not linked: go by where it ran
-                k = fallback[i]
-            if k >= 0 and tracks[s.track].device == primary:
-                per_step[k].append((s.start, s.end))
-        if by_op:
-            where = iter(assign(ctx.steps, by_op))
-            for i, s in enumerate(spans):
-                if rts[i] < 0 and issued[i] == issued[i]:
-                    k = next(where)
-                    if k >= 0 and tracks[s.track].device == primary:
-                        per_step[k].append((s.start, s.end))
+        if not spans or primary is None:
+            continue
+        launch_step = list(map(step_of_rt.__getitem__, rts))
+        unlinked = [i for i, r in enumerate(rts) if r < 0]
+        if unlinked:
+            by_op = [i for i in unlinked if issued[i] == issued[i]]  # linked by External id
+            if by_op:
+                for i, k in zip(by_op, assign(ctx.steps, [issued[i] for i in by_op])):
+                    launch_step[i] = k
+            for i in unlinked:
+                if issued[i] != issued[i]:  # not linked at all: go by where it ran
+                    launch_step[i] = fallback[i]
+        on_primary = list(map(primary.__eq__, map(device_of_track.__getitem__, map(_TRACK, spans))))
+        pairs = list(zip(map(_START, spans), map(_END, spans)))
+        for k in range(n_steps):
+            chosen = map(and_, map(k.__eq__, launch_step), on_primary)
+            per_step[k].extend(compress(pairs, chosen))
     out: list[float] = []
     for intervals in per_step:
         t = Timeline(intervals)
-        out.append(sum(map(sub, t.ends, t.starts)))
+        out.append(float(sum(map(sub, t.ends, t.starts))))
     return out
 
 
@@ -185,39 +185,33 @@ def top_kernels(ctx: Context, limit: int = TOP_KERNELS) -> list[KernelStat]:
     n = len(ctx.steps)
     if n == 0 or not ctx.trace.kernels:
         return []
-    per: dict[str, list[float]] = {}
-    count: dict[str, int] = {}
-    delays: dict[str, list[float]] = {}
-    runtime = ctx.trace.runtime
-    for kernel, r, step in zip(ctx.trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel):
-        if step < 0:
-            continue
-        name = kernel.name
-        row = per.get(name)
-        if row is None:
-            row = per[name] = [0.0] * n
-            count[name] = 0
-            delays[name] = []
-        row[step] += kernel.end - kernel.start
-        count[name] += 1
-        if r >= 0:
-            delays[name].append(kernel.start - runtime[r].start)
+    per = ctx.kernel_table()
     ranked = sorted(per, key=lambda k: -median(per[k]))[:limit]
+    wanted = set(ranked)
+    count = dict.fromkeys(ranked, 0)
+    delays: dict[str, list[float]] = {name: [] for name in ranked}
+    runtime = ctx.trace.runtime
+    kernels = ctx.trace.kernels
+    rts = ctx.links.kernel_rt
+    for lo, hi in ctx.ranges(kernels):
+        for i in range(lo, hi):
+            name = kernels[i][2]
+            if name in wanted:
+                count[name] += 1
+                r = rts[i]
+                if r >= 0:
+                    delays[name].append(kernels[i][0] - runtime[r][0])
     return [
         KernelStat(
             name=name,
             calls=count[name],
             median_us=median(per[name]),
-            min_us=min(per[name]),
-            max_us=max(per[name]),
+            min_us=float(min(per[name])),
+            max_us=float(max(per[name])),
             launch_delay_us=median(delays[name]) if delays[name] else None,
         )
         for name in ranked
     ]
-
-
-def _durations(spans: list[Span]) -> list[float]:
-    return list(map(sub, map(_END, spans), map(_START, spans)))
 
 
 def _slices(values: list[float], ranges: list[tuple[int, int]]) -> list[float]:
@@ -229,9 +223,9 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
     are one slice and most sums below run in C over slices."""
     trace = ctx.trace
     steps = ctx.steps
-    op_ranges = step_ranges(steps, trace.ops)
-    top = [p < 0 for p in ctx.nest.op_parent]
-    top_dur = list(compress(_durations(trace.ops), top)) if trace.ops else []
+    op_ranges = ctx.ranges(trace.ops)
+    top = list(map((0).__gt__, ctx.nest.op_parent))  # parent < 0: a top-level op
+    top_dur = list(compress(ctx.durations(trace.ops), top)) if trace.ops else []
     top_index = list(accumulate(top, initial=0))  # top-level ops before position i
     cpu_op_us: list[float] = []
     ops: list[int] = []
@@ -240,29 +234,29 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
         ops.append(last - first)
         cpu_op_us.append(float(sum(top_dur[first:last])))
 
-    rt_ranges = step_ranges(steps, trace.runtime)
+    rt_ranges = ctx.ranges(trace.runtime)
     rt_names = list(map(_NAME, trace.runtime))
     launch_flag = {name: is_launch(name) for name in set(rt_names)}
     is_launch_call = list(map(launch_flag.__getitem__, rt_names))
     counted = list(ctx.blocking)
     for r in ctx.flush:
         counted[r] = False
-    rt_dur = _durations(trace.runtime)
-    sync_dur = [d if c else 0.0 for d, c in zip(rt_dur, counted)]
+    rt_dur = ctx.durations(trace.runtime)
+    sync_dur = list(map(mul, rt_dur, counted))
     launches = [sum(is_launch_call[lo:hi]) for lo, hi in rt_ranges]
     syncs = [sum(counted[lo:hi]) for lo, hi in rt_ranges]
     sync_us = _slices(sync_dur, rt_ranges)
 
-    k_ranges = step_ranges(steps, trace.kernels)
-    k_dur = _durations(trace.kernels)
+    k_ranges = ctx.ranges(trace.kernels)
+    k_dur = ctx.durations(trace.kernels)
     k_names = list(map(_NAME, trace.kernels))
     comm_flag = {name: is_comm_kernel(name) for name in set(k_names)}
-    comm_dur = [d if comm_flag[nm] else 0.0 for d, nm in zip(k_dur, k_names)]
+    comm_dur = list(map(mul, k_dur, map(comm_flag.__getitem__, k_names)))
     kernel_us = _slices(k_dur, k_ranges)
     comm_us = _slices(comm_dur, k_ranges)
 
-    m_ranges = step_ranges(steps, trace.memcpys)
-    memcpy_us = _slices(_durations(trace.memcpys), m_ranges)
+    m_ranges = ctx.ranges(trace.memcpys)
+    memcpy_us = _slices(ctx.durations(trace.memcpys), m_ranges)
     copies = [hi - lo for lo, hi in m_ranges]
     copy_bytes: list[dict[str, int]] = []
     for lo, hi in m_ranges:
@@ -274,7 +268,7 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
                 b if isinstance(b, int) and not isinstance(b, bool) else 0
             )
         copy_bytes.append(by_kind)
-    memset_us = _slices(_durations(trace.memsets), step_ranges(steps, trace.memsets))
+    memset_us = _slices(ctx.durations(trace.memsets), ctx.ranges(trace.memsets))
 
     delays = _launch_delays(ctx)
     launched = _launched_device_time(ctx)
@@ -296,12 +290,15 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
                     wait_us += (w1 - w0) - timeline.busy(w0, w1)
         gaps: list[Gap] = []
         if timeline is not None:
-            raw = sorted(timeline.gaps(st.start, st.end), key=lambda g: g[0] - g[1])[:GAPS_PER_STEP]
+            all_gaps = timeline.gaps(st.start, st.end)
+            lengths = [g1 - g0 for g0, g1 in all_gaps]
+            largest = nlargest(GAPS_PER_STEP, range(len(all_gaps)), key=lengths.__getitem__)
+            raw = [all_gaps[i] for i in largest]
             for g0, g1 in raw:
                 gaps.append(
                     Gap(
-                        start_us=g0 - st.start,
-                        dur_us=g1 - g0,
+                        start_us=float(g0 - st.start),
+                        dur_us=float(g1 - g0),
                         device=ctx.primary_device if ctx.primary_device is not None else 0,
                         under=index.at((g0 + g1) / 2),
                     )
@@ -309,10 +306,10 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
         out.append(
             StepMetrics(
                 name=st.name,
-                wall_us=wall,
+                wall_us=float(wall),
                 cpu_op_us=cpu_op_us[k],
                 ops=ops[k],
-                device_busy_us=busy,
+                device_busy_us=float(busy),
                 device_busy_share=busy / wall if wall > 0 else 0.0,
                 device_time_us=launched[k],
                 kernel_us=kernel_us[k],
@@ -328,7 +325,7 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
                 dataloader_us=dl_us,
                 input_wait_us=wait_us,
                 largest_gaps=gaps,
-                start_us=st.start - origin,
+                start_us=float(st.start - origin),
             )
         )
     return out
@@ -345,7 +342,7 @@ def top_ops(ctx: Context, limit: int = TOP_OPS) -> list[TopOp]:
     n_steps = max(1, len(ctx.steps))
     by_name = ctx.ops_by_name()
     op_self = ctx.nest.op_self
-    durs = _durations(trace.ops)
+    durs = ctx.durations(trace.ops)
     calls = {name: len(idx) for name, idx in by_name.items()}
     self_us = {name: float(sum(map(op_self.__getitem__, idx))) for name, idx in by_name.items()}
     incl_us = {name: float(sum(map(durs.__getitem__, idx))) for name, idx in by_name.items()}

@@ -11,6 +11,7 @@ and which op issued each runtime call. Annotations are transparent for op nestin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter, neg, sub
@@ -53,8 +54,13 @@ class Nesting:
         return chain
 
 
-def build_nesting(trace: Trace) -> Nesting:
-    """Sweep every CPU thread once; see the module docstring."""
+def build_nesting(trace: Trace, runtime_subset: list[int] | None = None) -> Nesting:
+    """Sweep every CPU thread once; see the module docstring.
+
+    ``runtime_subset``: the runtime calls whose enclosing op, marker and frame matter
+    (launches, copies, syncs); the others (``cudaEventQuery`` polls, capture checks) keep -1.
+    A third of a big trace's runtime calls are such polls, so skipping them shortens the sort
+    and the sweep."""
     ops, anns, pys, rts = trace.ops, trace.annotations, trace.python, trace.runtime
     n_ops = len(ops)
     nest = Nesting(
@@ -75,13 +81,18 @@ def build_nesting(trace: Trace) -> Nesting:
     items: list[tuple[int, float, float, int, int]] = []
     for rank, spans in ((_ANN, anns), (_PY, pys), (_OP, ops), (_RT, rts)):
         n = len(spans)
+        index: Iterable[int] = range(n)
+        if rank == _RT and runtime_subset is not None:
+            spans = [rts[i] for i in runtime_subset]
+            n = len(spans)
+            index = runtime_subset
         items.extend(
             zip(
                 map(_TRACK, spans),
                 map(_START, spans),
                 map(neg, map(_END, spans)),
                 repeat(rank, n),
-                range(n),
+                index,
             )
         )
     items.sort()

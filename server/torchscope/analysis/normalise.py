@@ -205,7 +205,8 @@ def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
                 track_keys.append(key)
                 track_kinds.append(kind)
                 track_first_args.append(args)
-            lists[kind].append(new(Span, (float(start), float(end), name, track, args)))
+            # ts/dur stay ints where Kineto wrote ints (exact, and no float() per event).
+            lists[kind].append(new(Span, (start, end, name, track, args)))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             # A missing field, a wrong type, an unhashable pid/tid or category: not an event
             # we can place; counted, never fatal.

@@ -17,7 +17,6 @@ import re
 from dataclasses import dataclass
 
 from .model import Span, Trace
-from .nesting import Nesting
 
 _STEP_NUMBER = re.compile(r"#(\d+)$")
 
@@ -130,9 +129,8 @@ def _clip(steps: list[Step], limit: float) -> list[Step]:
     return out
 
 
-def find_steps(trace: Trace, nest: Nesting) -> list[Step]:
+def find_steps(trace: Trace) -> list[Step]:
     """The steps to analyse, in time order (never empty for a trace with any activity)."""
-    del nest  # reserved: nesting-aware fallbacks
     steps = _profiler_steps(trace)
     if steps:
         return _clip(steps, _recording_end(trace))

@@ -77,9 +77,10 @@ class SourceMap:
         self.nest = nest
         self._ann_cache: dict[int, tuple[str | None, int] | None] = {}
         self._py_cache: dict[int, tuple[str, int] | None] = {}
+        self._stack_cache: dict[int, tuple[str | None, int | None]] = {}
         self.has_markers = any(a.name.startswith("torchscope:L") for a in trace.annotations)
         self.has_python = bool(trace.python)
-        self.has_call_stacks = trace.legacy and any(
+        self.has_call_stacks = any(
             isinstance(o.args.get("Call stack"), str) for o in trace.ops[:2000]
         )
 
@@ -128,15 +129,22 @@ class SourceMap:
         py = self._python(self.nest.op_py[i])
         if py is not None:
             return py
+        if not self.has_call_stacks:
+            return None, None
         # An op's own Call stack, or that of the nearest enclosing op that has one.
-        hops = 0
-        while i >= 0 and hops < 64:
-            cs = _from_call_stack(self.trace.ops[i].args)
-            if cs is not None:
-                return cs
-            i = self.nest.op_parent[i]
-            hops += 1
-        return None, None
+        found = self._stack_cache.get(i)
+        if found is None:
+            found = (None, None)
+            j, hops = i, 0
+            while j >= 0 and hops < 64:
+                cs = _from_call_stack(self.trace.ops[j].args)
+                if cs is not None:
+                    found = cs
+                    break
+                j = self.nest.op_parent[j]
+                hops += 1
+            self._stack_cache[i] = found
+        return found
 
     def of_annotation(self, a: int) -> tuple[str | None, int | None]:
         """File and line of annotation ``a``: a marker around it, its Python frame, its own

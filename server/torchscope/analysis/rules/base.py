@@ -59,5 +59,9 @@ class Rule(ABC):
             title=self.title,
             docs=self.docs_anchor,
             step=step,
-            details=dict(details),
+            # Times are floats on the wire, also where a legacy trace wrote whole µs.
+            details={
+                k: float(v) if k.endswith("_us") and isinstance(v, int) else v
+                for k, v in details.items()
+            },
         )

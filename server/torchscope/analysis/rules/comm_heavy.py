@@ -8,6 +8,8 @@ accumulation with ``no_sync()``, overlapping optimizer work, or finding the stra
 
 from __future__ import annotations
 
+from itertools import compress
+
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
@@ -37,10 +39,12 @@ class CommHeavy(Rule):
 
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
-        comm_iv: list[tuple[float, float]] = []
-        compute_iv: list[tuple[float, float]] = []
-        for k in trace.kernels:
-            (comm_iv if is_comm_kernel(k.name) else compute_iv).append((k.start, k.end))
+        names = [k.name for k in trace.kernels]
+        flags = {name: is_comm_kernel(name) for name in set(names)}
+        is_comm = list(map(flags.__getitem__, names))
+        pairs = [(k.start, k.end) for k in trace.kernels]
+        comm_iv = list(compress(pairs, is_comm))
+        compute_iv = list(compress(pairs, [not c for c in is_comm]))
         comm_tl = Timeline(comm_iv)
         compute_tl = Timeline(compute_iv)
         comm: list[float] = []

@@ -38,18 +38,22 @@ class HeavyKernel(Rule):
         trace = ctx.trace
         kernels: dict[str, list[int]] = {}
         first_rt: dict[str, int] = {}
-        pending: set[int] = set()  # threads whose last call was an occupancy query
-        for i, r in enumerate(trace.runtime):  # sorted by start: per thread in call order
-            name = r.name
-            if name.startswith("cudaOccupancyMaxActiveBlocksPerMultiprocessor"):
-                pending.add(r.track)
-            elif r.track in pending and is_launch(name):
-                pending.discard(r.track)
-                for kind, k in ctx.links.rt_device.get(i, ()):
-                    if kind == "kernel" and ctx.step_of_kernel[k] >= 0:
-                        kname = trace.kernels[k].name
-                        kernels.setdefault(kname, []).append(k)
-                        first_rt.setdefault(kname, i)
+        runtime = trace.runtime
+        n = len(runtime)
+        for i, r in enumerate(runtime):
+            if not r.name.startswith("cudaOccupancyMaxActiveBlocksPerMultiprocessor"):
+                continue
+            # The next call on the same thread (runtime is sorted by start).
+            j = i + 1
+            while j < n and runtime[j].track != r.track:
+                j += 1
+            if j >= n or not is_launch(runtime[j].name):
+                continue
+            for kind, k in ctx.links.rt_device.get(j, ()):
+                if kind == "kernel" and ctx.step_of_kernel[k] >= 0:
+                    kname = trace.kernels[k].name
+                    kernels.setdefault(kname, []).append(k)
+                    first_rt.setdefault(kname, j)
         ranked = sorted(
             kernels.items(),
             key=lambda kv: -sum(trace.kernels[k].end - trace.kernels[k].start for k in kv[1]),

@@ -43,15 +43,7 @@ class KernelVariance(Rule):
 
     def match(self, ctx: Context) -> list[Finding]:
         n = len(ctx.steps)
-        per: dict[str, list[float]] = {}
-        for i, k in enumerate(ctx.trace.kernels):
-            s = ctx.step_of_kernel[i]
-            if s < 0:
-                continue
-            row = per.get(k.name)
-            if row is None:
-                row = per[k.name] = [0.0] * n
-            row[s] += k.end - k.start
+        per = ctx.kernel_table()
         out: list[Finding] = []
         for name, row in per.items():
             lo, hi = min(row), max(row)

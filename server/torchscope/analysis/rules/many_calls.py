@@ -63,8 +63,9 @@ class ManyCalls(Rule):
             return []
         ops = ctx.trace.ops
         indices = {name: ctx.ops_by_name()[name] for name in wanted}
+        all_durations = ctx.durations(ops)
         durations = {
-            name: [ops[i].end - ops[i].start for i in idx] for name, idx in indices.items()
+            name: list(map(all_durations.__getitem__, idx)) for name, idx in indices.items()
         }
         out: list[Finding] = []
         for name, durs in durations.items():
