@@ -6,9 +6,11 @@ an id, a title, where its documentation and threshold come from, a skip conditio
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ..context import Context
+from ..model import Span
 from ..report import Finding
 
 README = "README.md"
@@ -65,3 +67,24 @@ class Rule(ABC):
                 for k, v in details.items()
             },
         )
+
+
+class LinkedKernelRule(Rule):
+    """A rule about kernels and the launch calls that issued them (needs correlation ids)."""
+
+    def skip(self, ctx: Context) -> str | None:
+        if not ctx.trace.kernels:
+            return "no kernels recorded"
+        if ctx.links.linked == 0:
+            return "kernels are not linked to launches (no correlation ids)"
+        return None
+
+
+def linked_kernels(ctx: Context) -> Iterator[tuple[int, Span, int, int]]:
+    """``(kernel index, kernel, launch call index, step)`` for kernels inside a step whose
+    launch call is known."""
+    kernel_rt, step_of_kernel = ctx.links.kernel_rt, ctx.step_of_kernel
+    for k, kernel in enumerate(ctx.trace.kernels):
+        r, step = kernel_rt[k], step_of_kernel[k]
+        if r >= 0 and step >= 0:
+            yield k, kernel, r, step

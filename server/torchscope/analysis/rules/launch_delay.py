@@ -14,7 +14,7 @@ from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
 from ._common import count_per_step, per_step_median, rt_location
-from .base import Rule
+from .base import LinkedKernelRule, linked_kernels
 
 LAUNCH_DELAY_US = 100.0
 """HTA's default threshold for a long launch delay."""
@@ -23,7 +23,7 @@ LAUNCH_DELAY_MIN_COST_US = 100.0
 """Device idle per step attributable to delayed launches below which we stay quiet."""
 
 
-class LaunchDelay(Rule):
+class LaunchDelay(LinkedKernelRule):
     """Kernels the device idled for, long after their launch started."""
 
     id = "launch-delay"
@@ -31,22 +31,11 @@ class LaunchDelay(Rule):
     severity = "information"
     source = "HolisticTraceAnalysis: kernel launch statistics (launch delay > 100 µs)"
 
-    def skip(self, ctx: Context) -> str | None:
-        if not ctx.trace.kernels:
-            return "no kernels recorded"
-        if ctx.links.linked == 0:
-            return "kernels are not linked to launches (no correlation ids)"
-        return None
-
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
         delayed: list[tuple[int, float]] = []
         worst = (0.0, -1)
-        for k, kernel in enumerate(trace.kernels):
-            r = ctx.links.kernel_rt[k]
-            step = ctx.step_of_kernel[k]
-            if r < 0 or step < 0:
-                continue
+        for _, kernel, r, step in linked_kernels(ctx):
             delay = kernel.start - trace.runtime[r].start
             if delay <= LAUNCH_DELAY_US:
                 continue

@@ -12,7 +12,7 @@ from ..formatting import format_duration, format_share
 from ..link import is_launch
 from ..report import Finding
 from ._common import per_step_median
-from .base import Rule
+from .base import LinkedKernelRule, linked_kernels
 
 SMALL_KERNEL_MIN_SHARE = 0.2
 """At least a fifth of the step's kernels must be shorter than their launch."""
@@ -21,7 +21,7 @@ SMALL_KERNEL_MIN_COUNT = 10
 """…and at least 10 of them per step (two tiny kernels are not a pattern)."""
 
 
-class SmallKernels(Rule):
+class SmallKernels(LinkedKernelRule):
     """Kernels shorter than their launch call."""
 
     id = "small-kernels"
@@ -29,23 +29,12 @@ class SmallKernels(Rule):
     severity = "information"
     source = "HolisticTraceAnalysis: kernel launch statistics (short kernels)"
 
-    def skip(self, ctx: Context) -> str | None:
-        if not ctx.trace.kernels:
-            return "no kernels recorded"
-        if ctx.links.linked == 0:
-            return "kernels are not linked to launches (no correlation ids)"
-        return None
-
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
         small: list[tuple[int, float]] = []
         count = [0] * len(ctx.steps)
         total = [0] * len(ctx.steps)
-        for k, kernel in enumerate(trace.kernels):
-            r = ctx.links.kernel_rt[k]
-            step = ctx.step_of_kernel[k]
-            if r < 0 or step < 0:
-                continue
+        for _, kernel, r, step in linked_kernels(ctx):
             call = trace.runtime[r]
             if call.name == "cudaGraphLaunch" or not is_launch(call.name):
                 continue  # a graph launch is one call for many kernels
