@@ -27,9 +27,11 @@ from torch.profiler import ProfilerActivity, profile  # noqa: E402
 
 from torchscope.worker.line_markers import instrument  # noqa: E402
 
-SMALL_OPS = "def small_ops(x):\n" + "".join(
-    f"    x = x {'+' if i % 2 else '*'} {i + 1}\n" for i in range(20)
-) + "    return x\n"
+SMALL_OPS = (
+    "def small_ops(x):\n"
+    + "".join(f"    x = x {'+' if i % 2 else '*'} {i + 1}\n" for i in range(20))
+    + "    return x\n"
+)
 
 MATMUL = textwrap.dedent(
     """
@@ -87,10 +89,15 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="torchscope-bench-"))
     cases = {
         "small_ops": (load(SMALL_OPS, "small_ops", folder), (torch.ones(4),)),
-        "matmul": (load(MATMUL, "matmul", folder), (torch.randn(512, 512), torch.randn(512, 512), torch.randn(4))),
+        "matmul": (
+            load(MATMUL, "matmul", folder),
+            (torch.randn(512, 512), torch.randn(512, 512), torch.randn(4)),
+        ),
     }
     failed = False
-    print(f"{'function':<10} {'mode':<10} {'original':>10} {'marked':>10} {'ratio':>7} {'target':>7}")
+    print(
+        f"{'function':<10} {'mode':<10} {'original':>10} {'marked':>10} {'ratio':>7} {'target':>7}"
+    )
     for name, (fn, args) in cases.items():
         marked = instrument(fn)
         for _ in range(3):

@@ -63,6 +63,14 @@ class Session:
         def published(params: types.PublishDiagnosticsParams) -> None:
             self.diagnostics.set()
 
+        @self.client.feature(types.WINDOW_LOG_MESSAGE)
+        def logged(params: types.LogMessageParams) -> None:
+            pass  # the worker's output: not what this bench measures
+
+        @self.client.feature("torchscope/profileDone")
+        def done(params: Any) -> None:
+            pass
+
     async def start(self, trace_dir: str) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO / "server")}
         await self.client.start_io(sys.executable, "-m", "torchscope", "serve", env=env)
