@@ -3,16 +3,66 @@
 ``schedule(wait=0, warmup=1, active=K, repeat=1)``: one extra call warms the profiler up and is
 discarded; ``repeat=1`` matters, with ``repeat=0`` the events of a finished cycle are cleared.
 The trace is exported as Chrome-trace JSON (gzip when the path ends in ``.gz``); the analysis
-reads that file, never live profiler objects, so a trace from any machine reads the same.
+reads that file, never live profiler objects, so a trace from any machine reads the same. Its
+top-level ``traceName`` (Kineto writes the export path there) says which function and when.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
-from typing import Any, Callable
+import shutil
+from typing import Any, Callable, Optional
 
 
-def profile_calls(invoke: Callable[[], Any], steps: int, use_cuda: bool, trace_path: str) -> None:
+def _name_trace(json_path: str, trace_name: str) -> None:
+    """Replace the ``"traceName": "<path>"`` Kineto writes at the end of the file, in place."""
+    with open(json_path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        start = max(0, size - 8192)
+        f.seek(start)
+        tail = f.read().decode("utf-8", errors="surrogateescape")
+        key = tail.rfind('"traceName":')
+        if key < 0:
+            return  # another layout: leave the file as torch wrote it
+        value = key + len('"traceName":')
+        value += len(tail[value:]) - len(tail[value:].lstrip())
+        try:
+            _, end = json.JSONDecoder().raw_decode(tail, value)
+        except ValueError:
+            return
+        patched = tail[:value] + json.dumps(trace_name) + tail[end:]
+        f.seek(start)
+        f.truncate()
+        f.write(patched.encode("utf-8", errors="surrogateescape"))
+
+
+def export_trace(prof: Any, trace_path: str, trace_name: Optional[str]) -> None:
+    """Chrome-trace JSON at ``trace_path`` (gzipped for ``.gz``), named ``trace_name``."""
+    os.makedirs(os.path.dirname(os.path.abspath(trace_path)), exist_ok=True)
+    if not trace_name:
+        prof.export_chrome_trace(trace_path)
+        return
+    plain = trace_path[: -len(".gz")] + ".partial" if trace_path.endswith(".gz") else trace_path
+    try:
+        prof.export_chrome_trace(plain)
+        _name_trace(plain, trace_name)
+        if plain != trace_path:
+            with open(plain, "rb") as fin, gzip.open(trace_path, "wb", compresslevel=6) as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+    finally:
+        if plain != trace_path and os.path.exists(plain):
+            os.remove(plain)
+
+
+def profile_calls(
+    invoke: Callable[[], Any],
+    steps: int,
+    use_cuda: bool,
+    trace_path: str,
+    trace_name: Optional[str] = None,
+) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -29,5 +79,4 @@ def profile_calls(invoke: Callable[[], Any], steps: int, use_cuda: bool, trace_p
             prof.step()
     if use_cuda:
         torch.cuda.synchronize()
-    os.makedirs(os.path.dirname(os.path.abspath(trace_path)), exist_ok=True)
-    prof.export_chrome_trace(trace_path)
+    export_trace(prof, trace_path, trace_name)
