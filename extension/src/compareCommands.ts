@@ -1,0 +1,225 @@
+/**
+ * **Compare with torch.compile** and **Profile across sizes…** (DESIGN.md §6). Both run a
+ * server command with a cancellable progress notification, then show the result in a small
+ * webview beside the editor (the comparison table, or the sweep's table and SVG chart). The
+ * server also publishes the comparison as a diagnostic on the `def` line with a hover whose
+ * command link opens the code Inductor generated (`torchscope.openGeneratedCode`).
+ */
+import * as vscode from "vscode";
+import type { LanguageClient } from "vscode-languageclient/node";
+import { buildCallTemplate, callStateKey, decideCall } from "./callExpression";
+import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare, renderCompareHtml } from "./compare";
+import { ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
+import { errorText, traceError, traceInfo } from "./log";
+import { parseLocationArg } from "./report";
+import { showResultPanel } from "./resultPanel";
+import { buildProfileArgs, resolveSettings } from "./settings";
+import type { StatusBar } from "./statusBar";
+import { DEFAULT_SIZES, initialSweepCall, parseSizes, parseSweep, renderSweepHtml, SIZE_NAME, sweepSummary, validateSizes, validateSweepCall } from "./sweep";
+import type { CommandResult, TargetInfo } from "./types";
+
+export interface Located {
+  document: vscode.TextDocument;
+  line: number;
+}
+
+/** What these commands borrow from `Commands`: locating the function and running a job. */
+export interface CommandHost {
+  locate(arg: unknown): Promise<Located | undefined>;
+  clientOrExplain(): Promise<LanguageClient | undefined>;
+  target(client: LanguageClient, located: Located): Promise<TargetInfo | undefined>;
+  askCall(target: TargetInfo, initial: string): Promise<string | undefined>;
+  runWithProgress(client: LanguageClient, title: string, command: string, argument: object): Thenable<CommandResult | "cancelled">;
+}
+
+/** The mode asked for: `{mode}` in the argument, else a pick when run from a menu, else default. */
+async function chooseMode(arg: unknown): Promise<CompileMode | undefined> {
+  const given = typeof arg === "object" && arg !== null && !(arg instanceof vscode.Uri) ? (arg as { mode?: unknown }).mode : undefined;
+  if (isCompileMode(given)) {
+    return given;
+  }
+  if (parseLocationArg(arg).uri !== undefined && !(arg instanceof vscode.Uri)) {
+    return "default"; // a code lens: no questions
+  }
+  const picked = await vscode.window.showQuickPick(
+    COMPILE_MODES.map((m) => ({ label: m, description: m === "default" ? "torch.compile(fn)" : `torch.compile(fn, mode="${m}")` })),
+    { title: "torchscope: compare eager with torch.compile — which mode?" },
+  );
+  return picked?.label;
+}
+
+export class CompareCommands {
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    private readonly host: CommandHost,
+    private readonly status: StatusBar,
+  ) {}
+
+  private async start(arg: unknown, what: string): Promise<{ client: LanguageClient; located: Located; target: TargetInfo } | undefined> {
+    const located = await this.host.locate(arg);
+    if (located === undefined) {
+      void vscode.window.showWarningMessage(`torchscope: open a Python file and put the cursor inside a function to ${what}.`);
+      return undefined;
+    }
+    if (located.document.isDirty) {
+      await located.document.save(); // the worker imports the file from disk
+    }
+    const client = await this.host.clientOrExplain();
+    if (client === undefined) {
+      return undefined;
+    }
+    const target = await this.host.target(client, located);
+    return target === undefined ? undefined : { client, located, target };
+  }
+
+  /** The call for one run: the directive (server-side), the remembered call, or ask (as Profile). */
+  private async call(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined> {
+    const key = callStateKey(located.document.uri.toString(), target.qualname);
+    const decision = decideCall(target, this.context.workspaceState.get<string>(key));
+    if (decision.kind === "remembered") {
+      return { call: decision.call };
+    }
+    if (decision.kind === "ask") {
+      const call = await this.host.askCall(target, decision.template);
+      if (call === undefined) {
+        return undefined;
+      }
+      await this.context.workspaceState.update(key, call);
+      return { call };
+    }
+    return { call: undefined };
+  }
+
+  async compareCompile(arg: unknown): Promise<void> {
+    const started = await this.start(arg, "compare it with torch.compile");
+    if (started === undefined) {
+      return;
+    }
+    const { client, located, target } = started;
+    const mode = await chooseMode(arg);
+    const chosen = mode === undefined ? undefined : await this.call(located, target);
+    if (mode === undefined || chosen === undefined) {
+      traceInfo(`compare ${target.qualname}: nothing chosen`);
+      return;
+    }
+    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
+    const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, chosen.call, settings), mode };
+    traceInfo(`compare ${target.qualname} with torch.compile: ${JSON.stringify(args)}`);
+    this.status.set({ kind: "profiling", target: `${target.qualname} vs torch.compile` });
+    let result: CommandResult | "cancelled";
+    try {
+      result = await this.host.runWithProgress(client, `torchscope: ${target.qualname}, eager vs torch.compile`, ServerCommands.compareCompile, args);
+    } catch (e) {
+      this.status.set({ kind: "error", message: `${target.qualname}: ${errorText(e)}` });
+      throw e;
+    }
+    if (result === "cancelled") {
+      this.status.set({ kind: "idle", detail: "cancelled" });
+      return;
+    }
+    if (!result.ok) {
+      // The server publishes an Error diagnostic and shows the message.
+      traceError(`compare ${target.qualname}: ${result.error}`);
+      this.status.set({ kind: "error", message: `${target.qualname}: ${result.error}` });
+      return;
+    }
+    const compare = parseCompare(result.report);
+    if (compare === undefined) {
+      this.status.set({ kind: "error", message: `${target.qualname}: the server sent no comparison` });
+      return;
+    }
+    const summary = compareSummary(compare);
+    traceInfo(`compare ${target.qualname}: ${summary.text}`);
+    this.status.set(summary.failed ? { kind: "error", message: `${target.qualname}: ${summary.text}` } : { kind: "idle", detail: `${target.qualname}: ${summary.text}` });
+    showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, renderCompareHtml(target.qualname, compare));
+  }
+
+  async profileSizes(arg: unknown): Promise<void> {
+    const started = await this.start(arg, "profile it across sizes");
+    if (started === undefined) {
+      return;
+    }
+    const { client, located, target } = started;
+    const uri = located.document.uri.toString();
+    const sweepKey = `${SWEEP_STATE_PREFIX}${uri}#${target.qualname}`;
+    const remembered = this.context.workspaceState.get<{ call?: string; sizes?: string }>(sweepKey) ?? {};
+    const initial = initialSweepCall(
+      target.directive,
+      remembered.call,
+      this.context.workspaceState.get<string>(callStateKey(uri, target.qualname)),
+      buildCallTemplate(target),
+    );
+    const call = await vscode.window.showInputBox({
+      title: `torchscope: profile ${target.qualname} across sizes (1/2) — the call`,
+      prompt: `A call expression with {${SIZE_NAME}} where the size goes; it is profiled once per size.`,
+      value: initial,
+      ignoreFocusOut: true,
+      validateInput: (text) => validateSweepCall(text),
+    });
+    if (call === undefined) {
+      return;
+    }
+    const sizesText = await vscode.window.showInputBox({
+      title: `torchscope: profile ${target.qualname} across sizes (2/2) — the sizes`,
+      prompt: `Values for {${SIZE_NAME}}, separated by commas.`,
+      value: remembered.sizes ?? DEFAULT_SIZES,
+      ignoreFocusOut: true,
+      validateInput: validateSizes,
+    });
+    const sizes = sizesText === undefined ? undefined : parseSizes(sizesText);
+    if (sizes === undefined || typeof sizes === "string") {
+      return;
+    }
+    await this.context.workspaceState.update(sweepKey, { call: call.trim(), sizes: sizesText });
+    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
+    const args = { ...buildProfileArgs(uri, target.line, call.trim(), settings), sizes, name: SIZE_NAME };
+    traceInfo(`profile ${target.qualname} across sizes: ${JSON.stringify(args)}`);
+    this.status.set({ kind: "profiling", target: `${target.qualname} across ${SIZE_NAME}` });
+    let result: CommandResult | "cancelled";
+    try {
+      result = await this.host.runWithProgress(client, `torchscope: ${target.qualname} across sizes`, ServerCommands.sweep, args);
+    } catch (e) {
+      this.status.set({ kind: "error", message: `${target.qualname}: ${errorText(e)}` });
+      throw e;
+    }
+    if (result === "cancelled") {
+      this.status.set({ kind: "idle", detail: "cancelled" });
+      return;
+    }
+    if (!result.ok) {
+      traceError(`sweep ${target.qualname}: ${result.error}`);
+      this.status.set({ kind: "error", message: `${target.qualname}: ${result.error}` });
+      return;
+    }
+    const sweep = parseSweep((result as unknown as Record<string, unknown>).sweep);
+    if (sweep === undefined) {
+      this.status.set({ kind: "error", message: `${target.qualname}: the server sent no sweep` });
+      return;
+    }
+    let svg: string | undefined;
+    if (sweep.chart_path !== null) {
+      try {
+        svg = new TextDecoder().decode(await vscode.workspace.fs.readFile(vscode.Uri.file(sweep.chart_path)));
+      } catch (e) {
+        traceError(`reading the sweep chart ${sweep.chart_path}`, e);
+      }
+    }
+    const device = (result.report.device as { kind?: unknown } | undefined)?.kind;
+    this.status.set({ kind: "idle", detail: `${target.qualname}: ${sweepSummary(sweep)}` });
+    showResultPanel(`sweep:${uri}#${target.qualname}`, `Sizes: ${target.qualname}`, renderSweepHtml(target.qualname, sweep, svg, device === "cuda"));
+  }
+
+  /** `{path}` (the hover's link to the code Inductor generated) → open it in an editor. */
+  async openGeneratedCode(arg: unknown): Promise<void> {
+    const path = typeof arg === "string" ? arg : typeof arg === "object" && arg !== null ? (arg as { path?: unknown }).path : undefined;
+    if (typeof path !== "string" || path === "") {
+      void vscode.window.showWarningMessage("torchscope: no generated-code file given.");
+      return;
+    }
+    try {
+      await vscode.window.showTextDocument(vscode.Uri.file(path), { preview: true, viewColumn: vscode.ViewColumn.Beside });
+    } catch (e) {
+      void vscode.window.showErrorMessage(`torchscope: cannot open ${path} (Inductor's cache may have been cleared): ${errorText(e)}`);
+    }
+  }
+}

@@ -1,0 +1,149 @@
+"""One function across input sizes: where it crosses from overhead-bound to compute-bound.
+
+The guide's central lesson: a small call is all dispatch (the CPU launching ops), a big one is
+all compute, and only measuring several sizes shows where the line is. Each point comes from a
+full profile (its ``profile --json`` object); this module reduces them to the table, finds the
+crossover and renders the text. Pure Python, like the rest of ``analysis``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+from .formatting import format_duration, format_share
+from .metrics import median
+
+COMPUTE_SHARE_CROSSOVER = 0.5
+"""A size is compute-bound once at least half of each call is compute. On CPU that is the CPU
+verdict's own line (dispatch share < 50 %, ``verdict.OVERHEAD_BOUND_DISPATCH_SHARE``); on a GPU
+it is device time per call over unprofiled wall time per call."""
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One size: unprofiled time per call, profiled CPU op time, device or compute time."""
+
+    n: int
+    median_us: Optional[float]
+    cpu_us: Optional[float]
+    device_us: Optional[float]
+    compute_share: Optional[float]
+    """Share of a call spent computing rather than dispatching (0-1)."""
+    compute_us: Optional[float]
+    """``median_us × compute_share``: the part of the call that is the work itself."""
+    verdict: str
+    headline: str = ""
+    trace_path: Optional[str] = None
+    error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.compute_share is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` form: the size under ``N`` (as the issue's schema names it)."""
+        data = asdict(self)
+        return {"N": data.pop("n"), **data}
+
+
+def compute_share(report: dict[str, Any]) -> Optional[float]:
+    """Compute share of one profile's JSON object (see :data:`COMPUTE_SHARE_CROSSOVER`)."""
+    verdict = report.get("verdict") or {}
+    timing = report.get("timing") or {}
+    call_us = timing.get("median_us")
+    if (report.get("device") or {}).get("kind") == "cuda":
+        device_us = verdict.get("device_us")
+        if (
+            isinstance(call_us, (int, float))
+            and call_us > 0
+            and isinstance(device_us, (int, float))
+        ):
+            return max(0.0, min(1.0, device_us / call_us))
+        return None
+    overhead = verdict.get("overhead_share")
+    if isinstance(overhead, (int, float)):
+        return max(0.0, min(1.0, 1.0 - overhead))
+    return None
+
+
+def point_from_report(n: int, report: dict[str, Any]) -> SweepPoint:
+    timing = report.get("timing") or {}
+    verdict = report.get("verdict") or {}
+    steps = report.get("steps") or []
+    call_us = timing.get("median_us")
+    share = compute_share(report)
+    gpu = (report.get("device") or {}).get("kind") == "cuda"
+    device_us = verdict.get("device_us") if gpu else 0.0
+    return SweepPoint(
+        n=n,
+        median_us=call_us,
+        cpu_us=median([s["cpu_op_us"] for s in steps]) if steps else None,
+        device_us=device_us,
+        compute_share=share,
+        compute_us=call_us * share if share is not None and call_us is not None else None,
+        verdict=str(verdict.get("id", "")),
+        headline=str(verdict.get("headline", "")),
+        trace_path=report.get("trace_path"),
+    )
+
+
+def failed_point(n: int, error: str) -> SweepPoint:
+    return SweepPoint(n, None, None, None, None, None, "failed", error=error)
+
+
+def crossover(points: list[SweepPoint]) -> Optional[int]:
+    """The smallest size from which every larger measured size is compute-bound, provided some
+    smaller size is not; None when all sizes sit on one side (no crossing inside the range)."""
+    measured = sorted((p for p in points if p.ok), key=lambda p: p.n)
+    found: Optional[int] = None
+    for k in range(len(measured) - 1, -1, -1):
+        share = measured[k].compute_share
+        if share is None or share < COMPUTE_SHARE_CROSSOVER:
+            break
+        found = measured[k].n
+    if found is None or found == measured[0].n:
+        return None
+    return found
+
+
+def _us(value: Optional[float]) -> str:
+    return format_duration(value) if value is not None else "—"
+
+
+def render_sweep(
+    points: list[SweepPoint], cross: Optional[int], name: str = "N", device: str = "cpu"
+) -> str:
+    """The table the CLI prints: one row per size, then the crossover."""
+    compute = "device time" if device == "cuda" else "compute time"
+    head = [name, "wall/call", "CPU ops (prof.)", compute, "compute", "verdict"]
+    rows = [head]
+    for p in points:
+        if p.error is not None:
+            rows.append([str(p.n), "—", "—", "—", "—", f"failed: {p.error.splitlines()[0][:60]}"])
+            continue
+        time_us = p.device_us if device == "cuda" else p.compute_us
+        share = format_share(p.compute_share) if p.compute_share is not None else "—"
+        rows.append([str(p.n), _us(p.median_us), _us(p.cpu_us), _us(time_us), share, p.verdict])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = [
+        "  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in rows
+    ]
+    lines = [line.rstrip() for line in lines]
+    if cross is not None:
+        below = [p.n for p in points if p.ok and p.n < cross]
+        lines.append(
+            f"crossover: compute-bound from {name}={cross} (overhead-bound at {name}={below[-1]})"
+            if below
+            else f"crossover: compute-bound from {name}={cross}"
+        )
+    else:
+        ok = [p for p in points if p.ok]
+        if ok and all((p.compute_share or 0) >= COMPUTE_SHARE_CROSSOVER for p in ok):
+            lines.append(f"crossover: none — compute-bound at every size (from {name}={ok[0].n})")
+        elif ok:
+            lines.append(
+                f"crossover: none — not compute-bound up to {name}={ok[-1].n}: try larger sizes"
+            )
+    return "\n".join(lines)

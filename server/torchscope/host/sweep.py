@@ -1,0 +1,237 @@
+"""Profile one function at several input sizes (``--sweep N=64,256,1024``).
+
+The call expression carries a placeholder (``{N}``) that is replaced by each size in turn; each
+size is an ordinary profile job (same worker, fresh import), so every point has the meaning of
+a single **Profile this function**. The result is a table, the crossover from overhead-bound to
+compute-bound, and an SVG chart written next to the traces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from torchscope.analysis.sweep import (
+    SweepPoint,
+    crossover,
+    failed_point,
+    point_from_report,
+    render_sweep,
+)
+from torchscope.analysis.sweep_chart import sweep_svg
+from torchscope.host.profile_run import ProfileFailure, ProfileOptions, ProfileOutcome, Profiler
+from torchscope.protocol import Output, Progress
+from torchscope.targets import Target
+
+DEFAULT_SIZES = (16, 64, 256, 1024)
+
+MAX_SIZES = 32
+
+#: Failures that would repeat at every size: stop at the first instead of trying the rest.
+FATAL_KINDS = frozenset({"import", "target", "call-invalid", "call-missing", "settings", "worker"})
+
+SVG_SUFFIX = ".sweep.svg"
+
+_SPEC = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(.*?)\s*$")
+_INT = re.compile(r"(?<![\w.])(\d+)(?![\w.])")
+
+
+class SweepSpecError(ValueError):
+    """``--sweep`` is not ``NAME=size,size,…`` with positive integer sizes."""
+
+
+def parse_sweep(spec: str) -> tuple[str, list[int]]:
+    """``"N=64,256,1024"`` → ``("N", [64, 256, 1024])`` (sorted, duplicates dropped)."""
+    match = _SPEC.match(spec)
+    if not match or not match.group(2):
+        raise SweepSpecError(
+            f"--sweep {spec!r}: write NAME=size,size,… e.g. N=64,256,1024,4096 (the call "
+            "expression then uses {N})"
+        )
+    name, listed = match.group(1), match.group(2)
+    sizes: set[int] = set()
+    for part in listed.split(","):
+        text = part.strip()
+        if not text.isdigit() or int(text) < 1:
+            raise SweepSpecError(f"--sweep {spec!r}: {text!r} is not a positive integer size")
+        sizes.add(int(text))
+    if len(sizes) > MAX_SIZES:
+        raise SweepSpecError(f"--sweep {spec!r}: at most {MAX_SIZES} sizes")
+    return name, sorted(sizes)
+
+
+def placeholder(name: str) -> str:
+    return "{" + name + "}"
+
+
+def substitute(template: str, name: str, size: int) -> str:
+    """The call for one size (plain text replacement: braces elsewhere are left alone)."""
+    return template.replace(placeholder(name), str(size))
+
+
+def suggest_template(call: str, name: str = "N") -> Optional[str]:
+    """The call with its most frequent integer literal replaced by the placeholder, e.g.
+    ``fn(torch.randn(8, 8), w)`` → ``fn(torch.randn({N}, {N}), w)``; None without one."""
+    counts = Counter(_INT.findall(call))
+    if not counts:
+        return None
+    literal, _ = max(counts.items(), key=lambda kv: (kv[1], int(kv[0])))
+    return _INT.sub(lambda m: placeholder(name) if m.group(1) == literal else m.group(1), call)
+
+
+def choose_template(target: Target, call: Optional[str], name: str, cuda: bool) -> str:
+    """The call template: it must be given and hold the placeholder. (Not a ``# torchscope:``
+    directive: every directive is also a plain profile's call, where ``{N}`` means nothing.)
+    The error suggests a template made from the call or the first applicable directive."""
+    mark = placeholder(name)
+    if call and call.strip() and mark in call:
+        return call.strip()
+    directives = target.applicable_directives(cuda)
+    base = call.strip() if call and call.strip() else (directives[0].call if directives else "")
+    suggestion = suggest_template(base, name) if base else None
+    example = suggestion or f"{target.name}(torch.randn({mark}, {mark}), …)"
+    if call and call.strip():
+        raise ProfileFailure(
+            "call-invalid",
+            f"the call expression has no {mark} placeholder for the sweep to fill, e.g. {example}",
+            line=target.def_line,
+        )
+    raise ProfileFailure(
+        "call-missing",
+        f"a sweep needs a call expression with a {mark} placeholder where the size goes: "
+        f"pass --call '{example}'",
+        line=target.def_line,
+    )
+
+
+@dataclass
+class SweepOutcome:
+    """Every size's profile, the table's points, the crossover and the chart."""
+
+    target: Target
+    template: str
+    name: str
+    points: list[SweepPoint]
+    crossover: Optional[int]
+    chart_path: Optional[str]
+    outcomes: list[ProfileOutcome] = field(default_factory=list)
+
+    @property
+    def device(self) -> str:
+        return self.outcomes[-1].report.device.kind if self.outcomes else "cpu"
+
+    def sweep_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "call": self.template,
+            "points": [p.to_dict() for p in self.points],
+            "crossover": self.crossover,
+            "chart_path": self.chart_path,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """The largest size's ``profile --json`` object plus ``sweep``."""
+        data: dict[str, Any] = (
+            self.outcomes[-1].to_json()
+            if self.outcomes
+            else {
+                "target": {
+                    "file": self.target.file,
+                    "qualname": self.target.qualname,
+                    "line": self.target.def_line,
+                },
+                "call": None,
+            }
+        )
+        data["sweep"] = self.sweep_json()
+        return data
+
+    def render(self) -> str:
+        lines = [
+            f"== {self.target.qualname} across {self.name} ({self.target.file}:"
+            f"{self.target.def_line})",
+            f"   call: {self.template}",
+            render_sweep(self.points, self.crossover, self.name, self.device),
+        ]
+        if self.chart_path:
+            lines.append(f"chart: {self.chart_path}")
+        return "\n".join(lines)
+
+
+def _write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]:
+    title = f"{outcome.target.qualname}: compute share across {outcome.name}"
+    svg = sweep_svg(outcome.points, outcome.crossover, title, outcome.name)
+    stem = re.sub(
+        r"[^A-Za-z0-9_.-]+", "_", f"{Path(outcome.target.file).stem}.{outcome.target.qualname}"
+    )
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
+    path = folder / f"{stem[:80]}.{stamp}.{os.getpid()}{SVG_SUFFIX}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(svg, encoding="utf-8")
+    except OSError:
+        return None
+    charts = sorted(
+        (p for p in folder.iterdir() if p.name.endswith(SVG_SUFFIX)),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for old in charts[max(1, keep) :]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+    return str(path)
+
+
+async def sweep(
+    profiler: Profiler,
+    target: Target,
+    call: Optional[str],
+    name: str,
+    sizes: list[int],
+    options: ProfileOptions,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+    on_output: Optional[Callable[[Output], None]] = None,
+) -> SweepOutcome:
+    """Profile ``target`` at each size; a failing size becomes a failed point, unless the
+    failure would repeat at every size (import, target, call expression), which is raised."""
+    hello = await profiler.hello()
+    template = choose_template(target, call, name, hello.cuda_available)
+    points: list[SweepPoint] = []
+    outcomes: list[ProfileOutcome] = []
+    for k, size in enumerate(sizes):
+
+        def progress(message: Progress, k: int = k, size: int = size) -> None:
+            if on_progress is not None:
+                fraction = (k + message.fraction) / len(sizes)
+                on_progress(
+                    Progress(
+                        message.job_id,
+                        message.stage,
+                        f"{name}={size} ({k + 1}/{len(sizes)}): {message.message}",
+                        fraction,
+                    )
+                )
+
+        try:
+            outcome = await profiler.profile(
+                target, substitute(template, name, size), options, progress, on_output
+            )
+        except ProfileFailure as failure:
+            if failure.kind in FATAL_KINDS:
+                raise
+            points.append(failed_point(size, failure.message))
+            continue
+        outcomes.append(outcome)
+        points.append(point_from_report(size, outcome.to_json()))
+    result = SweepOutcome(target, template, name, points, crossover(points), None, outcomes)
+    folder = profiler.trace_store.folder
+    if outcomes:
+        folder = Path(outcomes[-1].result.trace_path).parent
+    result.chart_path = _write_chart(result, folder, profiler.trace_store.keep)
+    return result

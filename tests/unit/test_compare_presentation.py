@@ -1,0 +1,168 @@
+"""Sweep arguments and call templates; the comparison as the editor shows it (no torch)."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+import pytest
+from lsprotocol import types
+
+from torchscope.host.profile_run import ProfileFailure
+from torchscope.host.sweep import (
+    SweepSpecError,
+    choose_template,
+    parse_sweep,
+    substitute,
+    suggest_template,
+)
+from torchscope.lsp.compare_presentation import compare_diagnostic, compare_hover, lens_title
+from torchscope.targets import function_named
+
+SOURCE = """import torch
+
+# torchscope: fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))
+def fn(x, w, b):
+    return torch.add(torch.matmul(x, w), b)
+
+
+# torchscope: g(torch.randn(3, 64, 64))
+def g(x):
+    return x
+"""
+
+
+def test_parse_sweep() -> None:
+    assert parse_sweep("N=1024, 64,256,64") == ("N", [64, 256, 1024])
+    assert parse_sweep(" batch = 1,8 ") == ("batch", [1, 8])
+    for bad in ("64,256", "N=", "N=8,0", "N=8,x", "1N=8", "N=" + ",".join(map(str, range(1, 40)))):
+        with pytest.raises(SweepSpecError):
+            parse_sweep(bad)
+
+
+def test_templates() -> None:
+    assert (
+        substitute("fn(torch.randn({N}, {N}), {'a': 1})", "N", 64)
+        == "fn(torch.randn(64, 64), {'a': 1})"
+    )
+    assert suggest_template("fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8))") == (
+        "fn(torch.randn({N}, {N}), torch.randn({N}, {N}), torch.randn({N}))"
+    )
+    assert (
+        suggest_template("g(torch.randn(3, 64, 64), scale=0.5)", "B")
+        == "g(torch.randn(3, {B}, {B}), scale=0.5)"
+    )
+    assert suggest_template("g(x)") is None
+
+
+def test_the_template_must_be_given_and_hold_the_placeholder() -> None:
+    fn = function_named(SOURCE, "m.py", "fn")
+    assert choose_template(fn, " fn(torch.randn({N})) ", "N", False) == "fn(torch.randn({N}))"
+    with pytest.raises(ProfileFailure, match=r"--call 'fn\(torch\.randn\(\{N\}, \{N\}\)"):
+        choose_template(fn, None, "N", False)
+    with pytest.raises(
+        ProfileFailure, match=r"no \{N\} placeholder.*e\.g\. fn\(torch\.randn\(\{N\}"
+    ):
+        choose_template(fn, "fn(torch.randn(8, 8), w, b)", "N", False)
+    g = function_named(SOURCE, "m.py", "g")
+    with pytest.raises(ProfileFailure, match=r"--call 'g\(torch\.randn\(3, \{N\}, \{N\}\)\)'"):
+        choose_template(g, None, "N", False)
+
+
+COMPARE: dict[str, Any] = {
+    "mode": "default",
+    "eager": {
+        "median_us": 9.0,
+        "cpu_us": 20.0,
+        "device_us": 0.0,
+        "launches": 0.0,
+        "copies": [],
+        "op_count": 6.0,
+        "cold_us": 900.0,
+    },
+    "compiled": {
+        "median_us": 30.3,
+        "cpu_us": 60.0,
+        "device_us": 0.0,
+        "launches": 0.0,
+        "copies": [
+            {
+                "kind": "cpu",
+                "op": "aten::copy_",
+                "within": "aten::addmm",
+                "calls": 1.0,
+                "bytes": 16384.0,
+            }
+        ],
+        "op_count": 5.0,
+        "cold_us": 3.2e6,
+        "compile_s": 3.2,
+        "graphs": [{"hash": "fd447jibbsda7oah", "code_path": "/tmp/torchinductor_u/yi/cyic.py"}],
+        "trace_path": "/traces/fn.compiled.json.gz",
+    },
+    "changes": {"summary": "aten::matmul + aten::mm + aten::add → aten::addmm + aten::copy_"},
+    "verdict": {
+        "id": "keep-eager",
+        "headline": "torch.compile: 3.4× slower per call (9.0 µs → 30 µs), adds a 16.0 KiB bias copy; keep eager",
+        "ratio": 3.37,
+    },
+    "findings": [
+        {"rule": "hidden-copy", "message": "torch.compile adds a 16.0 KiB host bias copy"}
+    ],
+    "error": None,
+}
+
+
+def test_the_hover_links_the_compiled_graph_to_its_generated_code() -> None:
+    text = compare_hover(COMPARE)
+    assert text.startswith("**torch.compile** (mode=default) · torch.compile: 3.4× slower")
+    assert "| time, unprofiled (median) | 9.0 µs | 30 µs |" in text
+    assert "1× 16.0 KiB cpu in `aten::addmm`" in text
+    assert "`aten::matmul + aten::mm + aten::add → aten::addmm + aten::copy_`" in text
+    assert "`## Call CompiledFxGraph fd447jibbsda… ##`" in text
+    link = text.split("[open the generated code (cyic.py)](command:torchscope.openGeneratedCode?")[
+        1
+    ]
+    argument = json.loads(urllib.parse.unquote(link.split(")")[0]))
+    assert argument == [{"path": "/tmp/torchinductor_u/yi/cyic.py"}]
+    assert "command:torchscope.openTrace?" in text
+
+
+def test_the_lens_and_the_diagnostic() -> None:
+    assert lens_title({"compare": COMPARE}) == "torch.compile: keep eager (3.4× slower compiled)"
+    assert lens_title({}) is None
+    rng = types.Range(
+        start=types.Position(line=4, character=0), end=types.Position(line=4, character=3)
+    )
+    diagnostic = compare_diagnostic(COMPARE, rng, "file:///m.py", "fn")
+    assert diagnostic.code == "keep-eager"
+    assert diagnostic.severity == types.DiagnosticSeverity.Information
+    assert diagnostic.message == COMPARE["verdict"]["headline"]
+    assert [r.message for r in diagnostic.related_information or []] == [
+        "hidden-copy: torch.compile adds a 16.0 KiB host bias copy"
+    ]
+
+
+def test_a_failed_compile_shows_the_compiler_error() -> None:
+    failed = {
+        "mode": "default",
+        "eager": COMPARE["eager"],
+        "compiled": None,
+        "verdict": None,
+        "error": {
+            "kind": "compile-failed",
+            "message": "torch.compile(mode='default') failed in the first compiled call: "
+            "InductorError: InvalidCxxCompiler: No working C++ compiler found\nline 2",
+        },
+    }
+    assert lens_title({"compare": failed}) == "torch.compile failed (eager shown) · retry"
+    rng = types.Range(
+        start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)
+    )
+    diagnostic = compare_diagnostic(failed, rng, "file:///m.py", "fn")
+    assert diagnostic.code == "compile-failed"
+    assert diagnostic.severity == types.DiagnosticSeverity.Warning
+    assert "No working C++ compiler found — the eager profile is shown" in diagnostic.message
+    text = compare_hover(failed)
+    assert "failed — the eager numbers above stand" in text and "line 2" in text
