@@ -12,9 +12,10 @@ import {
   type WorkDoneProgressReport,
 } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall, firstPlaceholderSelection, validateCallExpression } from "./callExpression";
+import { CompareCommands } from "./compareCommands";
 import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./constants";
 import { errorText, showLog, traceError, traceInfo } from "./log";
-import { openTraceInPerfetto } from "./perfetto";
+import { PerfettoViews } from "./perfetto";
 import { parseLocationArg, reportHeadline, reportTracePath } from "./report";
 import type { ServerManager } from "./server";
 import { buildProfileArgs, resolveSettings } from "./settings";
@@ -36,12 +37,17 @@ export class Commands {
   /** Last result per document URI, and the trace of the latest run. */
   private readonly results = new Map<string, LastResult>();
   private lastTrace: string | undefined;
+  private readonly perfetto = new PerfettoViews();
+  /** Compare with torch.compile, profile across sizes (compareCommands.ts). */
+  private readonly compare: CompareCommands;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     private readonly server: ServerManager,
     private readonly status: StatusBar,
-  ) {}
+  ) {
+    this.compare = new CompareCommands(context, this, status);
+  }
 
   register(): vscode.Disposable[] {
     const done = this.server.onProfileDone(({ uri, report }) => {
@@ -70,6 +76,12 @@ export class Commands {
       reg(ClientCommands.profileFunction, (arg) => this.profileFunction(arg)),
       reg(ClientCommands.editCallExpression, (arg) => this.editCallExpression(arg)),
       reg(ClientCommands.openTrace, (arg) => this.openTrace(arg)),
+      reg(ClientCommands.openTraceInBrowser, (arg) => this.withTrace(arg, "open in the browser", (t, o) => this.perfetto.openInBrowser(t, o))),
+      reg(ClientCommands.copyTracePath, (arg) => this.withTrace(arg, "copy the path of", (t) => this.perfetto.copyPath(t))),
+      reg(ClientCommands.revealTraceFile, (arg) => this.withTrace(arg, "reveal", (t) => this.perfetto.reveal(t))),
+      new vscode.Disposable(() => {
+        this.perfetto.dispose();
+      }),
       reg(ClientCommands.analyzeTraceFile, (arg) => this.analyzeTraceFile(arg)),
       reg(ClientCommands.clearResults, (arg) => this.clearResults(arg)),
       reg(ClientCommands.restartServer, () => this.server.restart("requested by the user")),
@@ -77,7 +89,9 @@ export class Commands {
         showLog();
         return Promise.resolve();
       }),
-      reg(ClientCommands.compareCompile, () => this.compareCompile()),
+      reg(ClientCommands.compareCompile, (arg) => this.compare.compareCompile(arg)),
+      reg(ClientCommands.profileSizes, (arg) => this.compare.profileSizes(arg)),
+      reg(ClientCommands.openGeneratedCode, (arg) => this.compare.openGeneratedCode(arg)),
     ];
   }
 
@@ -85,7 +99,7 @@ export class Commands {
    * Where to act: `{uri, line}` from a CodeLens or the server; a `Uri` from the editor's context
    * menu (then the cursor's line); nothing from the palette (the active editor's cursor).
    */
-  private async locate(arg: unknown): Promise<Located | undefined> {
+  async locate(arg: unknown): Promise<Located | undefined> {
     const editor = vscode.window.activeTextEditor;
     let uri: vscode.Uri | undefined;
     let line: number | undefined;
@@ -110,7 +124,7 @@ export class Commands {
     return { document, line };
   }
 
-  private async clientOrExplain(): Promise<LanguageClient | undefined> {
+  async clientOrExplain(): Promise<LanguageClient | undefined> {
     const client = await this.server.ready();
     if (client === undefined && this.server.state !== "unavailable") {
       const choice = await vscode.window.showErrorMessage(
@@ -127,7 +141,7 @@ export class Commands {
     return client;
   }
 
-  private async target(client: LanguageClient, located: Located): Promise<TargetInfo | undefined> {
+  async target(client: LanguageClient, located: Located): Promise<TargetInfo | undefined> {
     const target = await client.sendRequest<TargetInfo | null>(Methods.target, {
       uri: located.document.uri.toString(),
       line: located.line,
@@ -141,7 +155,7 @@ export class Commands {
     return target;
   }
 
-  private async askCall(target: TargetInfo, initial: string): Promise<string | undefined> {
+  async askCall(target: TargetInfo, initial: string): Promise<string | undefined> {
     const selection = firstPlaceholderSelection(initial);
     const value = await vscode.window.showInputBox({
       title: `torchscope: call expression for ${target.qualname}`,
@@ -217,7 +231,7 @@ export class Commands {
   }
 
   /** `workspace/executeCommand` with a work-done token shown as a cancellable notification. */
-  private runWithProgress(
+  runWithProgress(
     client: LanguageClient,
     title: string,
     command: string,
@@ -342,14 +356,23 @@ export class Commands {
     return undefined;
   }
 
-  async openTrace(arg: unknown): Promise<void> {
+  /** The trace named by `arg` (`{path}`, a Uri, a path), else the latest run's, else one picked. */
+  private async withTrace(
+    arg: unknown,
+    verb: string,
+    action: (trace: vscode.Uri, perfettoOrigin: string) => Promise<void>,
+  ): Promise<void> {
     let trace = this.traceArg(arg) ?? (this.lastTrace !== undefined ? vscode.Uri.file(this.lastTrace) : undefined);
-    trace ??= await this.pickTrace("torchscope: open a trace in Perfetto");
+    trace ??= await this.pickTrace(`torchscope: ${verb} a trace`);
     if (trace === undefined) {
       return;
     }
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION));
-    await openTraceInPerfetto(trace, settings.perfettoOrigin);
+    await action(trace, settings.perfettoOrigin);
+  }
+
+  async openTrace(arg: unknown): Promise<void> {
+    await this.withTrace(arg, "open in Perfetto", (t, o) => this.perfetto.openInPanel(t, o));
   }
 
   async analyzeTraceFile(arg: unknown): Promise<void> {
@@ -382,12 +405,6 @@ export class Commands {
     } else if (choice === "Show Log") {
       showLog();
     }
-  }
-
-  /** The torch.compile comparison (DESIGN.md §6) needs a server command that does not exist yet. */
-  async compareCompile(): Promise<void> {
-    traceInfo("compare with torch.compile: not available in this version");
-    await vscode.window.showInformationMessage("torchscope: comparing with torch.compile is not available in this version yet.");
   }
 
   async clearResults(arg: unknown): Promise<void> {

@@ -14,6 +14,10 @@ export const ServerCommands = {
   analyzeTrace: "torchscope.analyzeTrace",
   /** `{uri?}`: drop results (diagnostics, hints, lenses) for one document or all. */
   clear: "torchscope.clear",
+  /** `{uri, line, call?, mode?, steps?, warmup?, timeout_s?}` → `{ok, report (with compare)?, error?}`. */
+  compareCompile: "torchscope.compareCompile",
+  /** `{uri, line, call (with {N}), sizes: number[], name?, …}` → `{ok, sweep?, report?, error?}`. */
+  sweep: "torchscope.sweep",
 } as const;
 
 /** Custom requests. */
@@ -33,13 +37,29 @@ export const ClientCommands = {
   profileFunction: "torchscope.profileFunction",
   editCallExpression: "torchscope.editCallExpression",
   openTrace: "torchscope.openTrace",
+  /** `{path}` like openTrace: serve the trace once on 127.0.0.1:9001 for the Perfetto UI in a browser. */
+  openTraceInBrowser: "torchscope.openTraceInBrowser",
+  copyTracePath: "torchscope.copyTracePath",
+  revealTraceFile: "torchscope.revealTraceFile",
   analyzeTraceFile: "torchscope.analyzeTraceFile",
   clearResults: "torchscope.clearResults",
   restartServer: "torchscope.restartServer",
   showLog: "torchscope.showLog",
-  /** Run by the server's "Compare with torch.compile" code lens (`[{uri, line}]`); not in menus. */
-  compareCompile: "torchscope.compareCompile",
+  /** `[{uri, line, mode?}]` from the server's code lens, or the cursor (asks for the mode). */
+  compareCompile: "torchscope.compareWithCompile",
+  /** Asks for a call with `{N}` and the sizes; shows the sweep's table and chart. */
+  profileSizes: "torchscope.profileSizes",
+  /** `{path}` from the comparison hover: the code Inductor generated for a compiled graph. */
+  openGeneratedCode: "torchscope.openGeneratedCode",
 } as const;
+
+/** Client commands the server's hover markdown may run (command links). */
+export const HOVER_COMMANDS: readonly string[] = [
+  ClientCommands.openTrace,
+  ClientCommands.openGeneratedCode,
+  ClientCommands.compareCompile,
+  ClientCommands.profileFunction,
+];
 
 /** Diagnostic `source` of everything the server publishes. */
 export const DIAGNOSTIC_SOURCE = "torchscope";
@@ -62,3 +82,6 @@ export const RESTART_DEBOUNCE_MS = 1000;
 
 /** Workspace-state key prefix for remembered call expressions. */
 export const CALL_EXPRESSION_STATE_PREFIX = "torchscope.call:";
+
+/** Workspace-state key prefix for the remembered sweep call and sizes. */
+export const SWEEP_STATE_PREFIX = "torchscope.sweep:";

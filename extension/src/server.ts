@@ -12,7 +12,7 @@ import {
   RevealOutputChannelOn,
   State,
 } from "vscode-languageclient/node";
-import { CLIENT_ID, CLIENT_NAME, Notifications, RESTART_DEBOUNCE_MS, SETTINGS_SECTION } from "./constants";
+import { CLIENT_ID, CLIENT_NAME, HOVER_COMMANDS, Notifications, RESTART_DEBOUNCE_MS, SETTINGS_SECTION } from "./constants";
 import { describeInterpreter, type Interpreter } from "./interpreter";
 import { errorText, logChannel, serverLogLevel, traceError, traceInfo, traceWarn } from "./log";
 import { hasPythonExtension, probeTorch, resolveInterpreter } from "./python";
@@ -114,8 +114,19 @@ export class ServerManager implements vscode.Disposable {
     if (client?.isRunning() !== true) {
       return;
     }
-    const settings = serverSettings(resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION)));
+    const settings = serverSettings(resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION)), this.traceDir());
     await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
+  }
+
+  /**
+   * The private trace folder: `traces/` under this workspace's storage (the global storage when
+   * no folder is open), on the machine where the extension and the server run (the remote one
+   * over Remote-SSH). The server creates it with mode 0700 and keeps the newest
+   * `torchscope.keepTraces`.
+   */
+  traceDir(): string | undefined {
+    const storage = this.context.storageUri ?? this.context.globalStorageUri;
+    return storage.scheme === "file" ? vscode.Uri.joinPath(storage, "traces").fsPath : undefined;
   }
 
   private workspaceFolder(): vscode.WorkspaceFolder | undefined {
@@ -160,8 +171,10 @@ export class ServerManager implements vscode.Disposable {
       outputChannel: logChannel(),
       traceOutputChannel: logChannel(),
       revealOutputChannelOn: RevealOutputChannelOn.Never,
+      // Hovers link to these client commands (open a trace, open Inductor's generated code).
+      markdown: { isTrusted: { enabledCommands: [...HOVER_COMMANDS] } },
       initializationOptions: {
-        settings: serverSettings(settings),
+        settings: serverSettings(settings, this.traceDir()),
         interpreter: interpreter.path,
         extensionVersion: (this.context.extension.packageJSON as { version?: string }).version,
       },

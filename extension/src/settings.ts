@@ -14,6 +14,8 @@ export interface Settings {
   /** Raw `torchscope.pythonPath` (not expanded; see interpreter.ts). Empty when unset. */
   pythonPath: string;
   perfettoOrigin: string;
+  /** Traces kept in the private trace folder (newest first). */
+  keepTraces: number;
 }
 
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
@@ -24,6 +26,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   inlayHintsEnabled: true,
   pythonPath: "",
   perfettoOrigin: "https://ui.perfetto.dev",
+  keepTraces: 20,
 });
 
 /** The part of `vscode.WorkspaceConfiguration` we read. Keys are relative to `torchscope.`. */
@@ -64,22 +67,29 @@ export function resolveSettings(config: ConfigurationLike): Settings {
     inlayHintsEnabled: bool(config.get("inlayHints.enabled"), d.inlayHintsEnabled),
     pythonPath: str(config.get("pythonPath"), d.pythonPath),
     perfettoOrigin: origin === "" ? d.perfettoOrigin : origin,
+    keepTraces: num(config.get("keepTraces"), d.keepTraces, 1, 10000, true),
   };
 }
 
 /**
  * Settings as the server reads them: `initializationOptions: {settings}` and
  * `workspace/didChangeConfiguration` `{settings}` (snake_case, like the command arguments).
+ * `traceDir`: the private trace folder (under the workspace storage; see server.ts).
  */
-export function serverSettings(s: Settings): Record<string, unknown> {
-  return {
+export function serverSettings(s: Settings, traceDir?: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {
     steps: s.steps,
     warmup: s.warmup,
     timeout_s: s.timeoutSeconds,
     hot_line_threshold: s.hotLineThreshold,
     inlay_hints: s.inlayHintsEnabled,
     perfetto_origin: s.perfettoOrigin,
+    keep_traces: s.keepTraces,
   };
+  if (traceDir !== undefined) {
+    out.trace_dir = traceDir;
+  }
+  return out;
 }
 
 /** The argument object of `torchscope.profile`. */

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope import __version__
+from torchscope.cli_compare import add_compare_arguments
+from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -59,10 +61,13 @@ def _build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     profile.add_argument("--json", action="store_true", help="print the report as JSON")
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    add_open_arguments(profile)
+    add_compare_arguments(profile)
 
     analyze = commands.add_parser("analyze", help="analyse a trace file written by torch.profiler")
     analyze.add_argument("trace", type=Path, help="a Chrome-trace .json or .json.gz")
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_open_arguments(analyze)
 
     serve = commands.add_parser("serve", help="run the language server on stdio")
     serve.add_argument("--log-level", default="INFO")
@@ -85,15 +90,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         run_stdio()
         return EXIT_OK
     if args.command == "analyze":
-        return _analyze(args.trace, args.json)
+        return _analyze(args)
     from torchscope.cli_profile import run_profile_command
 
     return asyncio.run(run_profile_command(args))
 
 
-def _analyze(trace: Path, as_json: bool) -> int:
+def _analyze(args: argparse.Namespace) -> int:
     from torchscope.analysis import TraceError, analyze_trace, render_report
 
+    trace: Path = args.trace
+    as_json: bool = args.json
     try:
         report = analyze_trace(trace)
     except TraceError as exc:
@@ -106,4 +113,10 @@ def _analyze(trace: Path, as_json: bool) -> int:
     else:
         print(render_report(report))
         print(f"trace: {trace}")
+        if not args.open:
+            print(f"open it in Perfetto: {open_command(str(trace))}")
+    if args.open:  # the link goes to stderr with --json, so stdout stays one JSON object
+        link_out = sys.stderr if as_json else sys.stdout
+        opened = open_in_perfetto(trace, args.perfetto_origin, args.open_timeout, link_out)
+        return EXIT_OK if opened else EXIT_FAILED
     return EXIT_OK

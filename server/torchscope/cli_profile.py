@@ -10,6 +10,8 @@ from typing import Any, Optional
 
 from torchscope.analysis import format_duration, render_report
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
+from torchscope.cli_open import open_command, open_in_perfetto
 from torchscope.host.profile_run import ProfileFailure, ProfileOptions, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import Output, Progress
@@ -40,7 +42,9 @@ def source_with_margin(source: str, target: Target, report: dict[str, Any]) -> s
     return "\n".join([header, *rows])
 
 
-def _render_text(data: dict[str, Any], report_text: str, listing: str) -> str:
+def _render_text(
+    data: dict[str, Any], report_text: str, listing: str, open_hint: bool = True
+) -> str:
     target = data["target"]
     lines = [
         f"== {target['qualname']} ({target['file']}:{target['line']})",
@@ -51,7 +55,10 @@ def _render_text(data: dict[str, Any], report_text: str, listing: str) -> str:
         lines += ["", listing]
     elif data.get("attribution_note"):
         lines += ["", data["attribution_note"]]
-    lines += ["", f"trace: {data['trace_path']}", ""]
+    lines += ["", f"trace: {data['trace_path']}"]
+    if open_hint:
+        lines.append(f"open it in Perfetto: {open_command(data['trace_path'])}")
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -85,7 +92,11 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         if not args.quiet:
             sys.stderr.write(message.text)
 
+    if args.sweep:
+        return await run_sweep_command(args, target, profiler, options, on_progress, on_output)
+
     status = EXIT_OK
+    traces: list[Path] = []
     try:
         _say(args.quiet, f"starting a worker in {args.python}")
         hello = await profiler.hello()
@@ -103,7 +114,9 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         for call in calls:
             _say(args.quiet, f"profiling {call or target.qualname + '()'}")
             try:
-                outcome = await profiler.profile(target, call, options, on_progress, on_output)
+                outcome, compare = await profile_or_compare(
+                    profiler, target, call, options, args, on_progress, on_output
+                )
             except ProfileFailure as failure:
                 status = EXIT_FAILED
                 where = f"{target.file}:{failure.line}" if failure.line else target.file
@@ -112,14 +125,23 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                     print(failure.traceback, file=sys.stderr)
                 continue
             data = outcome.to_json()
+            if compare is not None:
+                data["compare"] = compare
+            traces.append(Path(data["trace_path"]))
             if args.json:
                 print(json.dumps(data, ensure_ascii=False), flush=True)
             else:
                 listing = source_with_margin(source, target, data)
-                print(_render_text(data, render_report(outcome.report), listing), flush=True)
+                text = _render_text(data, render_report(outcome.report), listing, not args.open)
+                print(text + compare_text(compare), flush=True)
     except ProfileFailure as failure:
         print(f"torchscope: {failure.message}", file=sys.stderr)
         status = EXIT_FAILED
     finally:
         await profiler.close()
+    if args.open:  # one after the other, each served once (the link to stderr with --json)
+        link_out = sys.stderr if args.json else sys.stdout
+        for trace in traces:
+            if not open_in_perfetto(trace, args.perfetto_origin, args.open_timeout, link_out):
+                status = EXIT_FAILED
     return status

@@ -123,6 +123,47 @@ class JobError(Message):
 
 
 @dataclass
+class CompareRequest(ProfileRequest):
+    """Profile the function eagerly and under ``torch.compile(mode=mode)`` in one job.
+
+    The eager side runs every pass of a ``ProfileRequest`` (its trace goes to ``trace_path``);
+    the compiled side is warmed up (its first call, the compile, is timed on its own), timed in
+    rounds interleaved with the eager calls, and profiled into ``compiled_trace_path``.
+    """
+
+    TYPE: ClassVar[str] = "compare"
+    mode: str = "default"
+    compiled_trace_path: str = ""
+
+
+@dataclass
+class CompareResult(Message):
+    """Both sides of a compile comparison; ``eager``/``compiled`` are ``ProfileResult`` fields.
+
+    ``compiled`` is None when compiling or running the compiled function failed:
+    ``compile_error`` then holds the compiler's own message and the eager side still stands.
+    """
+
+    TYPE: ClassVar[str] = "compare_result"
+    job_id: int
+    eager: dict[str, Any]
+    compiled: Optional[dict[str, Any]] = None
+    mode: str = "default"
+    compile_s: Optional[float] = None
+    compile_error: str = ""
+    compile_error_kind: str = ""  # "compile-failed" | "compiled-call-raised"
+    compile_traceback: str = ""
+    recompiles: int = 0
+    """Compilations Dynamo started during the timed and profiled calls (should be 0)."""
+    graph_breaks: list[str] = field(default_factory=list)
+    """Dynamo's own reasons for each graph break (with counts), as it words them."""
+    graph_code: dict[str, str] = field(default_factory=dict)
+    """FX graph cache key (the hash in ``## Call CompiledFxGraph <key> ##``) → generated code."""
+    paired_ratios: list[float] = field(default_factory=list)
+    """compiled / eager per interleaved timing round (each pair measured back to back)."""
+
+
+@dataclass
 class Shutdown(Message):
     """Ask the worker to exit cleanly."""
 
@@ -131,7 +172,17 @@ class Shutdown(Message):
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
-    for cls in (Hello, ProfileRequest, Progress, Output, ProfileResult, JobError, Shutdown)
+    for cls in (
+        Hello,
+        ProfileRequest,
+        Progress,
+        Output,
+        ProfileResult,
+        JobError,
+        CompareRequest,
+        CompareResult,
+        Shutdown,
+    )
 }
 
 

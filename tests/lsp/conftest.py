@@ -19,9 +19,7 @@ SERVER_COMMAND = [sys.executable, "-m", "torchscope", "serve"]
 
 @pytest_lsp.fixture(
     scope="module",
-    config=ClientServerConfig(
-        server_command=SERVER_COMMAND, server_env=SERVER_ENV
-    ),
+    config=ClientServerConfig(server_command=SERVER_COMMAND, server_env=SERVER_ENV),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory) -> AsyncIterator[None]:
     trace_dir: Path = tmp_path_factory.mktemp("lsp-traces")

@@ -81,12 +81,15 @@ def index_of(text: str, needle: str) -> int:
 
 async def hints(client: LanguageClient, uri: str, text: str) -> list[types.InlayHint]:
     end = types.Position(line=len(text.splitlines()), character=0)
-    return await client.text_document_inlay_hint_async(
-        types.InlayHintParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=types.Position(line=0, character=0), end=end),
+    return (
+        await client.text_document_inlay_hint_async(
+            types.InlayHintParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=types.Range(start=types.Position(line=0, character=0), end=end),
+            )
         )
-    ) or []
+        or []
+    )
 
 
 async def hover_text(client: LanguageClient, uri: str, line: int) -> str:
@@ -103,9 +106,12 @@ async def hover_text(client: LanguageClient, uri: str, line: int) -> str:
 
 
 async def lens_titles(client: LanguageClient, uri: str) -> list[tuple[int, str]]:
-    lenses = await client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
-    ) or []
+    lenses = (
+        await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        or []
+    )
     return [(lens.range.start.line, lens.command.title if lens.command else "") for lens in lenses]
 
 
@@ -114,7 +120,11 @@ def change(client: LanguageClient, uri: str, version: int, line: int, text: str)
     client.text_document_did_change(
         types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)],
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(start=at, end=at), text=text
+                )
+            ],
         )
     )
 
@@ -122,19 +132,25 @@ def change(client: LanguageClient, uri: str, version: int, line: int, text: str)
 def open_document(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
     client.text_document_did_open(
         types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+            text_document=types.TextDocumentItem(
+                uri=uri, language_id="python", version=version, text=text
+            )
         )
     )
 
 
 async def profile(client: LanguageClient, uri: str, line: int) -> dict[str, Any]:
-    params = types.ExecuteCommandParams(command="torchscope.profile", arguments=[{"uri": uri, "line": line}])
+    params = types.ExecuteCommandParams(
+        command="torchscope.profile", arguments=[{"uri": uri, "line": line}]
+    )
     result = await client.workspace_execute_command_async(params)
     assert result["ok"], result
     return dict(result["report"])
 
 
-async def test_profile_shows_hints_hovers_and_lenses(client: LanguageClient, workspace: Path) -> None:
+async def test_profile_shows_hints_hovers_and_lenses(
+    client: LanguageClient, workspace: Path
+) -> None:
     refreshes = client_refreshes(client)
     path = workspace / "lines.py"
     uri, text = path.as_uri(), path.read_text()
@@ -158,12 +174,16 @@ async def test_profile_shows_hints_hovers_and_lenses(client: LanguageClient, wor
     assert hint.label.strip().startswith(f"{report['lines'][0]['share'] * 100:.0f}%")
 
     resolved = await client.inlay_hint_resolve_async(hint)
-    assert isinstance(resolved.tooltip, types.MarkupContent) and "aten::mm" in resolved.tooltip.value
+    assert (
+        isinstance(resolved.tooltip, types.MarkupContent) and "aten::mm" in resolved.tooltip.value
+    )
 
     hot_hover = await hover_text(client, uri, hot_index)
     assert "aten::mm" in hot_hover and "[512, 512]" in hot_hover
     def_hover = await hover_text(client, uri, def_index)
-    assert report["verdict"]["headline"] in def_hover and "command:torchscope.openTrace" in def_hover
+    assert (
+        report["verdict"]["headline"] in def_hover and "command:torchscope.openTrace" in def_hover
+    )
 
     after = [title for _, title in await lens_titles(client, uri)]
     assert report["verdict"]["headline"] in after
@@ -171,16 +191,23 @@ async def test_profile_shows_hints_hovers_and_lenses(client: LanguageClient, wor
 
     [verdict] = [d for d in client.diagnostics[uri] if d.code == report["verdict"]["id"]]
     assert verdict.range.start.line == def_index
-    assert verdict.related_information and verdict.related_information[0].location.range.start.line == hot_index
+    assert (
+        verdict.related_information
+        and verdict.related_information[0].location.range.start.line == hot_index
+    )
 
 
-async def test_edits_above_shift_and_edits_inside_stale(client: LanguageClient, workspace: Path) -> None:
+async def test_edits_above_shift_and_edits_inside_stale(
+    client: LanguageClient, workspace: Path
+) -> None:
     path = workspace / "lines.py"
     uri, text = path.as_uri(), path.read_text()
     hot_index = index_of(text, "product = a @ b")
     def_index = index_of(text, "def hot_and_cold(")
 
-    waiting = asyncio.ensure_future(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS))
+    waiting = asyncio.ensure_future(
+        client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    )
     change(client, uri, 2, 0, "# two new lines\n# above everything\n")
     await asyncio.wait_for(waiting, 10)
     shifted = "# two new lines\n# above everything\n" + text
@@ -200,7 +227,9 @@ async def test_edits_above_shift_and_edits_inside_stale(client: LanguageClient, 
     assert hint.position.line == hot_index + 2
 
     # Typing inside the function stales the results.
-    waiting = asyncio.ensure_future(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS))
+    waiting = asyncio.ensure_future(
+        client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    )
     change(client, uri, 4, hot_index + 3, "    extra = 1\n")
     await asyncio.wait_for(waiting, 10)
     inside = shifted.splitlines(True)
@@ -212,7 +241,9 @@ async def test_edits_above_shift_and_edits_inside_stale(client: LanguageClient, 
     assert "stale" in verdict.message
 
 
-async def test_close_and_reopen_keeps_results_until_the_file_changes(client: LanguageClient, workspace: Path) -> None:
+async def test_close_and_reopen_keeps_results_until_the_file_changes(
+    client: LanguageClient, workspace: Path
+) -> None:
     path = workspace / "helpers_user.py"
     text = "import torch\n\n\ndef work():\n    a = torch.randn(256, 256)\n    return a @ a\n"
     path.write_text(text)
@@ -221,19 +252,25 @@ async def test_close_and_reopen_keeps_results_until_the_file_changes(client: Lan
     await profile(client, uri, 4)
     first = await hints(client, uri, text)
     assert first
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     open_document(client, uri, text, version=5)
     again = await hints(client, uri, text)
     assert [h.position for h in again] == [h.position for h in first]
     assert not any(str(h.label).endswith("(stale)") for h in again)
     # The file changed on disk while closed: a line above → shifted; the body → stale.
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     moved = "# a comment\n" + text
     path.write_text(moved)
     open_document(client, uri, moved, version=6)
     shifted = await hints(client, uri, moved)
     assert [h.position.line for h in shifted] == [h.position.line + 1 for h in first]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     edited = moved.replace("return a @ a", "return a @ a.T")
     path.write_text(edited)
     open_document(client, uri, edited, version=7)

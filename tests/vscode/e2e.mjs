@@ -17,6 +17,7 @@
 //   TORCHSCOPE_E2E_TIMEOUT_S     overall deadline in seconds (default 420)
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -117,6 +118,71 @@ function freePort() {
   });
 }
 
+/**
+ * A stand-in Perfetto UI on 127.0.0.1 (the real one cannot load offline):
+ * tests/vscode/perfetto-stub.html answers PING with PONG and POSTs what it received to /received.
+ */
+const perfettoStub = { origin: undefined, server: undefined, received: [] };
+
+function startPerfettoStub() {
+  const html = fs.readFileSync(path.join(REPO, "tests", "vscode", "perfetto-stub.html"));
+  const server = http.createServer((req, res) => {
+    if (req.method === "POST" && req.url === "/received") {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        perfettoStub.received.push(JSON.parse(body));
+        log(`Perfetto stub received: ${body}`);
+        res.writeHead(204).end();
+      });
+      return;
+    }
+    res.writeHead(200, { "Content-Type": "text/html", "Cache-Control": "no-cache" }).end(html);
+  });
+  perfettoStub.server = server;
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      perfettoStub.origin = `http://127.0.0.1:${server.address().port}`;
+      resolve(perfettoStub.origin);
+    });
+  });
+}
+
+/** Resolves with the stub's `count`-th report (1-based). */
+async function perfettoStubReport(count, timeoutMs) {
+  const until = Date.now() + remaining(timeoutMs);
+  while (perfettoStub.received.length < count) {
+    if (Date.now() > until) {
+      throw new Error(`the Perfetto stub received ${perfettoStub.received.length} trace(s), expected ${count}`);
+    }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  return perfettoStub.received[count - 1];
+}
+
+/** FNV-1a of a file, as the stub computes it over the bytes it received. */
+function fnv1a(file) {
+  let h = 0x811c9dc5;
+  for (const b of fs.readFileSync(file)) {
+    h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** The webview frame that holds the Perfetto iframe (inside VS Code's webview frames). */
+async function perfettoHostFrame(origin, timeoutMs) {
+  const until = Date.now() + remaining(timeoutMs);
+  while (Date.now() < until) {
+    const host = page.frames().find((f) => f.childFrames().some((c) => c.url().startsWith(origin)));
+    if (host !== undefined) {
+      return host;
+    }
+    await new Promise((res) => setTimeout(res, 200));
+  }
+  throw new Error(`no webview frame embeds ${origin}; frames: ${page.frames().map((f) => f.url()).join(", ")}`);
+}
+
 /** Environment with no route out: any non-loopback request goes to a dead proxy. */
 function offlineEnv(extra = {}) {
   const dead = "http://127.0.0.1:9";
@@ -157,7 +223,16 @@ function prepare() {
   fs.mkdirSync(path.join(WORKSPACE, ".vscode"), { recursive: true });
   fs.writeFileSync(
     path.join(WORKSPACE, ".vscode", "settings.json"),
-    JSON.stringify({ "torchscope.pythonPath": PYTHON, "torchscope.steps": 3, "torchscope.warmup": 2 }, null, 2),
+    JSON.stringify(
+      {
+        "torchscope.pythonPath": PYTHON,
+        "torchscope.steps": 3,
+        "torchscope.warmup": 2,
+        "torchscope.perfetto.origin": perfettoStub.origin,
+      },
+      null,
+      2,
+    ),
   );
   // User settings: no trust prompt, no welcome page, nothing that reaches the network.
   fs.mkdirSync(path.join(USER_DATA, "User"), { recursive: true });
@@ -471,6 +546,11 @@ async function hoverShowsOp(hotText, op) {
 }
 
 async function stopAll() {
+  if (perfettoStub.server !== undefined) {
+    perfettoStub.server.closeAllConnections();
+    perfettoStub.server.close();
+    perfettoStub.server = undefined;
+  }
   if (browser !== undefined) {
     await browser.close().catch(() => undefined);
     browser = undefined;
@@ -498,6 +578,7 @@ async function main() {
   fs.rmSync(OUT, { recursive: true, force: true });
   fs.mkdirSync(SHOTS, { recursive: true });
   const t0 = Date.now();
+  await step("start the Perfetto UI stub", () => startPerfettoStub());
   const { hotLine, hotText } = await step("prepare workspace", () => prepare());
   result.checks.installedFolder = await step("install .vsix with --install-extension", () => installExtension());
   const url = await step("start code-server", () => startCodeServer());
@@ -545,19 +626,89 @@ async function main() {
     result.checks.hover = await step("hovering the hot line shows aten::mm", () => hoverShowsOp(hotText, "aten::mm"));
     await screenshot("hover");
     result.checks.openTrace = await step("the Open trace lens opens the trace in a Perfetto view", async () => {
+      const offset = logSize();
       await page.mouse.move(10, 500);
       const lens = page.locator(".codelens-decoration a", { hasText: "Open trace" }).first();
       await lens.waitFor({ state: "visible", timeout: remaining(30000) });
       await lens.click();
-      // Offline the Perfetto UI itself cannot load; the view and the trace bytes read on the
-      // workspace side are what the extension owns.
+      // The panel says which function and when.
       const tab = page.locator(".tab", { hasText: "Perfetto:" }).first();
       await tab.waitFor({ state: "visible", timeout: remaining(30000) });
-      await waitForLog(/opened .*\.json(\.gz)? \(\d+ bytes\) in Perfetto/, 30000, "trace read");
       const title = (await tab.innerText()).trim();
+      if (!/Perfetto: matmul_add\.fn · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d/.test(title)) {
+        throw new Error(`unexpected panel title '${title}'`);
+      }
+      const text = await waitForLog(/opened (.*\.json(?:\.gz)?) \((\d+) bytes\) in Perfetto/, 30000, "trace read", offset);
+      const [, tracePath, logged] = /opened (.*\.json(?:\.gz)?) \((\d+) bytes\) in Perfetto/.exec(text);
+      // The trace lies in the private folder under this workspace's storage.
+      const folder = path.dirname(tracePath);
+      if (!folder.startsWith(path.join(USER_DATA, "User", "workspaceStorage")) || (fs.statSync(folder).mode & 0o777) !== 0o700) {
+        throw new Error(`trace folder ${folder} is not a 0700 folder under the workspace storage`);
+      }
+      // A webview whose iframe shows the Perfetto origin (the stub) ...
+      const host = await perfettoHostFrame(perfettoStub.origin, 30000);
+      const src = await host.locator("iframe").first().getAttribute("src", { timeout: remaining(10000) });
+      if (!src?.startsWith(`${perfettoStub.origin}/#!/?mode=embedded`)) {
+        throw new Error(`the Perfetto iframe's src is '${src}'`);
+      }
+      // ... which, after PING/PONG, received exactly the trace file's bytes.
+      const report = await perfettoStubReport(1, 30000);
+      const size = fs.statSync(tracePath).size;
+      if (report.size !== size || Number(logged) !== size || report.fnv1a !== fnv1a(tracePath)) {
+        throw new Error(`the Perfetto stub received ${report.size} bytes (hash ${report.fnv1a}); the trace has ${size}`);
+      }
+      if (report.keepApiOpen !== true || !report.isArrayBuffer || report.pings < 1 || !/^matmul_add\.fn · /.test(report.title)) {
+        throw new Error(`unexpected message to Perfetto: ${JSON.stringify(report)}`);
+      }
+      await waitForLog(/sent .* \(\d+ bytes\) to the Perfetto UI/, 30000, "trace sent", offset);
       await screenshot("perfetto-view");
       await page.keyboard.press("Control+W");
-      return title;
+      return { title, src, tracePath, size, received: report.size };
+    });
+    result.checks.openTraceInBrowser = await step("Open trace in browser serves the trace or falls back to the panel", async () => {
+      const offset = logSize();
+      // Focus the editor (closing the panel may leave it nowhere), then the command palette.
+      const lineBox = await editorLine(hotText.trim().slice(0, 30)).boundingBox();
+      const input = page.locator(".quick-input-widget input");
+      for (let attempt = 0; ; attempt++) {
+        await page.mouse.click(lineBox.x + 3, lineBox.y + lineBox.height / 2);
+        await page.keyboard.press("Control+Shift+P");
+        try {
+          await input.waitFor({ state: "visible", timeout: 3000 });
+          break;
+        } catch (e) {
+          if (attempt >= 3) {
+            throw e;
+          }
+        }
+      }
+      await input.fill(">torchscope: Open trace in browser");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "Open trace in browser" }).first().waitFor({ timeout: remaining(10000) });
+      await page.keyboard.press("Enter");
+      const outcome = /VS Code forwarded port 9001 to (\S+)|port 9001 on 127\.0\.0\.1 is already in use|for Perfetto at (http:\/\/127\.0\.0\.1:9001\/\S+)/;
+      const text = await waitForLog(outcome, 30000, "open in browser", offset);
+      const m = outcome.exec(text);
+      if (m[3] !== undefined) {
+        // Served on 9001 (VS Code kept the port): fetch it the way the Perfetto UI does.
+        const r = await fetch(m[3], { headers: { Origin: perfettoStub.origin } });
+        const body = new Uint8Array(await r.arrayBuffer());
+        if (r.status !== 200 || r.headers.get("access-control-allow-origin") !== perfettoStub.origin || body.length !== result.checks.openTrace.size) {
+          throw new Error(`GET ${m[3]}: ${r.status}, ${body.length} bytes`);
+        }
+        await waitForLog(/Perfetto fetched .*; stopped serving/, 30000, "served once", offset);
+        return { outcome: "served", url: m[3] };
+      }
+      // code-server forwards 9001 through its own proxy (or the port is taken): the panel instead.
+      const toast = page.locator(".notification-toast", { hasText: "Showing" }).first();
+      await toast.waitFor({ state: "visible", timeout: remaining(30000) });
+      const message = (await toast.innerText()).replace(/\s+/g, " ").trim();
+      await page.locator(".tab", { hasText: "Perfetto:" }).first().waitFor({ state: "visible", timeout: remaining(30000) });
+      const report = await perfettoStubReport(2, 30000);
+      if (report.size !== result.checks.openTrace.size) {
+        throw new Error(`the fallback panel sent ${report.size} bytes, expected ${result.checks.openTrace.size}`);
+      }
+      await page.keyboard.press("Control+W");
+      return { outcome: m[1] !== undefined ? `forwarded to ${m[1]}` : "port in use", message };
     });
   } else {
     log("TORCHSCOPE_E2E_HOT_LINES=0: inlay hint and hover checks skipped");

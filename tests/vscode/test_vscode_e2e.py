@@ -145,3 +145,8 @@ def test_profile_this_function_in_vscode() -> None:
     if result.get("hotLinesChecked"):
         assert checks.get("inlayHint"), "no inlay hint text"
         assert "aten::mm" in checks.get("hover", "")
+        # Open trace: a Perfetto panel whose UI (a local stub) received the whole trace file.
+        opened = checks["openTrace"]
+        assert opened["received"] == opened["size"] > 0, opened
+        assert opened["title"].startswith("Perfetto: matmul_add.fn · "), opened
+        assert checks["openTraceInBrowser"]["outcome"], checks["openTraceInBrowser"]

@@ -30,6 +30,7 @@ describe("settings resolution", () => {
         "inlayHints.enabled": false,
         pythonPath: " /opt/py/bin/python ",
         "perfetto.origin": "https://perfetto.example.org/",
+        keepTraces: 50,
       }),
     );
     assert.deepEqual(s, {
@@ -40,6 +41,7 @@ describe("settings resolution", () => {
       inlayHintsEnabled: false,
       pythonPath: "/opt/py/bin/python",
       perfettoOrigin: "https://perfetto.example.org",
+      keepTraces: 50,
     });
   });
 
@@ -54,6 +56,8 @@ describe("settings resolution", () => {
     assert.equal(s.inlayHintsEnabled, true);
     assert.equal(s.pythonPath, "");
     assert.equal(s.perfettoOrigin, DEFAULT_SETTINGS.perfettoOrigin);
+    assert.equal(resolveSettings(config({ keepTraces: 0 })).keepTraces, 1);
+    assert.equal(resolveSettings(config({ keepTraces: "many" })).keepTraces, 20);
   });
 
   it("rounds step counts", () => {
@@ -69,7 +73,9 @@ describe("settings resolution", () => {
       hot_line_threshold: 5,
       inlay_hints: true,
       perfetto_origin: "https://ui.perfetto.dev",
+      keep_traces: 20,
     });
+    assert.equal(serverSettings(DEFAULT_SETTINGS, "/ws/storage/traces").trace_dir, "/ws/storage/traces");
   });
 
   it("builds the profile command's argument", () => {

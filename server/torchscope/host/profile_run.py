@@ -8,8 +8,10 @@ exported trace file (in a thread, so the daemon keeps serving while a large trac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -115,6 +117,8 @@ class Profiler:
         self._on_worker_stderr = on_worker_stderr
         self._worker: Optional[WorkerProcess] = None
         self._lock = asyncio.Lock()
+        # One start at a time: a background prestart and the first job must share one worker.
+        self._start_lock = asyncio.Lock()
         self._job_ids = itertools.count(1)
 
     async def hello(self) -> Hello:
@@ -124,14 +128,15 @@ class Profiler:
         return worker.hello
 
     async def _ensure_worker(self) -> WorkerProcess:
-        if self._worker is None or not self._worker.alive:
-            worker = WorkerProcess(self.python, cwd=self.cwd, on_stderr=self._on_worker_stderr)
-            try:
-                await worker.start()
-            except WorkerError as exc:
-                raise ProfileFailure("worker", str(exc)) from exc
-            self._worker = worker
-        return self._worker
+        async with self._start_lock:
+            if self._worker is None or not self._worker.alive:
+                worker = WorkerProcess(self.python, cwd=self.cwd, on_stderr=self._on_worker_stderr)
+                try:
+                    await worker.start()
+                except WorkerError as exc:
+                    raise ProfileFailure("worker", str(exc)) from exc
+                self._worker = worker
+            return self._worker
 
     async def profile(
         self,
@@ -186,6 +191,14 @@ class Profiler:
         except TraceError as exc:
             raise ProfileFailure("analysis", str(exc), target.def_line) from exc
         return ProfileOutcome(target, chosen, reply, report, output)
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[tuple[WorkerProcess, Hello, int]]:
+        """The worker, its handshake and a fresh job id, held for one job of another kind
+        (``host.compare_run``); other jobs wait meanwhile."""
+        async with self._lock:
+            hello = await self.hello()
+            yield await self._ensure_worker(), hello, next(self._job_ids)
 
     async def cancel(self) -> None:
         """Stop whatever runs now by killing the worker; the next job starts a fresh one."""

@@ -19,6 +19,8 @@ from typing import Optional, Union
 
 from torchscope.protocol import (
     PROTOCOL_VERSION,
+    CompareRequest,
+    CompareResult,
     FrameDecoder,
     Hello,
     JobError,
@@ -175,6 +177,29 @@ class WorkerProcess:
         timeout_s: Optional[float] = None,
     ) -> Union[ProfileResult, JobError]:
         """Run one job; on timeout or cancellation the worker is killed and the error raised."""
+        reply = await self._run(request, on_progress, on_output, timeout_s)
+        assert isinstance(reply, (ProfileResult, JobError))
+        return reply
+
+    async def run_compare(
+        self,
+        request: CompareRequest,
+        on_progress: Optional[ProgressCallback] = None,
+        on_output: Optional[OutputCallback] = None,
+        timeout_s: Optional[float] = None,
+    ) -> Union[CompareResult, JobError]:
+        """Run one eager-vs-compiled job, like :meth:`run`."""
+        reply = await self._run(request, on_progress, on_output, timeout_s)
+        assert isinstance(reply, (CompareResult, JobError))
+        return reply
+
+    async def _run(
+        self,
+        request: ProfileRequest,
+        on_progress: Optional[ProgressCallback],
+        on_output: Optional[OutputCallback],
+        timeout_s: Optional[float],
+    ) -> Message:
         if not self.alive:
             raise WorkerError("the worker is not running")
         self._send(request)
@@ -197,14 +222,17 @@ class WorkerProcess:
         job_id: int,
         on_progress: Optional[ProgressCallback],
         on_output: Optional[OutputCallback],
-    ) -> Union[ProfileResult, JobError]:
+    ) -> Union[ProfileResult, CompareResult, JobError]:
         while True:
             message = await self._next_message()
             if isinstance(message, Progress) and on_progress:
                 on_progress(message)
             elif isinstance(message, Output) and on_output:
                 on_output(message)
-            elif isinstance(message, (ProfileResult, JobError)) and message.job_id == job_id:
+            elif (
+                isinstance(message, (ProfileResult, CompareResult, JobError))
+                and message.job_id == job_id
+            ):
                 return message
 
     async def kill(self) -> None:

@@ -66,6 +66,7 @@ async def analyze(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
                 ),
                 source=SOURCE,
                 code=finding["rule"],
+                data={"trace_path": path},  # for the "Open trace" code action
             )
         )
     previous = set(ls.trace_findings)

@@ -7,6 +7,8 @@ SOURCE = "torchscope"
 CMD_PROFILE = "torchscope.profile"
 CMD_CLEAR = "torchscope.clear"
 CMD_ANALYZE_TRACE = "torchscope.analyzeTrace"
+CMD_COMPARE_COMPILE = "torchscope.compareCompile"
+CMD_SWEEP = "torchscope.sweep"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -88,7 +88,8 @@ def finding_diagnostics(result: ProfiledFunction, lines: list[str]) -> list[type
     found = []
     for finding in result.report.get("findings", []):
         line, file = finding.get("line"), finding.get("file")
-        if not isinstance(line, int) or not file or Path(file).resolve() != target_file:
+        # A finding placed by a line marker names the line only: it is in the profiled file.
+        if not isinstance(line, int) or (file and Path(file).resolve() != target_file):
             continue
         found.append(
             types.Diagnostic(
@@ -109,7 +110,17 @@ def diagnostics_for(
 ) -> list[types.Diagnostic]:
     if result.report is None:
         return [result.failure] if result.failure is not None else []
-    return [verdict_diagnostic(result, lines, threshold), *finding_diagnostics(result, lines)]
+    found = [verdict_diagnostic(result, lines, threshold)]
+    compare = result.report.get("compare")
+    if isinstance(compare, dict) and not result.stale:
+        from torchscope.lsp.compare_presentation import compare_diagnostic
+
+        found.append(
+            compare_diagnostic(
+                compare, line_range(lines, result.def_line), result.uri, result.qualname
+            )
+        )
+    return [*found, *finding_diagnostics(result, lines)]
 
 
 def failure_diagnostic(

@@ -13,6 +13,10 @@ def register(server: TorchscopeServer) -> None:
     def initialize(ls: TorchscopeServer, params: types.InitializeParams) -> None:
         ls.apply_settings(params.initialization_options)
 
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TorchscopeServer, params: types.InitializedParams) -> None:
+        ls.prestart_worker()
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def changed(ls: TorchscopeServer, params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings

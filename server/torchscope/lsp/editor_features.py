@@ -8,6 +8,7 @@ from typing import Any, Optional
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
     CLIENT_OPEN_TRACE,
@@ -131,7 +132,7 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
             types.CodeLens(
                 range=line,
                 command=types.Command(
-                    title="Compare with torch.compile",
+                    title=lens_title(result.report) or "Compare with torch.compile",
                     command=CLIENT_COMPARE_COMPILE,
                     arguments=[argument],
                 ),

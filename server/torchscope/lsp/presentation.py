@@ -15,7 +15,11 @@ from torchscope.analysis import format_duration
 #: The client's command that opens a trace (see extension/src/constants.ts).
 CLIENT_OPEN_TRACE = "torchscope.openTrace"
 CLIENT_PROFILE = "torchscope.profileFunction"
-CLIENT_COMPARE_COMPILE = "torchscope.compareCompile"
+#: Client commands (not ``torchscope.compareCompile``: that id is the server's command, which
+#: vscode-languageclient registers as a VS Code command of the same name).
+CLIENT_COMPARE_COMPILE = "torchscope.compareWithCompile"
+CLIENT_PROFILE_SIZES = "torchscope.profileSizes"
+CLIENT_OPEN_GENERATED_CODE = "torchscope.openGeneratedCode"
 
 
 def is_gpu_run(report: dict[str, Any]) -> bool:
@@ -132,6 +136,10 @@ def def_hover(report: dict[str, Any], qualname: str, offset: int, stale: bool) -
             for line in lines
         ]
         parts.append(_table(["line", "share", "CPU per call"], rows))
+    if isinstance(report.get("compare"), dict):
+        from torchscope.lsp.compare_presentation import compare_hover
+
+        parts.append(compare_hover(report["compare"]))
     parts.append(command_link("Open trace", CLIENT_OPEN_TRACE, {"path": report["trace_path"]}))
     return "\n\n".join(parts)
 

@@ -180,16 +180,21 @@ class ProfileJob:
         Returns why lines are not attributed, or "" when they are.
         """
         request = self.request
+        # The trace's traceName: which function and when (Perfetto and other viewers show it).
+        when = time.strftime("%Y-%m-%d %H:%M:%S")
+        name = f"{Path(request.file).name}::{request.qualname} · {when}"
         marked, note = marked_call(prepared, self.module, request.qualname, self.target)
         if marked is not None:
             try:
                 with marked.active():
-                    profile_calls(marked.invoke, request.steps, self.use_cuda, request.trace_path)
+                    profile_calls(
+                        marked.invoke, request.steps, self.use_cuda, request.trace_path, name
+                    )
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
-            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path)
+            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path, name)
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
