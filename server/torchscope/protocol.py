@@ -108,6 +108,7 @@ class ProfileResult(Message):
     def_line: int = 0
     torch_version: str = ""
     attribution_note: str = ""  # why lines are not attributed ("" when they are)
+    timed_calls: int = 0  # calls behind ``call_us`` (fast functions are timed in batches)
 
 
 @dataclass

@@ -73,6 +73,7 @@ def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) ->
     assert verdict["cpu_us"] == pytest.approx(timing["median_us"])
     assert timing["min_us"] <= timing["median_us"] <= timing["max_us"]
     assert timing["cold_us"] > timing["median_us"]
+    assert timing["calls"] > 100  # microsecond calls are timed in batches: many calls per sample
     assert report["profiler_overhead_us"] > 0
     names = [op["name"] for op in report["top_ops"]]
     assert "aten::mm" in names or "aten::matmul" in names

@@ -69,7 +69,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
             min_us=float(min(calls)),
             median_us=median(calls),
             max_us=float(max(calls)),
-            calls=len(calls),
+            calls=measurements.calls or len(calls),
         )
         if metrics:
             overhead = median([s.wall_us for s in metrics]) - timing.median_us

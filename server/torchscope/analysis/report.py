@@ -30,6 +30,9 @@ class Measurements:
     dispatch_floor_us: float
     device_kind: str = "cpu"
     device_name: str = ""
+    calls: int = 0
+    """How many calls ``call_us`` stands for (a sample of a fast function is a batch's mean);
+    0 when unknown."""
 
 
 @dataclass(frozen=True)

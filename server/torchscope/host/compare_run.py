@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.analysis import Measurements, Report, TraceError
+from torchscope.analysis import Report, TraceError
 from torchscope.analysis.compare import CompileMeta, Inventory, compare_runs, inventory
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.normalise import load_trace
@@ -23,6 +23,7 @@ from torchscope.host.profile_run import (
     ProfileOutcome,
     Profiler,
     choose_call,
+    measurements_of,
 )
 from torchscope.host.worker_process import JobCancelled, WorkerError
 from torchscope.protocol import CompareRequest, JobError, Output, ProfileResult, Progress
@@ -48,16 +49,6 @@ class CompareOutcome:
         return data
 
 
-def _measurements(result: ProfileResult) -> Measurements:
-    return Measurements(
-        cold_us=result.cold_us,
-        call_us=list(result.call_us),
-        dispatch_floor_us=result.dispatch_floor_us,
-        device_kind=result.device_kind,
-        device_name=result.device_name,
-    )
-
-
 def _result(fields: dict[str, Any]) -> ProfileResult:
     names = {f.name for f in dataclasses.fields(ProfileResult)}
     return ProfileResult(**{k: v for k, v in fields.items() if k in names})
@@ -65,7 +56,7 @@ def _result(fields: dict[str, Any]) -> ProfileResult:
 
 def _analyze(result: ProfileResult) -> tuple[Report, Inventory]:
     trace = load_trace(result.trace_path)
-    return analyze(trace, _measurements(result)), inventory(trace)
+    return analyze(trace, measurements_of(result)), inventory(trace)
 
 
 async def compare_compile(

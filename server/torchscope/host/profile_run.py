@@ -101,6 +101,18 @@ def choose_call(target: Target, call: Optional[str], cuda_available: bool) -> Op
     return None
 
 
+def measurements_of(result: ProfileResult) -> Measurements:
+    """The worker's unprofiled numbers, as the analysis takes them."""
+    return Measurements(
+        cold_us=result.cold_us,
+        call_us=list(result.call_us),
+        dispatch_floor_us=result.dispatch_floor_us,
+        device_kind=result.device_kind,
+        device_name=result.device_name,
+        calls=result.timed_calls,
+    )
+
+
 class Profiler:
     """Owns one long-lived worker for one interpreter and runs jobs on it, one at a time."""
 
@@ -178,13 +190,7 @@ class Profiler:
             raise ProfileFailure(
                 reply.kind, reply.message, reply.line or target.def_line, reply.traceback
             )
-        measurements = Measurements(
-            cold_us=reply.cold_us,
-            call_us=list(reply.call_us),
-            dispatch_floor_us=reply.dispatch_floor_us,
-            device_kind=reply.device_kind,
-            device_name=reply.device_name,
-        )
+        measurements = measurements_of(reply)
         loop = asyncio.get_running_loop()
         try:
             report = await loop.run_in_executor(None, analyze_trace, reply.trace_path, measurements)

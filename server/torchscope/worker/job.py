@@ -165,6 +165,7 @@ class ProfileJob:
             trace_path=request.trace_path,
             cold_us=cold_s * 1e6,
             call_us=samples.per_call_us,
+            timed_calls=samples.calls,
             dispatch_floor_us=floor,
             device_kind="cuda" if self.use_cuda else "cpu",
             device_name=device_name,
