@@ -58,6 +58,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     profile.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
     profile.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    profile.add_argument(
+        "--with-stack",
+        action="store_true",
+        help="record Python frames too: totals for the workspace functions it calls (slower)",
+    )
     profile.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     profile.add_argument("--json", action="store_true", help="print the report as JSON")
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")

@@ -82,6 +82,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         timeout_s=args.timeout,
         device=args.device,
+        with_stack=args.with_stack,
         workspace_root=str(Path.cwd()),
     )
 

@@ -69,6 +69,7 @@ class ProfileRequest(Message):
     timing_calls: int = 20
     timing_budget_s: float = 2.0
     device: str = "auto"  # "auto" | "cpu" | "cuda"
+    with_stack: bool = False  # Python frames in the trace: callee totals, at a profiling cost
 
 
 @dataclass

@@ -280,3 +280,18 @@ async def test_close_and_reopen_keeps_results_until_the_file_changes(
 def client_refreshes(client: Any) -> Refreshes:
     refreshes: Refreshes = client.refreshes
     return refreshes
+
+
+async def test_with_stack_puts_a_total_on_the_callee_def(client: LanguageClient, workspace: Path) -> None:
+    lines_path, helpers_path = workspace / "lines.py", workspace / "helpers.py"
+    text = lines_path.read_text()
+    args = {"uri": lines_path.as_uri(), "line": index_of(text, "return scale_up(y)"), "with_stack": True}
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="torchscope.profile", arguments=[args])
+    )
+    assert result["ok"], result
+    helpers_text = helpers_path.read_text()
+    open_document(client, helpers_path.as_uri(), helpers_text)
+    [hint] = await hints(client, helpers_path.as_uri(), helpers_text)
+    assert hint.position.line == index_of(helpers_text, "def scale_up(")
+    assert isinstance(hint.label, str) and hint.label.startswith("  called by calls_helper: ")

@@ -108,3 +108,26 @@ def test_json_lines_schema(reports) -> None:
     assert {"line", "share", "cpu_us", "device_us", "ops", "kernels"} <= set(entry)
     assert {"name", "calls", "self_cpu_us"} <= set(entry["ops"][0])
     assert entry["device_us"] == 0.0 and entry["kernels"] == []
+
+
+def test_with_stack_gives_callees_a_total_of_their_own(tmp_path: Path) -> None:
+    """with_stack: the workspace function called from a line gets a function-level total."""
+    source = read_source(LINES)
+    target = function_named(source, str(LINES), "calls_helper")
+
+    async def go() -> dict[str, Any]:
+        profiler = Profiler(sys.executable, TraceStore(tmp_path), cwd=str(EXAMPLES))
+        try:
+            options = ProfileOptions(steps=3, warmup=1, with_stack=True)
+            return (await profiler.profile(target, None, options)).to_json()
+        finally:
+            await profiler.close()
+
+    report = asyncio.run(go())
+    [callee] = [c for c in report["callees"] if c["name"] == "scale_up"]
+    helpers = (EXAMPLES / "helpers.py").read_text().splitlines()
+    assert callee["file"].endswith("helpers.py") and helpers[callee["line"] - 1].startswith("def scale_up(")
+    assert callee["calls"] == 1 and callee["share"] > 0.5
+    assert all(c["name"] != "calls_helper" for c in report["callees"])  # not the function itself
+    call_line = by_line(report)[line_of("return scale_up(y)")]
+    assert op_calls(call_line, "aten::mm") == 1  # still counted for the calling line

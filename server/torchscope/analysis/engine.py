@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import os
 
+from .callees import callee_stats
 from .context import Context, build_context
 from .lines import line_stats
 from .metrics import median, step_metrics, top_kernels, top_ops
@@ -97,6 +98,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
         lines=line_stats(ctx),
+        callees=callee_stats(ctx),
     )
 
 

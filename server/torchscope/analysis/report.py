@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .callees import CalleeStats
     from .lines import LineStats
 
 SEVERITIES = ("error", "warning", "information", "hint")
@@ -181,6 +182,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
     rules_skipped: dict[str, str] = field(default_factory=dict)
     """Rule id → why it could not judge this trace (e.g. shapes not recorded)."""
+    callees: list[CalleeStats] = field(default_factory=list)
+    """Workspace functions the profiled one called, with totals (needs ``with_stack``)."""
     lines: list[LineStats] = field(default_factory=list)
     """Per-line numbers from the worker's line markers, hottest first (see ``lines``)."""
 

@@ -36,6 +36,7 @@ class ProfileOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S
     device: str = "auto"
     workspace_root: Optional[str] = None
+    with_stack: bool = False
 
 
 class ProfileFailure(Exception):
@@ -171,6 +172,7 @@ class Profiler:
                 steps=options.steps,
                 warmup=options.warmup,
                 device=options.device,
+                with_stack=options.with_stack,
             )
             output: list[str] = []
 

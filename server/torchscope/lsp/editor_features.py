@@ -13,6 +13,7 @@ from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
     CLIENT_OPEN_TRACE,
     CLIENT_PROFILE,
+    callee_label,
     def_hover,
     headline_title,
     hot_lines,
@@ -48,6 +49,49 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
                     data={"uri": uri, "qualname": result.qualname, "line": line["line"]},
                 )
             )
+    hints += callee_hints(ls, uri, lines, first, last)
+    return hints
+
+
+def callee_hints(
+    ls: TorchscopeServer, uri: str, lines: list[str], first: int, last: int
+) -> list[types.InlayHint]:
+    """On the ``def`` of a workspace function another profile called (``with_stack``): its
+    share of the caller. The def is found by name in the current text, so edits cannot
+    misplace it."""
+    path = str(Path(to_fs_path(uri) or ""))
+    wanted = [
+        (result, callee)
+        for results in ls.results.by_uri.values()
+        for result in results.values()
+        if result.report is not None
+        for callee in result.report.get("callees", [])
+        if callee["share"] >= ls.settings.hot_share
+        and (path == callee["file"] or path.endswith("/" + callee["file"].lstrip("./")))
+    ]
+    if not wanted:
+        return []
+    try:
+        functions = list_functions("\n".join(lines), path)
+    except TargetError:
+        return []
+    hints = []
+    for result, callee in wanted:
+        same_name = [f for f in functions if f.qualname.split(".")[-1] == callee["name"]]
+        if not same_name:
+            continue
+        target = min(same_name, key=lambda f: abs(f.def_line - callee["line"]))
+        index = target.def_line - 1
+        if not first <= index <= last:
+            continue
+        label = callee_label(callee, result.qualname, result.stale)
+        hints.append(
+            types.InlayHint(
+                position=types.Position(line=index, character=len(lines[index])),
+                label=label,
+                padding_left=True,
+            )
+        )
     return hints
 
 

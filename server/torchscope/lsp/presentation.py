@@ -35,6 +35,15 @@ def line_label(line: dict[str, Any], gpu: bool, stale: bool) -> str:
     return label + " (stale)" if stale else label
 
 
+def callee_label(callee: dict[str, Any], caller: str, stale: bool) -> str:
+    """``  called by fn: 38% · 1.2 ms CPU per call`` on a callee's ``def`` line."""
+    label = (
+        f"  called by {caller}: {callee['share'] * 100:.0f}% · "
+        f"{format_duration(callee['cpu_us'])} CPU per call"
+    )
+    return label + " (stale)" if stale else label
+
+
 def hot_lines(report: dict[str, Any], threshold: float) -> list[dict[str, Any]]:
     return [line for line in report.get("lines", []) if line.get("share", 0.0) >= threshold]
 

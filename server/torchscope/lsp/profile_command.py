@@ -56,7 +56,9 @@ class ProfileArgs:
             raise BadArguments(f"{CMD_PROFILE}: 'line' must be a 0-based line number, got {line!r}")
         if call is not None and not isinstance(call, str):
             raise BadArguments(f"{CMD_PROFILE}: 'call' must be a string, got {call!r}")
-        overrides = {k: args[k] for k in ("steps", "warmup", "timeout_s") if k in args}
+        overrides = {
+            k: args[k] for k in ("steps", "warmup", "timeout_s", "with_stack") if k in args
+        }
         return cls(uri, line, call, overrides)
 
 
@@ -119,6 +121,7 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         warmup=settings.warmup,
         timeout_s=settings.timeout_s,
         workspace_root=str(root) if root and path.is_relative_to(root) else str(path.parent),
+        with_stack=settings.with_stack,
     )
     try:
         outcome = await ls.profiler.profile(target, args.call, options, on_progress, on_output)

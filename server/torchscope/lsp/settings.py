@@ -49,6 +49,7 @@ class Settings:
     keep_traces: int = 20
     hot_share: float = DEFAULT_HOT_SHARE
     inlay_hints: bool = True
+    with_stack: bool = False
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -76,4 +77,5 @@ class Settings:
             keep_traces=_int(values, "keep_traces", self.keep_traces, 1),
             hot_share=_share(values, "hot_line_threshold", self.hot_share),
             inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
+            with_stack=bool(values.get("with_stack", self.with_stack)),
         )

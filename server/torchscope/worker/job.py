@@ -189,7 +189,12 @@ class ProfileJob:
             try:
                 with marked.active():
                     profile_calls(
-                        marked.invoke, request.steps, self.use_cuda, request.trace_path, name
+                        marked.invoke,
+                        request.steps,
+                        self.use_cuda,
+                        request.trace_path,
+                        name,
+                        with_stack=request.with_stack,
                     )
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user

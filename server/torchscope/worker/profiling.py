@@ -62,6 +62,7 @@ def profile_calls(
     use_cuda: bool,
     trace_path: str,
     trace_name: Optional[str] = None,
+    with_stack: bool = False,
 ) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -72,6 +73,7 @@ def profile_calls(
     with profile(
         activities=activities,
         record_shapes=True,
+        with_stack=with_stack,
         schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
     ) as prof:
         for _ in range(steps + 1):

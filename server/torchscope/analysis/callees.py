@@ -1,0 +1,85 @@
+"""Function-level totals for the user's functions that the profiled function called.
+
+With ``with_stack=True`` the trace holds ``python_function`` events (``helpers.py(6):
+scale_up``). Each frame nested under the profiled function's own frame that is not library
+code is a *callee*: its time already counts for the calling line (the line markers see to
+that); here it also gets a total of its own, so the editor can say on ``def scale_up`` how much
+of ``fn`` it costs. Frames carry the function's def line (kineto#630), which is what we want.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+
+from .context import Context, assign_sorted
+from .source import is_library, parse_frame
+
+LINE_MARKER_PREFIX = "torchscope:L"
+
+
+@dataclass
+class CalleeStats:
+    """One workspace function called by the profiled one, per call of the profiled function."""
+
+    file: str
+    """As the frame names it: relative to the ``sys.path`` entry it was imported from."""
+    line: int
+    """The callee's ``def`` line."""
+    name: str
+    calls: float
+    cpu_us: float
+    share: float
+    """Of the profiled function's own frame time."""
+
+
+def callee_stats(ctx: Context) -> list[CalleeStats]:
+    """Callees of the line-marked function, most expensive first; empty without stacks."""
+    trace, nest = ctx.trace, ctx.nest
+    pys = trace.python
+    if not pys or not ctx.steps:
+        return []
+    # The profiled function's frames: the nearest frame around each line marker.
+    roots = {
+        nest.ann_py[a]
+        for a, ann in enumerate(trace.annotations)
+        if ann.name.startswith(LINE_MARKER_PREFIX) and nest.ann_py[a] >= 0
+    }
+    if not roots:
+        return []
+    step_of = assign_sorted(ctx.steps, pys)
+    n_steps = len(ctx.steps)
+    root_time = sum(pys[r].end - pys[r].start for r in roots if step_of[r] >= 0) / n_steps
+    totals: dict[tuple[str, int, str], list[float]] = {}
+    parent = nest.py_parent
+    for i, frame in enumerate(pys):
+        if i in roots or step_of[i] < 0:
+            continue
+        parsed = parse_frame(frame.name)
+        if parsed is None or is_library(parsed[0]):
+            continue
+        # Under a root, and the outermost frame of this function on the way up (recursion
+        # and callbacks count once).
+        up, under_root = parent[i], False
+        while up >= 0:
+            if up in roots:
+                under_root = True
+                break
+            if pys[up].name == frame.name:
+                break
+            up = parent[up]
+        if not under_root:
+            continue
+        entry = totals.setdefault(parsed, [0.0, 0.0])
+        entry[0] += 1
+        entry[1] += frame.end - frame.start
+    # As for lines: profiled times carry the profiler's cost (with_stack makes it large), so a
+    # callee gets its share of the unprofiled time per call when that was measured.
+    measured = ctx.measurements.call_us if ctx.measurements is not None else []
+    per_call = median(measured) if measured else root_time
+    found = []
+    for (file, line, name), (count, total) in totals.items():
+        share = (total / n_steps) / root_time if root_time > 0 else 0.0
+        found.append(CalleeStats(file, line, name, count / n_steps, share * per_call, share))
+    found.sort(key=lambda c: -c.cpu_us)
+    return found
