@@ -38,7 +38,6 @@ from torchscope.worker.timing import (
     _synchronizer,
     _time_batch,
     median,
-    time_calls,
 )
 
 COMPARE_STAGES = (
@@ -125,7 +124,7 @@ class CompareJob(ProfileJob):
                 self._compiled_failed(result, "compiled-call-raised", "a timed compiled call", exc)
                 compiled = None
         if compiled is None:
-            samples = self._time_eager(prepared, estimate_s)
+            samples = self._time(prepared, estimate_s)
             eager_us, floor_us = samples.per_call_us, samples.floor_us
         else:
             result.paired_ratios = [c / e for e, c in zip(eager_us, compiled_us) if e > 0]
@@ -177,21 +176,6 @@ class CompareJob(ProfileJob):
             result.recompiles = max(0, _frames_compiled() - frames_before)
             result.graph_code = graph_code_paths()
         return result
-
-    def _time_eager(self, prepared: PreparedCall, estimate_s: float) -> Any:
-        request = self.request
-        try:
-            return time_calls(
-                prepared.invoke,
-                estimate_s,
-                request.timing_calls,
-                request.timing_budget_s,
-                self.use_cuda,
-            )
-        except Exception as exc:
-            raise self._fail(
-                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
-            ) from exc
 
     def _compile(
         self, prepared: PreparedCall, result: CompareResult

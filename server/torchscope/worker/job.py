@@ -23,7 +23,7 @@ from torchscope.worker.call_expression import (
 )
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.profiling import profile_calls
-from torchscope.worker.timing import median, time_calls
+from torchscope.worker.timing import TimingSamples, median, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
 
@@ -132,18 +132,11 @@ class ProfileJob:
             ) from exc
         return time.perf_counter() - start
 
-    def run(self) -> ProfileResult:
+    def _time(self, prepared: PreparedCall, estimate_s: float) -> TimingSamples:
+        """The unprofiled timing pass; a call that raises here fails the job like any other."""
         request = self.request
-        prepared, def_line = self._setup()
-        self._stage("cold", "first call (cold start)")
-        cold_s = self._call_once(prepared, "first call")
-        self._stage("warmup", f"{request.warmup} warmup calls")
-        estimate_s = cold_s
-        for _ in range(request.warmup):
-            estimate_s = self._call_once(prepared, "warmup call")
-        self._stage("timing", "timing steady calls without the profiler")
         try:
-            samples = time_calls(
+            return time_calls(
                 prepared.invoke,
                 estimate_s,
                 request.timing_calls,
@@ -154,6 +147,18 @@ class ProfileJob:
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
             ) from exc
+
+    def run(self) -> ProfileResult:
+        request = self.request
+        prepared, def_line = self._setup()
+        self._stage("cold", "first call (cold start)")
+        cold_s = self._call_once(prepared, "first call")
+        self._stage("warmup", f"{request.warmup} warmup calls")
+        estimate_s = cold_s
+        for _ in range(request.warmup):
+            estimate_s = self._call_once(prepared, "warmup call")
+        self._stage("timing", "timing steady calls without the profiler")
+        samples = self._time(prepared, estimate_s)
         floor = median(samples.floor_us)
         self._stage("profile", f"profiling {request.steps} calls with line markers")
         attribution_note = self._profile(prepared)
