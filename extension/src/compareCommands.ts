@@ -90,6 +90,36 @@ export class CompareCommands {
     return { call: undefined };
   }
 
+  /** Run one server job with progress, keeping the status bar in step; undefined when it was
+   * cancelled or failed (the server has published the error and shown the message). */
+  private async runJob(
+    client: LanguageClient,
+    qualname: string,
+    what: string,
+    title: string,
+    command: string,
+    args: object,
+  ): Promise<Extract<CommandResult, { ok: true }> | undefined> {
+    this.status.set({ kind: "profiling", target: `${qualname} ${what}` });
+    let result: CommandResult | "cancelled";
+    try {
+      result = await this.host.runWithProgress(client, `torchscope: ${qualname}, ${title}`, command, args);
+    } catch (e) {
+      this.status.set({ kind: "error", message: `${qualname}: ${errorText(e)}` });
+      throw e;
+    }
+    if (result === "cancelled") {
+      this.status.set({ kind: "idle", detail: "cancelled" });
+      return undefined;
+    }
+    if (!result.ok) {
+      traceError(`${command} ${qualname}: ${result.error}`);
+      this.status.set({ kind: "error", message: `${qualname}: ${result.error}` });
+      return undefined;
+    }
+    return result;
+  }
+
   async compareCompile(arg: unknown): Promise<void> {
     const started = await this.start(arg, "compare it with torch.compile");
     if (started === undefined) {
@@ -105,22 +135,8 @@ export class CompareCommands {
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
     const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, chosen.call, settings), mode };
     traceInfo(`compare ${target.qualname} with torch.compile: ${JSON.stringify(args)}`);
-    this.status.set({ kind: "profiling", target: `${target.qualname} vs torch.compile` });
-    let result: CommandResult | "cancelled";
-    try {
-      result = await this.host.runWithProgress(client, `torchscope: ${target.qualname}, eager vs torch.compile`, ServerCommands.compareCompile, args);
-    } catch (e) {
-      this.status.set({ kind: "error", message: `${target.qualname}: ${errorText(e)}` });
-      throw e;
-    }
-    if (result === "cancelled") {
-      this.status.set({ kind: "idle", detail: "cancelled" });
-      return;
-    }
-    if (!result.ok) {
-      // The server publishes an Error diagnostic and shows the message.
-      traceError(`compare ${target.qualname}: ${result.error}`);
-      this.status.set({ kind: "error", message: `${target.qualname}: ${result.error}` });
+    const result = await this.runJob(client, target.qualname, "vs torch.compile", "eager vs torch.compile", ServerCommands.compareCompile, args);
+    if (result === undefined) {
       return;
     }
     const compare = parseCompare(result.report);
@@ -174,21 +190,8 @@ export class CompareCommands {
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
     const args = { ...buildProfileArgs(uri, target.line, call.trim(), settings), sizes, name: SIZE_NAME };
     traceInfo(`profile ${target.qualname} across sizes: ${JSON.stringify(args)}`);
-    this.status.set({ kind: "profiling", target: `${target.qualname} across ${SIZE_NAME}` });
-    let result: CommandResult | "cancelled";
-    try {
-      result = await this.host.runWithProgress(client, `torchscope: ${target.qualname} across sizes`, ServerCommands.sweep, args);
-    } catch (e) {
-      this.status.set({ kind: "error", message: `${target.qualname}: ${errorText(e)}` });
-      throw e;
-    }
-    if (result === "cancelled") {
-      this.status.set({ kind: "idle", detail: "cancelled" });
-      return;
-    }
-    if (!result.ok) {
-      traceError(`sweep ${target.qualname}: ${result.error}`);
-      this.status.set({ kind: "error", message: `${target.qualname}: ${result.error}` });
+    const result = await this.runJob(client, target.qualname, `across ${SIZE_NAME}`, "across sizes", ServerCommands.sweep, args);
+    if (result === undefined) {
       return;
     }
     const sweep = parseSweep((result as unknown as Record<string, unknown>).sweep);
