@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
+from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import itemgetter, sub
@@ -172,17 +173,12 @@ class Context:
         """Op name → indices of its calls inside the steps, in time order (built once; rules
         that look for a few op names use it instead of scanning every op)."""
         if self._ops_by_name is None:
-            out: dict[str, list[int]] = {}
+            groups: defaultdict[str, list[int]] = defaultdict(list)
             ops = self.trace.ops
             for lo, hi in self.ranges(ops):
-                for i in range(lo, hi):
-                    name = ops[i][2]
-                    lst = out.get(name)
-                    if lst is None:
-                        out[name] = [i]
-                    else:
-                        lst.append(i)
-            self._ops_by_name = out
+                for i, name in zip(range(lo, hi), map(_NAME, ops[lo:hi])):
+                    groups[name].append(i)
+            self._ops_by_name = dict(groups)
         return self._ops_by_name
 
     _cpu_index: object = None

@@ -348,21 +348,20 @@ def top_ops(ctx: Context, limit: int = TOP_OPS) -> list[TopOp]:
     incl_us = {name: float(sum(map(durs.__getitem__, idx))) for name, idx in by_name.items()}
     dev_us: dict[str, float] = {}
     rt_op = ctx.nest.rt_op
-    for label, spans, rts, where in (
-        ("kernel", trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel),
-        ("memcpy", trace.memcpys, ctx.links.memcpy_rt, ctx.step_of_memcpy),
-        ("memset", trace.memsets, ctx.links.memset_rt, ctx.step_of_memset),
+    all_ops = trace.ops
+    for spans, rts, where in (
+        (trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel),
+        (trace.memcpys, ctx.links.memcpy_rt, ctx.step_of_memcpy),
+        (trace.memsets, ctx.links.memset_rt, ctx.step_of_memset),
     ):
-        del label
-        for i, s in enumerate(spans):
-            r = rts[i]
-            if r < 0 or where[i] < 0:
+        for dur, r, step in zip(ctx.durations(spans), rts, where):
+            if r < 0 or step < 0:
                 continue
             op = rt_op[r]
             if op < 0:
                 continue
-            name = trace.ops[op].name
-            dev_us[name] = dev_us.get(name, 0.0) + (s.end - s.start)
+            name = all_ops[op][2]
+            dev_us[name] = dev_us.get(name, 0.0) + dur
     ctx.op_calls = calls
     if ctx.device_run:
         order = sorted(calls, key=lambda k: (-dev_us.get(k, 0.0), -self_us[k]))

@@ -148,6 +148,7 @@ def _devices(meta: dict[str, Any]) -> list[DeviceProps]:
 def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
     """Split raw events by kind into :class:`Span` lists (the single hot loop)."""
     lists: list[list[Span]] = [[] for _ in range(12)]
+    appends = [lst.append for lst in lists]
     track_ids: dict[tuple[object, object], int] = {}
     track_kinds: list[int] = []
     track_keys: list[tuple[object, object]] = []
@@ -157,16 +158,22 @@ def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
     legacy = False
     skipped = 0
     ann_prefixes = ANNOTATION_PREFIXES
+    marker = LINE_MARKER_PREFIX
     empty: dict[str, Any] = {}
 
     origin = _origin(events)
     new = tuple.__new__  # Span(...) without the Python-level NamedTuple.__new__ frame
     legacy_cats = LEGACY_CATEGORIES
     overhead_names = PROFILER_OVERHEAD_NAMES
+    # The track of the previous event: most events continue their thread's run.
+    last_pid: object = None
+    last_tid: object = None
+    last_track = -1
     for e in events:
         try:
-            if e["ph"] != "X":
-                if e["ph"] == "M" and e.get("name") == "thread_name":
+            ph = e["ph"]
+            if ph != "X":
+                if ph == "M" and e.get("name") == "thread_name":
                     a = e.get("args")
                     if isinstance(a, dict) and isinstance(a.get("name"), str):
                         thread_names[(e.get("pid"), e.get("tid"))] = a["name"]
@@ -177,8 +184,14 @@ def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
                 continue
             name = e["name"]
             start = e["ts"] - origin
-            end = start + e.get("dur", 0.0)
-            args = e.get("args", empty)
+            try:
+                end = start + e["dur"]
+            except KeyError:
+                end = start + 0.0
+            try:
+                args = e["args"]
+            except KeyError:
+                args = empty
             # The chained comparison also rejects strings, None and NaN in ts/dur.
             if (
                 not -1e18 < start <= end < 1e18
@@ -190,23 +203,33 @@ def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
                 else:
                     skipped += 1
                     continue
-            if cat in legacy_cats:
+            if kind == _OP:
+                if cat in legacy_cats:
+                    legacy = True
+                    if name.startswith(ann_prefixes):
+                        kind = _ANN
+                elif name.startswith(marker):
+                    kind = _ANN  # the worker's line markers (_RecordFunctionFast records cpu_op)
+            elif cat in legacy_cats:
                 legacy = True
-                if kind == _OP and name.startswith(ann_prefixes):
-                    kind = _ANN
-            elif kind == _OP and name.startswith(LINE_MARKER_PREFIX):
-                kind = _ANN  # the worker's line markers (_RecordFunctionFast records cpu_op)
             if name in overhead_names:
                 kind = _OVERHEAD
-            key = (e.get("pid"), e.get("tid"))
-            track = track_ids.get(key)
-            if track is None:
-                track = track_ids[key] = len(track_keys)
-                track_keys.append(key)
-                track_kinds.append(kind)
-                track_first_args.append(args)
+            pid = e.get("pid")
+            tid = e.get("tid")
+            if tid == last_tid and pid == last_pid and last_track >= 0:
+                track = last_track
+            else:
+                key = (pid, tid)
+                found = track_ids.get(key)
+                if found is None:
+                    found = track_ids[key] = len(track_keys)
+                    track_keys.append(key)
+                    track_kinds.append(kind)
+                    track_first_args.append(args)
+                track = last_track = found
+                last_pid, last_tid = pid, tid
             # ts/dur stay ints where Kineto wrote ints (exact, and no float() per event).
-            lists[kind].append(new(Span, (start, end, name, track, args)))
+            appends[kind](new(Span, (start, end, name, track, args)))
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
             # A missing field, a wrong type, an unhashable pid/tid or category: not an event
             # we can place; counted, never fatal.

@@ -6,11 +6,9 @@ an id, a title, where its documentation and threshold come from, a skip conditio
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from ..context import Context
-from ..model import Span
 from ..report import Finding
 
 README = "README.md"
@@ -79,12 +77,3 @@ class LinkedKernelRule(Rule):
             return "kernels are not linked to launches (no correlation ids)"
         return None
 
-
-def linked_kernels(ctx: Context) -> Iterator[tuple[int, Span, int, int]]:
-    """``(kernel index, kernel, launch call index, step)`` for kernels inside a step whose
-    launch call is known."""
-    kernel_rt, step_of_kernel = ctx.links.kernel_rt, ctx.step_of_kernel
-    for k, kernel in enumerate(ctx.trace.kernels):
-        r, step = kernel_rt[k], step_of_kernel[k]
-        if r >= 0 and step >= 0:
-            yield k, kernel, r, step

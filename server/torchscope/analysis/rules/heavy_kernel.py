@@ -7,6 +7,9 @@ for the hover, not a problem, so it carries no cost.
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import itemgetter
+
 from ..context import Context
 from ..formatting import format_duration
 from ..link import is_launch
@@ -16,6 +19,16 @@ from .base import Rule
 
 MAX_HEAVY_KERNELS = 5
 """Distinct heavy kernels listed (by device time)."""
+
+OCCUPANCY_QUERY = "cudaOccupancyMaxActiveBlocksPerMultiprocessor"
+
+_NAME = itemgetter(2)
+
+
+def _queries(ctx: Context) -> set[str]:
+    """The distinct runtime call names that are occupancy queries (one test per name, not
+    per call)."""
+    return {n for n in set(map(_NAME, ctx.trace.runtime)) if n.startswith(OCCUPANCY_QUERY)}
 
 
 class HeavyKernel(Rule):
@@ -27,10 +40,7 @@ class HeavyKernel(Rule):
     source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
 
     def skip(self, ctx: Context) -> str | None:
-        if not any(
-            r.name.startswith("cudaOccupancyMaxActiveBlocksPerMultiprocessor")
-            for r in ctx.trace.runtime
-        ):
+        if not _queries(ctx):
             return "no cudaOccupancyMaxActiveBlocksPerMultiprocessor calls in the trace"
         return None
 
@@ -40,9 +50,9 @@ class HeavyKernel(Rule):
         first_rt: dict[str, int] = {}
         runtime = trace.runtime
         n = len(runtime)
-        for i, r in enumerate(runtime):
-            if not r.name.startswith("cudaOccupancyMaxActiveBlocksPerMultiprocessor"):
-                continue
+        queries = _queries(ctx)
+        for i in compress(range(n), map(queries.__contains__, map(_NAME, runtime))):
+            r = runtime[i]
             # The next call on the same thread (runtime is sorted by start).
             j = i + 1
             while j < n and runtime[j].track != r.track:

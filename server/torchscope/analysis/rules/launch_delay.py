@@ -14,7 +14,7 @@ from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
 from ._common import count_per_step, per_step_median, rt_location
-from .base import LinkedKernelRule, linked_kernels
+from .base import LinkedKernelRule
 
 LAUNCH_DELAY_US = 100.0
 """HTA's default threshold for a long launch delay."""
@@ -35,8 +35,11 @@ class LaunchDelay(LinkedKernelRule):
         trace = ctx.trace
         delayed: list[tuple[int, float]] = []
         worst = (0.0, -1)
-        for _, kernel, r, step in linked_kernels(ctx):
-            delay = kernel.start - trace.runtime[r].start
+        runtime = trace.runtime
+        for kernel, r, step in zip(trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel):
+            if r < 0 or step < 0:
+                continue  # not linked, or outside the steps
+            delay = kernel[0] - runtime[r][0]
             if delay <= LAUNCH_DELAY_US:
                 continue
             tl = ctx.timelines.get(trace.tracks[kernel.track].device)

@@ -62,7 +62,8 @@ class ManyCalls(Rule):
         if not wanted:
             return []
         ops = ctx.trace.ops
-        indices = {name: ctx.ops_by_name()[name] for name in wanted}
+        # Sorted: equal-cost findings must come out in the same order on every run.
+        indices = {name: ctx.ops_by_name()[name] for name in sorted(wanted)}
         all_durations = ctx.durations(ops)
         durations = {
             name: list(map(all_durations.__getitem__, idx)) for name, idx in indices.items()

@@ -12,7 +12,7 @@ from ..formatting import format_duration, format_share
 from ..link import is_launch
 from ..report import Finding
 from ._common import per_step_median
-from .base import LinkedKernelRule, linked_kernels
+from .base import LinkedKernelRule
 
 SMALL_KERNEL_MIN_SHARE = 0.2
 """At least a fifth of the step's kernels must be shorter than their launch."""
@@ -34,14 +34,22 @@ class SmallKernels(LinkedKernelRule):
         small: list[tuple[int, float]] = []
         count = [0] * len(ctx.steps)
         total = [0] * len(ctx.steps)
-        for _, kernel, r, step in linked_kernels(ctx):
-            call = trace.runtime[r]
-            if call.name == "cudaGraphLaunch" or not is_launch(call.name):
+        runtime = trace.runtime
+        single_launch: dict[str, bool] = {}  # launch call name → is it one kernel's launch?
+        for kernel, r, step in zip(trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel):
+            if r < 0 or step < 0:
+                continue  # not linked, or outside the steps
+            call = runtime[r]
+            name = call[2]
+            single = single_launch.get(name)
+            if single is None:
+                single = single_launch[name] = name != "cudaGraphLaunch" and is_launch(name)
+            if not single:
                 continue  # a graph launch is one call for many kernels
             total[step] += 1
-            if kernel.end - kernel.start < call.end - call.start:
+            if kernel[1] - kernel[0] < call[1] - call[0]:
                 count[step] += 1
-                small.append((step, call.end - call.start))
+                small.append((step, call[1] - call[0]))
         n = max(1, len(ctx.steps))
         per_step = sum(count) / n
         share = sum(count) / max(1, sum(total))
