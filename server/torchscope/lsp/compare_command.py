@@ -18,126 +18,42 @@ the traces. Nothing is published for a sweep: the client shows the table and the
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable
-from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, TypeVar
 
 from lsprotocol import types
 
 from torchscope.host.compare_run import MODES, compare_compile
-from torchscope.host.profile_run import ProfileFailure, ProfileOptions
+from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import DEFAULT_SIZES, MAX_SIZES, SweepSpecError, parse_sweep, sweep
 from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP, NOTIFY_PROFILE_DONE
-from torchscope.lsp.profile_command import (
+from torchscope.lsp.jobs import (
     BadArguments,
-    ProfileArgs,
-    _execute_params,
-    _locate,
-    _report_failure,
-    _source_or_empty,
-    _store,
+    parse_args,
+    prepare,
+    report_failure,
+    store_result,
+    with_progress,
 )
-from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.lsp.settings import SettingsError
-from torchscope.protocol import Output, Progress
-from torchscope.targets import Target, TargetError
 
 T = TypeVar("T")
 
 
-class _Located:
-    def __init__(self, path: Path, source: str, target: Target, options: ProfileOptions) -> None:
-        self.path, self.source, self.target, self.options = path, source, target, options
-
-
-def _parse(command: str, arguments: tuple[Any, ...]) -> tuple[ProfileArgs, dict[str, Any]]:
-    try:
-        parsed = ProfileArgs.parse(arguments)
-    except BadArguments as exc:
-        raise BadArguments(str(exc).replace("torchscope.profile", command)) from None
-    return parsed, dict(arguments[0])
-
-
-def _prepare(
-    ls: TorchscopeServer, args: ProfileArgs
-) -> tuple[Optional[_Located], Optional[dict[str, Any]]]:
-    """Find the function and the options, or report why not (as ``torchscope.profile`` does)."""
-    try:
-        path, source, target = _locate(ls, args)
-    except TargetError as exc:
-        failure = ProfileFailure("target", str(exc), exc.line)
-        source = _source_or_empty(args.uri)
-        return None, _report_failure(ls, args.uri, failure, exc.line or args.line + 1, source, None)
-    try:
-        settings = ls.settings.updated(args.overrides)
-    except SettingsError as exc:
-        failure = ProfileFailure("settings", str(exc), target.def_line)
-        return None, _report_failure(ls, args.uri, failure, target.def_line, source, target)
-    root = ls.workspace_root()
-    options = ProfileOptions(
-        steps=settings.steps,
-        warmup=settings.warmup,
-        timeout_s=settings.timeout_s,
-        workspace_root=str(root) if root and path.is_relative_to(root) else str(path.parent),
-    )
-    return _Located(path, source, target, options), None
-
-
-async def _with_progress(
-    ls: TorchscopeServer,
-    title: str,
-    qualname: str,
-    run: Callable[[Callable[[Progress], None], Callable[[Output], None]], Awaitable[T]],
-) -> tuple[Optional[T], Optional[str]]:
-    """Run a job with ``$/progress`` and cancellation; (result, None) or (None, "cancelled")."""
-    task = asyncio.current_task()
-    assert task is not None
-    request_id = ls.protocol.msg_id
-    if request_id is not None:
-        ls.running[request_id] = task
-    params = _execute_params()
-    progress = JobProgress(ls, params.work_done_token if params else None)
-    await progress.begin(title, task)
-
-    def on_progress(message: Progress) -> None:
-        progress.report(message.message, message.fraction)
-
-    def on_output(message: Output) -> None:
-        ls.log(f"[{qualname} {message.stream}] {message.text.rstrip()}")
-
-    try:
-        result = await run(on_progress, on_output)
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        ls.log(f"{title}: cancelled")
-        return None, "cancelled"
-    except BaseException:
-        progress.end("failed")
-        raise
-    finally:
-        if request_id is not None:
-            ls.running.pop(request_id, None)
-    progress.end("done")
-    return result, None
-
-
 async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
     try:
-        args, raw = _parse(CMD_COMPARE_COMPILE, arguments)
+        args, raw = parse_args(CMD_COMPARE_COMPILE, arguments)
         mode = raw.get("mode", "default")
         if mode not in MODES:
             raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {', '.join(MODES)}")
     except BadArguments as exc:
         ls.show(types.MessageType.Error, str(exc))
         return {"ok": False, "error": str(exc)}
-    located, failed = _prepare(ls, args)
+    located, failed = prepare(ls, args)
     if located is None:
         return failed or {"ok": False, "error": "no function"}
     target = located.target
     try:
-        outcome, cancelled = await _with_progress(
+        outcome, cancelled = await with_progress(
             ls,
             f"Comparing {target.qualname} with torch.compile",
             target.qualname,
@@ -146,11 +62,11 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
             ),
         )
     except ProfileFailure as failure:
-        return _report_failure(ls, args.uri, failure, target.def_line, located.source, target)
+        return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
     if outcome is None:
         return {"ok": False, "error": cancelled or "cancelled"}
     data = outcome.to_json()
-    _store(ls, args.uri, located.source, target, report=data)
+    store_result(ls, args.uri, located.source, target, report=data)
     ls.refresh_views()
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": args.uri, "report": data})
     error = outcome.compare.get("error")
@@ -195,17 +111,17 @@ def _sizes(raw: dict[str, Any]) -> tuple[str, list[int]]:
 
 async def sweep_command(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
     try:
-        args, raw = _parse(CMD_SWEEP, arguments)
+        args, raw = parse_args(CMD_SWEEP, arguments)
         name, sizes = _sizes(raw)
     except BadArguments as exc:
         ls.show(types.MessageType.Error, str(exc))
         return {"ok": False, "error": str(exc)}
-    located, failed = _prepare(ls, args)
+    located, failed = prepare(ls, args)
     if located is None:
         return failed or {"ok": False, "error": "no function"}
     target = located.target
     try:
-        outcome, cancelled = await _with_progress(
+        outcome, cancelled = await with_progress(
             ls,
             f"Profiling {target.qualname} across {name}",
             target.qualname,
