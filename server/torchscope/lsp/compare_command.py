@@ -25,13 +25,14 @@ from lsprotocol import types
 from torchscope.host.compare_run import MODES, compare_compile
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import DEFAULT_SIZES, MAX_SIZES, SweepSpecError, parse_sweep, sweep
-from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP, NOTIFY_PROFILE_DONE
+from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
 from torchscope.lsp.jobs import (
     BadArguments,
     parse_args,
     prepare,
+    publish_profile,
+    refuse,
     report_failure,
-    store_result,
     with_progress,
 )
 from torchscope.lsp.server import TorchscopeServer
@@ -46,8 +47,7 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         if mode not in MODES:
             raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {', '.join(MODES)}")
     except BadArguments as exc:
-        ls.show(types.MessageType.Error, str(exc))
-        return {"ok": False, "error": str(exc)}
+        return refuse(ls, exc)
     located, failed = prepare(ls, args)
     if located is None:
         return failed or {"ok": False, "error": "no function"}
@@ -66,9 +66,7 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
     if outcome is None:
         return {"ok": False, "error": cancelled or "cancelled"}
     data = outcome.to_json()
-    store_result(ls, args.uri, located.source, target, report=data)
-    ls.refresh_views()
-    ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": args.uri, "report": data})
+    publish_profile(ls, args.uri, located, data)
     error = outcome.compare.get("error")
     if error:
         first = str(error["message"]).strip().splitlines()[0]
@@ -114,8 +112,7 @@ async def sweep_command(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dic
         args, raw = parse_args(CMD_SWEEP, arguments)
         name, sizes = _sizes(raw)
     except BadArguments as exc:
-        ls.show(types.MessageType.Error, str(exc))
-        return {"ok": False, "error": str(exc)}
+        return refuse(ls, exc)
     located, failed = prepare(ls, args)
     if located is None:
         return failed or {"ok": False, "error": "no function"}

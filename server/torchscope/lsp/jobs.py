@@ -17,7 +17,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from torchscope.host.profile_run import ProfileFailure, ProfileOptions
-from torchscope.lsp.constants import CMD_PROFILE
+from torchscope.lsp.constants import CMD_PROFILE, NOTIFY_PROFILE_DONE
 from torchscope.lsp.diagnostics import failure_diagnostic
 from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import ProfiledFunction, function_source
@@ -222,3 +222,19 @@ def report_failure(
     if failure.traceback:
         ls.log(failure.traceback, types.MessageType.Error)
     return {"ok": False, "error": failure.message, "kind": failure.kind, "line": failure.line}
+
+
+def refuse(ls: TorchscopeServer, exc: BadArguments) -> dict[str, Any]:
+    """Bad command arguments: say so, change nothing."""
+    ls.show(types.MessageType.Error, str(exc))
+    return {"ok": False, "error": str(exc)}
+
+
+def publish_profile(
+    ls: TorchscopeServer, uri: str, located: Located, report: dict[str, Any]
+) -> dict[str, Any]:
+    """Keep a finished profile, show it everywhere, and tell the client."""
+    store_result(ls, uri, located.source, located.target, report=report)
+    ls.refresh_views()
+    ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": uri, "report": report})
+    return {"ok": True, "report": report}

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from lsprotocol import types
-
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
-from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE, NOTIFY_PROFILE_DONE
+from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE
 from torchscope.lsp.jobs import (
     BadArguments,
     ProfileArgs,
     prepare,
+    publish_profile,
+    refuse,
     report_failure,
-    store_result,
     with_progress,
 )
 from torchscope.lsp.server import TorchscopeServer
@@ -30,8 +29,7 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
     try:
         args = ProfileArgs.parse(arguments)
     except BadArguments as exc:
-        ls.show(types.MessageType.Error, str(exc))
-        return {"ok": False, "error": str(exc)}
+        return refuse(ls, exc)
     located, failed = prepare(ls, args)
     if located is None:
         return failed or {"ok": False, "error": "no function"}
@@ -54,11 +52,7 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
     if outcome is None:
         return {"ok": False, "error": cancelled or "cancelled"}
-    data = outcome.to_json()
-    store_result(ls, args.uri, located.source, target, report=data)
-    ls.refresh_views()
-    ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": args.uri, "report": data})
-    return {"ok": True, "report": data}
+    return publish_profile(ls, args.uri, located, outcome.to_json())
 
 
 def clear(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
