@@ -26,7 +26,6 @@ from torchscope.protocol import (
     JobError,
     ProfileRequest,
     ProfileResult,
-    Progress,
 )
 from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
@@ -83,24 +82,16 @@ class CompareJob(ProfileJob):
     """A ``ProfileJob`` for the eager side plus the compiled side; see the module docstring."""
 
     request: CompareRequest
+    stages = COMPARE_STAGES
 
     def __init__(self, request: CompareRequest, send: Callable[[Any], None], cuda: bool) -> None:
         super().__init__(request, send, cuda)
         self.request = request
 
-    def _stage(self, stage: str, message: str) -> None:
-        fraction = COMPARE_STAGES.index(stage) / len(COMPARE_STAGES)
-        self._send(Progress(self.request.job_id, stage, message, fraction))
-
     def compare(self) -> CompareResult:
         request = self.request
         prepared, def_line = self._setup()
-        self._stage("cold", "first eager call (cold start)")
-        cold_s = self._call_once(prepared, "first call")
-        self._stage("warmup", f"{request.warmup} eager warmup calls")
-        estimate_s = cold_s
-        for _ in range(request.warmup):
-            estimate_s = self._call_once(prepared, "warmup call")
+        cold_s, estimate_s = self._cold_and_warm(prepared, side="eager ")
 
         result = CompareResult(job_id=request.job_id, eager={}, mode=request.mode)
         compiled, compiled_estimate_s = self._compile(prepared, result)

@@ -73,8 +73,11 @@ class ProfileJob:
         self.module: Any = None
         self.target: Any = None
 
+    #: The passes this job reports progress for, in order (a subclass may add its own).
+    stages: tuple[str, ...] = STAGES
+
     def _stage(self, stage: str, message: str) -> None:
-        fraction = STAGES.index(stage) / len(STAGES)
+        fraction = self.stages.index(stage) / len(self.stages)
         self._send(Progress(self.request.job_id, stage, message, fraction))
 
     def _fail(self, kind: str, message: str, exc: Optional[BaseException] = None) -> JobFailed:
@@ -148,15 +151,21 @@ class ProfileJob:
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
             ) from exc
 
+    def _cold_and_warm(self, prepared: PreparedCall, side: str = "") -> tuple[float, float]:
+        """The cold call, timed alone, then the warmup calls; returns the cold time and the
+        last warmup call's time (the estimate the timing pass sizes its batches by)."""
+        self._stage("cold", f"first {side}call (cold start)")
+        cold_s = self._call_once(prepared, "first call")
+        self._stage("warmup", f"{self.request.warmup} {side}warmup calls")
+        estimate_s = cold_s
+        for _ in range(self.request.warmup):
+            estimate_s = self._call_once(prepared, "warmup call")
+        return cold_s, estimate_s
+
     def run(self) -> ProfileResult:
         request = self.request
         prepared, def_line = self._setup()
-        self._stage("cold", "first call (cold start)")
-        cold_s = self._call_once(prepared, "first call")
-        self._stage("warmup", f"{request.warmup} warmup calls")
-        estimate_s = cold_s
-        for _ in range(request.warmup):
-            estimate_s = self._call_once(prepared, "warmup call")
+        cold_s, estimate_s = self._cold_and_warm(prepared)
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
         floor = median(samples.floor_us)
