@@ -1,5 +1,9 @@
 """Shared paths for all test suites."""
 
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -15,3 +19,26 @@ def trace_dir(tmp_path: Path) -> Path:
     folder = tmp_path / "traces"
     folder.mkdir()
     return folder
+
+
+@contextmanager
+def port_holder() -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """Another process listening on a free loopback port: ``(process, port)``; killed after."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys\n"
+            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+            "print(s.getsockname()[1], flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        yield holder, int(holder.stdout.readline())
+    finally:
+        holder.kill()
+        holder.wait()

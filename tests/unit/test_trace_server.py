@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import http.client
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import port_holder
 from torchscope.host.trace_server import (
     PERFETTO_PORT,
     PortInUse,
@@ -145,30 +144,13 @@ def test_stops_after_a_timeout_without_a_fetch(server: TraceServer) -> None:
 
 
 def test_port_in_use_names_the_process(tmp_path: Path) -> None:
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import socket, sys\n"
-            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-            "print(s.getsockname()[1], flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        port = int(holder.stdout.readline())
+    with port_holder() as (holder, port):
         with pytest.raises(PortInUse) as caught:
             TraceServer(TRACE, port=port).start()
         message = str(caught.value)
         assert f"port {port} on 127.0.0.1 is already in use" in message
         assert f"pid {holder.pid}" in message and f"kill {holder.pid}" in message
         assert "127.0.0.1:9001" in message  # why no other port will do
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_unreadable_trace_is_a_clear_error(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, SHARED_TRACES
+from tests.conftest import REPO, SHARED_TRACES, port_holder
 
 TORCHSCOPE = (sys.executable, "-m", "torchscope")
 FAKE_BROWSER = Path(__file__).with_name("fake_browser.py")
@@ -184,32 +184,16 @@ def test_analyze_open_times_out_and_frees_the_port(trace: Path) -> None:
         s.bind(("127.0.0.1", port))
 
 
-def test_analyze_open_port_in_use_says_who_holds_it(
-    trace: Path, running: list[subprocess.Popen[str]]
-) -> None:
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import socket, sys\n"
-            "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
-            "print(s.getsockname()[1], flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    running.append(holder)
-    assert holder.stdout is not None
-    port = int(holder.stdout.readline())
-    run = subprocess.run(
-        [*TORCHSCOPE, "analyze", str(trace), "--open"],
-        cwd=REPO,
-        env=env(port),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def test_analyze_open_port_in_use_says_who_holds_it(trace: Path) -> None:
+    with port_holder() as (holder, port):
+        run = subprocess.run(
+            [*TORCHSCOPE, "analyze", str(trace), "--open"],
+            cwd=REPO,
+            env=env(port),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert run.returncode == 1
     assert f"port {port} on 127.0.0.1 is already in use by pid {holder.pid}" in run.stderr
     assert "Perfetto: " not in run.stdout
