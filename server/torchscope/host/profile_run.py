@@ -208,11 +208,6 @@ class Profiler:
             hello = await self.hello()
             yield await self._ensure_worker(), hello, next(self._job_ids)
 
-    async def cancel(self) -> None:
-        """Stop whatever runs now by killing the worker; the next job starts a fresh one."""
-        if self._worker is not None:
-            await self._worker.kill()
-
     async def close(self) -> None:
         if self._worker is not None:
             await self._worker.close()

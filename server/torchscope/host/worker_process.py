@@ -270,13 +270,3 @@ class WorkerProcess:
                 await asyncio.wait_for(process.wait(), 5)
         await self.kill()
 
-
-async def ensure_started(
-    worker: Optional[WorkerProcess], factory: Callable[[], WorkerProcess]
-) -> WorkerProcess:
-    """Reuse a live worker or start a fresh one."""
-    if worker is not None and worker.alive:
-        return worker
-    fresh = factory()
-    await fresh.start()
-    return fresh

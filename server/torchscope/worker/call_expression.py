@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 
 class CallExpressionError(Exception):
@@ -92,11 +92,3 @@ def direct_call(func: Callable[..., Any], name: str) -> PreparedCall:
     """A function with no required parameters is called as it is."""
     return PreparedCall(func, (), {}, f"{name}()")
 
-
-def called_function(prepared: PreparedCall) -> Optional[Callable[..., Any]]:
-    """The plain function behind the callee (bound methods unwrapped), to check the target."""
-    func: Any = prepared.func
-    func = getattr(func, "__func__", func)
-    if hasattr(func, "forward") and not hasattr(func, "__code__"):
-        func = getattr(type(func), "forward", func)  # calling an nn.Module runs its forward
-    return func if hasattr(func, "__code__") else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
+import statistics
 import time
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Union
@@ -36,7 +37,6 @@ from torchscope.worker.timing import (
     _floor_op,
     _synchronizer,
     _time_batch,
-    median,
 )
 
 COMPARE_STAGES = (
@@ -135,7 +135,7 @@ class CompareJob(ProfileJob):
                 compiled = None
         import torch
 
-        floor = median(floor_us)
+        floor = statistics.median(floor_us)
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
         common: dict[str, Any] = {
             "job_id": request.job_id,

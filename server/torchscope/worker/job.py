@@ -8,6 +8,7 @@ structure (which ops, how many, device time) and the profiler's own overhead.
 from __future__ import annotations
 
 import inspect
+import statistics
 import time
 import traceback
 from pathlib import Path
@@ -23,7 +24,7 @@ from torchscope.worker.call_expression import (
 )
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.profiling import profile_calls
-from torchscope.worker.timing import TimingSamples, median, time_calls
+from torchscope.worker.timing import TimingSamples, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
 
@@ -168,7 +169,7 @@ class ProfileJob:
         cold_s, estimate_s = self._cold_and_warm(prepared)
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
-        floor = median(samples.floor_us)
+        floor = statistics.median(samples.floor_us)
         self._stage("profile", f"profiling {request.steps} calls with line markers")
         attribution_note = self._profile(prepared)
         import torch

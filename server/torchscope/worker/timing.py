@@ -8,7 +8,6 @@ launched.
 
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -90,6 +89,3 @@ def time_calls(
         floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
     return TimingSamples(per_call_us, len(per_call_us) * batch, floor_us)
 
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
