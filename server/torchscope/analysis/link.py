@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
-from operator import itemgetter, methodcaller
+from operator import itemgetter
 
 from .model import Span, Trace
 
-_ARGS = itemgetter(4)
-_GET_CORRELATION = methodcaller("get", "correlation")
+_CORRELATION = itemgetter(5)
 
 LAUNCH_CALLS = frozenset(
     {
@@ -101,7 +100,7 @@ def _ext(args: object) -> int | None:
 
 
 def _correlations(spans: list[Span]) -> list[object]:
-    return list(map(_GET_CORRELATION, map(_ARGS, spans)))
+    return list(map(_CORRELATION, spans))
 
 
 def link(trace: Trace) -> Links:

@@ -24,6 +24,9 @@ class Span(NamedTuple):
     track: int
     """Index into :attr:`Trace.tracks` (a CPU thread or a device stream)."""
     args: Args
+    correlation: object = None
+    """``args["correlation"]``, read while normalising (when the event was just parsed and
+    still in cache): linking 60k launches to their kernels reads it once per span."""
 
 
 class Track(NamedTuple):

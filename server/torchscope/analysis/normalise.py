@@ -1,4 +1,4 @@
-"""One pass over the raw events: keep what the analysis reads, in µs floats, split by kind.
+"""One pass over the raw events, made while the JSON is parsed: keep what the analysis reads.
 
 Every trace variant torch has written since 1.8 is folded into one shape here, so no later
 stage has to know about formats:
@@ -20,13 +20,13 @@ parses as JSON is always analysed as far as its contents allow.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
 from .errors import TraceError
 from .model import DeviceProps, Span, Trace, Track
-from .parse import load_raw, load_raw_bytes
+from .parse import load_raw_bytes, read_bytes
 
 # Kinds, as indices into the per-kind lists built below.
 _OP, _ANN, _PY, _RT, _KERNEL, _MEMCPY, _MEMSET, _GPU_ANN, _GPU_SYNC, _RANGE, _OVERHEAD, _SPAN = (
@@ -93,17 +93,6 @@ PROFILER_OVERHEAD_NAMES = frozenset(
 _START = itemgetter(0)
 
 
-def _origin(events: Iterable[Any]) -> float:
-    """The first event's timestamp, subtracted from all: Kineto writes absolute epoch µs
-    (~1.7e15, where a float64 resolves only 0.25 µs) in older traces, and durations of
-    1-2 µs kernels must survive ``end - start``."""
-    for e in events:
-        ts = e.get("ts") if isinstance(e, dict) else None
-        if isinstance(ts, (int, float)) and not isinstance(ts, bool) and -1e18 < ts < 1e18:
-            return ts
-    return 0
-
-
 def _int_or(value: object, default: int) -> int:
     if isinstance(value, bool):
         return default
@@ -145,151 +134,204 @@ def _devices(meta: dict[str, Any]) -> list[DeviceProps]:
     return out
 
 
-def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
-    """Split raw events by kind into :class:`Span` lists (the single hot loop)."""
-    lists: list[list[Span]] = [[] for _ in range(12)]
-    appends = [lst.append for lst in lists]
-    track_ids: dict[tuple[object, object], int] = {}
-    track_kinds: list[int] = []
-    track_keys: list[tuple[object, object]] = []
-    track_first_args: list[Any] = []
-    thread_names: dict[tuple[object, object], str] = {}
-    kind_of = _CATEGORY_KIND.get
-    legacy = False
-    skipped = 0
-    ann_prefixes = ANNOTATION_PREFIXES
-    marker = LINE_MARKER_PREFIX
-    empty: dict[str, Any] = {}
+class EventSink:
+    """Normalises raw events one at a time: ``accept`` is json's ``object_hook``.
 
-    origin = _origin(events)
-    new = tuple.__new__  # Span(...) without the Python-level NamedTuple.__new__ frame
-    legacy_cats = LEGACY_CATEGORIES
-    overhead_names = PROFILER_OVERHEAD_NAMES
-    # The track of the previous event: most events continue their thread's run.
-    last_pid: object = None
-    last_tid: object = None
-    last_track = -1
-    for e in events:
-        try:
-            ph = e["ph"]
-            if ph != "X":
-                if ph == "M" and e.get("name") == "thread_name":
-                    a = e.get("args")
-                    if isinstance(a, dict) and isinstance(a.get("name"), str):
-                        thread_names[(e.get("pid"), e.get("tid"))] = a["name"]
-                continue
-            cat = e["cat"]
-            kind = kind_of(cat)
-            if kind is None:
-                continue
-            name = e["name"]
-            start = e["ts"] - origin
+    As the hook, it sees each event dict the moment the parser has built it, keeps what the
+    analysis reads (a :class:`Span` holding the name and the ``args`` dict by reference) and
+    lets the dict go while it is still in cache. That is both the single pass over the events
+    and most of the cost of freeing them: parsing with the hook is faster than parsing alone.
+    Every dict goes through the hook, inner ones first, so ``args`` objects, device properties
+    and the document itself (no ``"ph"`` key) come back unchanged.
+    """
+
+    def __init__(self) -> None:
+        self.lists: list[list[Span]] = [[] for _ in range(12)]
+        self.track_ids: dict[tuple[object, object], int] = {}
+        self.track_kinds: list[int] = []
+        self.track_keys: list[tuple[object, object]] = []
+        self.track_first_args: list[Any] = []
+        self.thread_names: dict[tuple[object, object], str] = {}
+        self.flags = {"legacy": False, "skipped": 0}
+        self.accept = self._make_accept()
+
+    def _make_accept(self) -> Callable[[dict[str, Any]], Any]:
+        """The hook, as a closure: its state lives in fast cell variables, not attributes."""
+        appends = [lst.append for lst in self.lists]
+        track_ids = self.track_ids
+        track_kinds, track_keys = self.track_kinds, self.track_keys
+        track_first_args = self.track_first_args
+        thread_names = self.thread_names
+        flags = self.flags
+        kind_of = _CATEGORY_KIND.get
+        ann_prefixes = ANNOTATION_PREFIXES
+        marker = LINE_MARKER_PREFIX
+        legacy_cats = LEGACY_CATEGORIES
+        overhead_names = PROFILER_OVERHEAD_NAMES
+        empty: dict[str, Any] = {}
+        new = tuple.__new__  # Span(...) without the Python-level NamedTuple.__new__ frame
+        op_kind = _OP
+        # The first complete event's timestamp, subtracted from all: Kineto writes absolute
+        # epoch µs (~1.7e15, where a float64 resolves only 0.25 µs) in older traces, and
+        # durations of 1-2 µs kernels must survive ``end - start``. Metadata events are not
+        # used: some carry ``ts: 0``.
+        origin: Any = None
+        # The track of the previous event: most events continue their thread's run.
+        last_pid: object = None
+        last_tid: object = None
+        last_track = -1
+
+        def accept(e: dict[str, Any]) -> Any:
+            nonlocal origin, last_pid, last_tid, last_track
+            ph = e.get("ph")
             try:
-                end = start + e["dur"]
-            except KeyError:
-                end = start + 0.0
-            try:
-                args = e["args"]
-            except KeyError:
-                args = empty
-            # The chained comparison also rejects strings, None and NaN in ts/dur.
-            if (
-                not -1e18 < start <= end < 1e18
-                or name.__class__ is not str
-                or args.__class__ is not dict
-            ):
-                if args is None and name.__class__ is str and -1e18 < start <= end < 1e18:
+                if ph != "X":
+                    if ph is None and "ph" not in e:
+                        return e  # not an event: args, device properties, the document
+                    if ph == "M" and e.get("name") == "thread_name":
+                        a = e.get("args")
+                        if isinstance(a, dict) and isinstance(a.get("name"), str):
+                            thread_names[(e.get("pid"), e.get("tid"))] = a["name"]
+                    return None
+                if origin is None:
+                    ts = e.get("ts")
+                    if ts.__class__ in (int, float) and -1e18 < ts < 1e18:
+                        origin = ts
+                cat = e["cat"]
+                kind = kind_of(cat)
+                if kind is None:
+                    return None
+                name = e["name"]
+                start = e["ts"] - origin
+                try:
+                    end = start + e["dur"]
+                except KeyError:
+                    end = start + 0.0
+                try:
+                    args = e["args"]
+                except KeyError:
                     args = empty
+                # The chained comparison also rejects strings, None and NaN in ts/dur.
+                if (
+                    not -1e18 < start <= end < 1e18
+                    or name.__class__ is not str
+                    or args.__class__ is not dict
+                ):
+                    if args is None and name.__class__ is str and -1e18 < start <= end < 1e18:
+                        args = empty
+                    else:
+                        flags["skipped"] += 1
+                        return None
+                if kind == op_kind:
+                    if cat in legacy_cats:
+                        flags["legacy"] = True
+                        if name.startswith(ann_prefixes):
+                            kind = _ANN
+                    elif name.startswith(marker):
+                        kind = _ANN  # the worker's line markers (_RecordFunctionFast: cpu_op)
+                elif cat in legacy_cats:
+                    flags["legacy"] = True
+                if name in overhead_names:
+                    kind = _OVERHEAD
+                pid = e.get("pid")
+                tid = e.get("tid")
+                if tid == last_tid and pid == last_pid and last_track >= 0:
+                    track = last_track
                 else:
-                    skipped += 1
-                    continue
-            if kind == _OP:
-                if cat in legacy_cats:
-                    legacy = True
-                    if name.startswith(ann_prefixes):
-                        kind = _ANN
-                elif name.startswith(marker):
-                    kind = _ANN  # the worker's line markers (_RecordFunctionFast records cpu_op)
-            elif cat in legacy_cats:
-                legacy = True
-            if name in overhead_names:
-                kind = _OVERHEAD
-            pid = e.get("pid")
-            tid = e.get("tid")
-            if tid == last_tid and pid == last_pid and last_track >= 0:
-                track = last_track
+                    key = (pid, tid)
+                    found = track_ids.get(key)
+                    if found is None:
+                        found = track_ids[key] = len(track_keys)
+                        track_keys.append(key)
+                        track_kinds.append(kind)
+                        track_first_args.append(args)
+                    track = last_track = found
+                    last_pid, last_tid = pid, tid
+                # ts/dur stay ints where Kineto wrote ints (exact, and no float() per event).
+                appends[kind](new(Span, (start, end, name, track, args, args.get("correlation"))))
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
+                # A missing field, a wrong type, an unhashable pid/tid or category: not an
+                # event we can place; counted, never fatal.
+                flags["skipped"] += 1
+            return None
+
+        return accept
+
+    def finish(self, path: str, meta: dict[str, Any], not_events: int) -> Trace:
+        """The :class:`Trace` of everything accepted; ``not_events``: entries of
+        ``traceEvents`` that were not event objects at all (counted as skipped)."""
+        lists = self.lists
+        # Every list sorted by start: step membership becomes one slice per step, and the
+        # per-thread sweeps get nearly sorted input. Kineto writes each thread in time order,
+        # so this is a merge of sorted runs.
+        for lst in lists:
+            lst.sort(key=_START)
+
+        tracks: list[Track] = []
+        for (pid, tid), kind, args in zip(self.track_keys, self.track_kinds, self.track_first_args):
+            if kind in _DEVICE_KINDS:
+                device = _int_or(args.get("device"), _int_or(pid, 0))
+                stream = _int_or(args.get("stream"), _int_or(tid, 0))
+                tracks.append(Track(pid, tid, device, stream))
             else:
-                key = (pid, tid)
-                found = track_ids.get(key)
-                if found is None:
-                    found = track_ids[key] = len(track_keys)
-                    track_keys.append(key)
-                    track_kinds.append(kind)
-                    track_first_args.append(args)
-                track = last_track = found
-                last_pid, last_tid = pid, tid
-            # ts/dur stay ints where Kineto wrote ints (exact, and no float() per event).
-            appends[kind](new(Span, (start, end, name, track, args)))
-        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
-            # A missing field, a wrong type, an unhashable pid/tid or category: not an event
-            # we can place; counted, never fatal.
-            skipped += 1
+                tracks.append(Track(pid, tid, -1, -1))
+        track_ids = self.track_ids
+        names = {track_ids[k]: v for k, v in self.thread_names.items() if k in track_ids}
 
-    # Every list sorted by start: step membership becomes one slice per step, and the
-    # per-thread sweeps get nearly sorted input. Kineto writes each thread in time order,
-    # so this is a merge of sorted runs.
-    for lst in lists:
-        lst.sort(key=_START)
-
-    tracks: list[Track] = []
-    for (pid, tid), kind, args in zip(track_keys, track_kinds, track_first_args):
-        if kind in _DEVICE_KINDS:
-            device = _int_or(args.get("device"), _int_or(pid, 0))
-            stream = _int_or(args.get("stream"), _int_or(tid, 0))
-            tracks.append(Track(pid, tid, device, stream))
-        else:
-            tracks.append(Track(pid, tid, -1, -1))
-    names = {track_ids[k]: v for k, v in thread_names.items() if k in track_ids}
-
-    trace = Trace(
-        path=path,
-        meta=meta,
-        ops=lists[_OP],
-        annotations=lists[_ANN],
-        python=lists[_PY],
-        runtime=lists[_RT],
-        kernels=lists[_KERNEL],
-        memcpys=lists[_MEMCPY],
-        memsets=lists[_MEMSET],
-        gpu_annotations=lists[_GPU_ANN],
-        gpu_syncs=lists[_GPU_SYNC],
-        profiler_ranges=lists[_RANGE],
-        overhead=lists[_OVERHEAD],
-        trace_spans=lists[_SPAN],
-        tracks=tracks,
-        devices=_devices(meta),
-        thread_names=names,
-        legacy=legacy,
-        skipped_events=skipped,
-    )
-    recognised = sum(len(x) for i, x in enumerate(lists) if i != _SPAN)
-    if recognised == 0:
-        raise TraceError(
-            f"{path}: not a PyTorch profiler trace, or one that recorded nothing: none of its "
-            f"events has a Kineto category (cpu_op, user_annotation, kernel, cuda_runtime, …); "
-            "check that the profiled code ran inside the profiler's active steps"
+        trace = Trace(
+            path=path,
+            meta=meta,
+            ops=lists[_OP],
+            annotations=lists[_ANN],
+            python=lists[_PY],
+            runtime=lists[_RT],
+            kernels=lists[_KERNEL],
+            memcpys=lists[_MEMCPY],
+            memsets=lists[_MEMSET],
+            gpu_annotations=lists[_GPU_ANN],
+            gpu_syncs=lists[_GPU_SYNC],
+            profiler_ranges=lists[_RANGE],
+            overhead=lists[_OVERHEAD],
+            trace_spans=lists[_SPAN],
+            tracks=tracks,
+            devices=_devices(meta),
+            thread_names=names,
+            legacy=bool(self.flags["legacy"]),
+            skipped_events=int(self.flags["skipped"]) + not_events,
         )
-    return trace
+        recognised = sum(len(x) for i, x in enumerate(lists) if i != _SPAN)
+        if recognised == 0:
+            raise TraceError(
+                f"{path}: not a PyTorch profiler trace, or one that recorded nothing: none of "
+                "its events has a Kineto category (cpu_op, user_annotation, kernel, "
+                "cuda_runtime, …); check that the profiled code ran inside the profiler's "
+                "active steps"
+            )
+        return trace
+
+
+def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
+    """Split already parsed raw events by kind into :class:`Span` lists."""
+    sink = EventSink()
+    accept = sink.accept
+    not_events = 0
+    for e in events:
+        if not isinstance(e, dict) or accept(e) is not None:
+            not_events += 1
+    return sink.finish(path, meta, not_events)
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and normalise one trace file (``.json`` or ``.json.gz``)."""
     name = os.fspath(path)
-    meta, events = load_raw(name)
-    return normalise(name, meta, events)
+    return load_trace_bytes(name, read_bytes(name))
 
 
 def load_trace_bytes(name: str, data: bytes) -> Trace:
-    """Read and normalise a trace held in memory (``name`` is used in messages only)."""
-    meta, events = load_raw_bytes(name, data)
-    return normalise(name, meta, events)
+    """Read and normalise a trace held in memory (``name`` is used in messages only).
+
+    The events are normalised while the JSON is parsed (see :class:`EventSink`), so what
+    the parser leaves in ``traceEvents`` is ``None`` for every event it handed over."""
+    sink = EventSink()
+    meta, events = load_raw_bytes(name, data, sink.accept)
+    return sink.finish(name, meta, len(events) - events.count(None))

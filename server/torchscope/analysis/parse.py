@@ -13,6 +13,7 @@ import gzip
 import json
 import os
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 from .errors import TraceError
@@ -67,12 +68,15 @@ def _looks_truncated(data: bytes, exc: json.JSONDecodeError) -> bool:
     return exc.msg.startswith("Unterminated string") and b'"' not in data[exc.pos + 1 :]
 
 
-def parse_json(name: str, data: bytes) -> Any:
-    """``json.loads`` with the collector paused and errors named after the file."""
+def parse_json(
+    name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
+) -> Any:
+    """``json.loads`` with the collector paused and errors named after the file;
+    ``object_hook`` sees every JSON object as it is built (see ``json.loads``)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return json.loads(data)
+        return json.loads(data, object_hook=object_hook)
     except json.JSONDecodeError as exc:
         if _looks_truncated(data, exc):
             what = f"the JSON ends early (line {exc.lineno}): the file is truncated"
@@ -96,9 +100,12 @@ def load_raw(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Any]]:
     return load_raw_bytes(name, read_bytes(name))
 
 
-def load_raw_bytes(name: str, data: bytes) -> tuple[dict[str, Any], list[Any]]:
-    """Like :func:`load_raw` for the file's bytes (gzipped or not); ``name`` is for messages."""
-    doc = parse_json(name, decompress(name, data))
+def load_raw_bytes(
+    name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
+) -> tuple[dict[str, Any], list[Any]]:
+    """Like :func:`load_raw` for the file's bytes (gzipped or not); ``name`` is for messages.
+    With ``object_hook``, the event list holds what the hook returned for each event."""
+    doc = parse_json(name, decompress(name, data), object_hook)
     if isinstance(doc, list):
         # The Chrome "JSON Array Format": no metadata, only events.
         events: Any = doc
