@@ -9,7 +9,8 @@ Runs, in the same session and interleaved, each in a fresh Python process:
 - **HTA**: HolisticTraceAnalysis ``TraceAnalysis(trace_dir=…)`` (load) +
   ``get_temporal_breakdown()`` (a bench-only dependency: ``pip install -r bench/requirements.txt``).
 
-Each run reports wall time with and without its imports and the process's peak RSS; the
+torchscope's bytecode is compiled first, as installing it would (HTA's already is). Each run
+reports wall time with and without its imports and the process's peak RSS; the
 medians over ``--repeat`` runs and the ratios are printed. Targets (issue 3): torchscope at
 least 4× faster than HTA, within 1.5× of the floor, with a lower peak memory than HTA.
 
@@ -19,6 +20,7 @@ least 4× faster than HTA, within 1.5× of the floor, with a lower peak memory t
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import resource
@@ -93,6 +95,16 @@ def child(kind: str, trace: Path) -> dict[str, Any]:
     }
 
 
+def compile_bytecode() -> None:
+    """Compile torchscope's bytecode before timing it, as installing a package does.
+
+    HTA and pandas come from site-packages with bytecode that pip compiled at install time.
+    A checkout run with ``PYTHONDONTWRITEBYTECODE=1`` (set on these machines) would instead
+    recompile every torchscope module in every fresh process (~30 ms) and time the compiler.
+    """
+    compileall.compile_dir(str(REPO / "server" / "torchscope"), quiet=1)
+
+
 def run_child(kind: str, trace: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--child", kind, str(trace)],
@@ -130,6 +142,7 @@ def main() -> None:
             raise SystemExit(
                 "HTA is not installed: pip install -r bench/requirements.txt (or --skip-hta)"
             ) from None
+    compile_bytecode()
     size = trace.stat().st_size / 2**20
     print(
         f"trace: {trace} ({size:.1f} MiB on disk), {args.repeat} runs each, interleaved, one "

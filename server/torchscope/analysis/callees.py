@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
-from .context import Context, assign_sorted
+from .context import Context
 from .source import is_library, parse_frame
 
 LINE_MARKER_PREFIX = "torchscope:L"
@@ -47,7 +47,7 @@ def callee_stats(ctx: Context) -> list[CalleeStats]:
     }
     if not roots:
         return []
-    step_of = assign_sorted(ctx.steps, pys)
+    step_of = ctx.step_of(pys)
     n_steps = len(ctx.steps)
     root_time = sum(pys[r].end - pys[r].start for r in roots if step_of[r] >= 0) / n_steps
     totals: dict[tuple[str, int, str], list[float]] = {}

@@ -49,6 +49,8 @@ LAZY_INIT_CALLS = frozenset(
 """Calls that trigger or belong to CUDA context and library initialisation."""
 
 
+_DEVICE_SYNC_CALLS = frozenset({"cudaDeviceSynchronize", "hipDeviceSynchronize"})
+
 _START = itemgetter(0)
 _END = itemgetter(1)
 _SECOND = itemgetter(1)
@@ -67,15 +69,6 @@ def step_ranges(
     for st in steps:
         lo = bisect_left(starts, st.start)
         out.append((lo, bisect_left(starts, st.end, lo)))
-    return out
-
-
-def assign_sorted(steps: list[Step], spans: list[Span]) -> list[int]:
-    """:func:`assign` for spans sorted by start: one slice per step, filled in C."""
-    out = [-1] * len(spans)
-    for k, (lo, hi) in enumerate(step_ranges(steps, spans)):
-        if hi > lo:
-            out[lo:hi] = [k] * (hi - lo)
     return out
 
 
@@ -169,6 +162,14 @@ class Context:
         found: list[tuple[int, int]] = self._columns[key]
         return found
 
+    def step_of(self, spans: list[Span]) -> list[int]:
+        """Per span of one of the trace's lists, the index of its step (-1: in none)."""
+        out = [-1] * len(spans)
+        for k, (lo, hi) in enumerate(self.ranges(spans)):
+            if hi > lo:
+                out[lo:hi] = [k] * (hi - lo)
+        return out
+
     def ops_by_name(self) -> dict[str, list[int]]:
         """Op name → indices of its calls inside the steps, in time order (built once; rules
         that look for a few op names use it instead of scanning every op)."""
@@ -220,17 +221,19 @@ class Context:
         return r in self.flush or r in self.lazy_init
 
 
-def _find_flush(trace: Trace, nest: Nesting, steps: list[Step]) -> set[int]:
+def _find_flush(trace: Trace, nest: Nesting, steps: list[Step], names: list[str]) -> set[int]:
     """The profiler's final ``cudaDeviceSynchronize``: outside any op, after the last step's
-    CPU work (Kineto calls it when the active window closes to collect device activity)."""
+    CPU work (Kineto calls it when the active window closes to collect device activity).
+    ``names``: the runtime calls' names."""
     flush: set[int] = set()
     if not trace.runtime:
         return flush
     last_end = steps[-1].end if steps else -math.inf
+    rt_op = nest.rt_op
     candidates = [
         i
-        for i, r in enumerate(trace.runtime)
-        if r.name in ("cudaDeviceSynchronize", "hipDeviceSynchronize") and nest.rt_op[i] < 0
+        for i in compress(range(len(names)), map(_DEVICE_SYNC_CALLS.__contains__, names))
+        if rt_op[i] < 0
     ]
     if not candidates:
         return flush
@@ -241,11 +244,12 @@ def _find_flush(trace: Trace, nest: Nesting, steps: list[Step]) -> set[int]:
     return flush
 
 
-def _find_lazy_init(trace: Trace, steps: list[Step]) -> set[int]:
-    """Setup calls of ≥ LAZY_INIT_MIN_US before the end of the first step."""
+def _find_lazy_init(trace: Trace, steps: list[Step], starts: list[float]) -> set[int]:
+    """Setup calls of ≥ LAZY_INIT_MIN_US before the end of the first step (``starts``: the
+    runtime calls' start times)."""
     limit = steps[0].end if steps else math.inf
     runtime = trace.runtime
-    stop = bisect_left(list(map(_START, runtime)), limit)
+    stop = bisect_left(starts, limit)
     return {
         i
         for i in range(stop)
@@ -263,8 +267,10 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         for n in set(names)
     }
     codes = list(map(kind.__getitem__, names))
-    relevant = sorted({*links.rt_device, *compress(range(len(codes)), codes)})
-    nest = build_nesting(trace, relevant)
+    wanted = codes.copy()  # calls whose enclosing op matters: syncs, copies, launches
+    for r in links.rt_device:
+        wanted[r] = 1
+    nest = build_nesting(trace, list(compress(range(len(wanted)), wanted)))
     steps = find_steps(trace)
 
     # Busy timeline per device: (start, end) pairs built in C; one device is the usual case.
@@ -286,7 +292,6 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
     }
     primary = max(device_time, key=lambda d: device_time[d]) if device_time else None
 
-    step_of_rt = assign_sorted(steps, trace.runtime)
     ctx = Context(
         trace=trace,
         nest=nest,
@@ -295,16 +300,23 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         measurements=measurements,
         timelines=timelines,
         primary_device=primary,
-        step_of_op=assign_sorted(steps, trace.ops),
-        step_of_rt=step_of_rt,
-        step_of_ann=assign_sorted(steps, trace.annotations),
-        step_of_kernel=assign_sorted(steps, trace.kernels),
-        step_of_memcpy=assign_sorted(steps, trace.memcpys),
-        step_of_memset=assign_sorted(steps, trace.memsets),
+        step_of_op=[],
+        step_of_rt=[],
+        step_of_ann=[],
+        step_of_kernel=[],
+        step_of_memcpy=[],
+        step_of_memset=[],
         sources=SourceMap(trace, nest),
     )
-    ctx.flush = _find_flush(trace, nest, steps)
-    ctx.lazy_init = _find_lazy_init(trace, steps)
+    # Step of every span, from the per-step slices the context caches for later stages too.
+    ctx.step_of_op = ctx.step_of(trace.ops)
+    ctx.step_of_rt = ctx.step_of(trace.runtime)
+    ctx.step_of_ann = ctx.step_of(trace.annotations)
+    ctx.step_of_kernel = ctx.step_of(trace.kernels)
+    ctx.step_of_memcpy = ctx.step_of(trace.memcpys)
+    ctx.step_of_memset = ctx.step_of(trace.memsets)
+    ctx.flush = _find_flush(trace, nest, steps, names)
+    ctx.lazy_init = _find_lazy_init(trace, steps, ctx.starts(trace.runtime))
     # Blocking calls: by name (one decision per distinct name), then pageable DtoH copies.
     blocking = [c == 2 for c in codes]
     for i in compress(range(len(codes)), [c == 1 for c in codes]):
