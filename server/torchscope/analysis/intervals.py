@@ -10,9 +10,67 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from operator import itemgetter, sub
+from heapq import nlargest
+from itertools import compress, repeat
+from operator import itemgetter, le, lt, sub
 
 _FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+
+
+def _merge(pairs: Iterable[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """Starts and ends of the union of ``(start, end)`` pairs sorted by start: one pass that
+    keeps the open interval in locals. Touching intervals merge."""
+    starts: list[float] = []
+    ends: list[float] = []
+    it = iter(pairs)
+    first = next(it, None)
+    if first is None:
+        return starts, ends
+    lo, hi = first
+    for s, e in it:
+        if s <= hi:
+            if e > hi:
+                hi = e
+        else:
+            starts.append(lo)
+            ends.append(hi)
+            lo, hi = s, e
+    starts.append(lo)
+    ends.append(hi)
+    return starts, ends
+
+
+def union_length(intervals: Iterable[tuple[float, float]]) -> float:
+    """Length of the union of ``(start, end)`` pairs sorted by start: the sum of ``end -
+    start`` over :meth:`Timeline.from_sorted`'s intervals, in their order, without keeping
+    them."""
+    it = iter(intervals)
+    first = next(it, None)
+    if first is None:
+        return 0.0
+    total: float = 0
+    lo, hi = first
+    for s, e in it:
+        if s <= hi:
+            if e > hi:
+                hi = e
+        else:
+            total += hi - lo
+            lo, hi = s, e
+    total += hi - lo
+    return float(total)
+
+
+def _largest(values: list[float], n: int) -> list[int]:
+    """Positions of the ``n`` largest values, largest first and earlier first among equals:
+    ``nlargest(n, range(len(values)), key=values.__getitem__)``, but the n-th largest value
+    picks the candidates in C and only those few are sorted."""
+    if n <= 0 or not values:
+        return []
+    bound = nlargest(n, values)[-1]
+    candidates = list(compress(range(len(values)), map(le, repeat(bound), values)))
+    return sorted(candidates, key=values.__getitem__, reverse=True)[:n]
 
 
 class Timeline:
@@ -21,17 +79,14 @@ class Timeline:
     __slots__ = ("ends", "starts")
 
     def __init__(self, intervals: Iterable[tuple[float, float]]) -> None:
-        starts: list[float] = []
-        ends: list[float] = []
-        for s, e in sorted(intervals, key=_FIRST):
-            if ends and s <= ends[-1]:
-                if e > ends[-1]:
-                    ends[-1] = e
-            else:
-                starts.append(s)
-                ends.append(e)
-        self.starts = starts
-        self.ends = ends
+        self.starts, self.ends = _merge(sorted(intervals, key=_FIRST))
+
+    @classmethod
+    def from_sorted(cls, intervals: Iterable[tuple[float, float]]) -> Timeline:
+        """The same union from intervals already sorted by start (skips the sort)."""
+        timeline = cls.__new__(cls)
+        timeline.starts, timeline.ends = _merge(intervals)
+        return timeline
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -59,9 +114,36 @@ class Timeline:
         j = bisect_left(starts, b, i)
         if j <= i:
             return [(a, b)] if b > a else []
-        out = [(e, s) for e, s in zip(ends[i : j - 1], starts[i + 1 : j]) if s > e]
+        before, after = ends[i : j - 1], starts[i + 1 : j]
+        out = list(compress(zip(before, after), map(lt, before, after)))
         if starts[i] > a:
             out.insert(0, (a, starts[i]))
         if ends[j - 1] < b:
             out.append((ends[j - 1], b))
         return out
+
+    def largest_gaps(self, a: float, b: float, n: int) -> list[tuple[float, float]]:
+        """The ``n`` longest of :meth:`gaps` (by ``end - start``), longest first and earlier
+        first among equals. Ranks the lengths straight from the columns: a step has thousands
+        of gaps and the report keeps a few."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, a)
+        j = bisect_left(starts, b, i)
+        if j > i:
+            before, after = ends[i : j - 1], starts[i + 1 : j]
+            if all(map(lt, before, after)):  # every inner gap kept, as a merged union has
+                head = [starts[i] - a] if starts[i] > a else []
+                tail = [b - ends[j - 1]] if ends[j - 1] < b else []
+                out: list[tuple[float, float]] = []
+                for p in _largest([*head, *map(sub, after, before), *tail], n):
+                    if head and p == 0:
+                        out.append((a, starts[i]))
+                    elif p - len(head) < len(before):
+                        q = i + p - len(head)
+                        out.append((ends[q], starts[q + 1]))
+                    else:
+                        out.append((ends[j - 1], b))
+                return out
+        gaps = self.gaps(a, b)
+        lengths = list(map(sub, map(_SECOND, gaps), map(_FIRST, gaps)))
+        return [gaps[p] for p in _largest(lengths, n)]
