@@ -1,11 +1,23 @@
-"""Small helpers several rules share: per-step medians, grouping, source lookup."""
+"""Small helpers several rules share: per-step medians, grouping, source lookup, and the
+columns several rules read (names, runtime call kinds, gap lengths, step slices), built once
+per trace and cached on the context."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from functools import reduce
+from itertools import groupby
+from operator import add, itemgetter, sub
+from typing import Any, TypeVar
 
 from ..context import Context
+from ..intervals import Timeline
+from ..link import SYNC_CALLS, is_launch
 from ..metrics import median
+from ..model import Span
+
+T = TypeVar("T")
+V = TypeVar("V")
 
 
 def per_step_median(ctx: Context, pairs: Iterable[tuple[int, float]]) -> float:
@@ -24,12 +36,17 @@ def per_step_mean(ctx: Context, total: float) -> float:
 
 
 def rt_location(ctx: Context, r: int) -> tuple[str | None, int | None]:
-    """Source file and line of runtime call ``r`` (None, None when unknown)."""
+    """Source file and line of runtime call ``r`` (None, None when unknown, at once when
+    the trace has no source information: rules ask for thousands of calls)."""
+    if not ctx.sources.available:
+        return None, None
     return ctx.sources.of_runtime(r)
 
 
 def op_location(ctx: Context, i: int) -> tuple[str | None, int | None]:
-    """Source file and line of op ``i``."""
+    """Source file and line of op ``i`` (None, None at once without source information)."""
+    if not ctx.sources.available:
+        return None, None
     return ctx.sources.of_op(i)
 
 
@@ -58,3 +75,166 @@ def count_per_step(count: int, ctx: Context) -> str:
     """A per-step count for messages: ``3``, ``1.5``, ``1429``."""
     value = count / max(1, len(ctx.steps))
     return f"{value:.0f}" if value >= 10 or value == int(value) else f"{value:.1f}"
+
+
+# -- Columns cached on the context -------------------------------------------------------
+# Several rules need the same per-span column (names) or the same step slices; each is built
+# once per trace and kept in ``ctx._columns`` under a ``rules.``-prefixed key.
+
+_NAME = itemgetter(2)
+_LO = itemgetter(1)
+
+
+class _ByValue(dict[str, V]):
+    """Name → ``compute(name)``, worked out on the first lookup of each name: a trace
+    repeats a few dozen names over tens of thousands of spans, so ``map(d.__getitem__,
+    names)`` classifies every span in one pass in C with one call per distinct name."""
+
+    def __init__(self, compute: Callable[[str], V]) -> None:
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, name: str) -> V:
+        found = self[name] = self.compute(name)
+        return found
+
+
+class ByName(_ByValue[bool]):
+    """Name → ``test(name)`` (see :class:`_ByValue`)."""
+
+
+OCCUPANCY_QUERY = "cudaOccupancyMaxActiveBlocksPerMultiprocessor"
+"""The occupancy query cuBLAS/cuDNN make before an adaptive launch (heavy-kernel)."""
+
+RT_OTHER, RT_LAUNCH, RT_GRAPH_LAUNCH, RT_QUERY, RT_SYNC = range(5)
+"""What a runtime call is, for the rules that look for a kind of call: a launch of one
+kernel, ``cudaGraphLaunch``, an occupancy query, a synchronising call, anything else."""
+
+
+def _runtime_kind(name: str) -> int:
+    if is_launch(name):
+        return RT_GRAPH_LAUNCH if name == "cudaGraphLaunch" else RT_LAUNCH
+    if name.startswith(OCCUPANCY_QUERY):
+        return RT_QUERY
+    return RT_SYNC if name in SYNC_CALLS else RT_OTHER
+
+
+def runtime_kinds(ctx: Context) -> list[int]:
+    """Per runtime call, its ``RT_*`` kind (built once, one name test per distinct name).
+    Reading a name means touching its event; sync, small-kernels and heavy-kernel all
+    classify calls, and read this small-int column instead."""
+    runtime = ctx.trace.runtime
+    key = (id(runtime), "rules.kinds")
+    found: list[int] | None = ctx._columns.get(key)
+    if found is None:
+        kinds = _ByValue(_runtime_kind)
+        found = ctx._columns[key] = list(map(kinds.__getitem__, map(_NAME, runtime)))
+    return found
+
+
+def gap_lengths(ctx: Context, timeline: Timeline) -> list[float]:
+    """``starts[j + 1] - ends[j]`` of one of the context's timelines: the idle gap after
+    each busy stretch (built once; gpu-idle and launch-delay both look for long ones)."""
+    key = (id(timeline), "rules.gaps")
+    found: list[float] | None = ctx._columns.get(key)
+    if found is None:
+        found = ctx._columns[key] = list(map(sub, timeline.starts[1:], timeline.ends))
+    return found
+
+
+def names(ctx: Context, spans: list[Span]) -> list[str]:
+    """Names of one of the trace's span lists (built once per list)."""
+    key = (id(spans), "rules.names")
+    found: list[str] | None = ctx._columns.get(key)
+    if found is None:
+        found = ctx._columns[key] = list(map(_NAME, spans))
+    return found
+
+
+def distinct_names(ctx: Context, spans: list[Span]) -> set[str]:
+    """The distinct names in one of the trace's span lists (built once per list): a rule
+    tests a name property once per name, not once per span."""
+    key = (id(spans), "rules.distinct")
+    found: set[str] | None = ctx._columns.get(key)
+    if found is None:
+        found = ctx._columns[key] = set(names(ctx, spans))
+    return found
+
+
+def positions(values: list[Any], value: object, lo: int = 0, hi: int | None = None) -> list[int]:
+    """Indices ``i`` in ``[lo, hi)`` with ``values[i] == value``, in order. Meant for rare
+    values: ``list.index`` scans in C, so the cost is one step per hit plus a C scan, not
+    a Python test per item."""
+    stop = len(values) if hi is None else hi
+    found: list[int] = []
+    i = lo - 1
+    try:
+        while True:
+            i = values.index(value, i + 1, stop)
+            found.append(i)
+    except ValueError:
+        return found
+
+
+def indices_named(ctx: Context, spans: list[Span], wanted: Iterable[str]) -> list[int]:
+    """Indices of the spans named one of ``wanted``, in order (for rare names: one C scan
+    of the name column per name present, see :func:`positions`)."""
+    column = names(ctx, spans)
+    found: list[int] = []
+    for name in distinct_names(ctx, spans).intersection(wanted):
+        found.extend(positions(column, name))
+    found.sort()
+    return found
+
+
+def step_slices(ctx: Context, spans: list[Span], step_of: list[int]) -> list[tuple[int, int, int]]:
+    """``(step, lo, hi)``: the spans of one of the trace's lists that lie in a step, as
+    slices in index order, such that ``step_of[i] == step`` for every ``i`` in ``[lo, hi)``.
+
+    ``step_of`` is the matching ``ctx.step_of_*`` list. The step ranges of the context are
+    used when they agree with it (steps do not overlap: the usual case, checked in C);
+    otherwise the slices are the runs of equal values in ``step_of``."""
+    key = (id(spans), "rules.step_slices")
+    found: list[tuple[int, int, int]] | None = ctx._columns.get(key)
+    if found is not None:
+        return found
+    found = []
+    covered = 0
+    for k, (lo, hi) in enumerate(ctx.ranges(spans)):
+        if hi > lo:
+            found.append((k, lo, hi))
+            covered += hi - lo
+    agree = covered == len(step_of) - step_of.count(-1) and all(
+        step_of[lo:hi].count(k) == hi - lo for k, lo, hi in found
+    )
+    if agree:
+        found.sort(key=_LO)
+    else:
+        found = []
+        lo = 0
+        for k, run in groupby(step_of):
+            hi = lo + sum(1 for _ in run)
+            if k >= 0:
+                found.append((k, lo, hi))
+            lo = hi
+    ctx._columns[key] = found
+    return found
+
+
+def picker(indices: list[int]) -> Callable[[list[T]], Sequence[T]]:
+    """A function giving ``values[i]`` for each index, fetched in C (``itemgetter`` of many
+    indices; of one it returns the bare value, so that case is wrapped). Build it once to
+    read the same indices from several columns."""
+    if len(indices) == 1:
+        only = indices[0]
+        return lambda values: [values[only]]
+    if not indices:
+        return lambda values: []
+    return itemgetter(*indices)
+
+
+def add_per_step(totals: list[float], k: int, values: Iterable[float]) -> None:
+    """``totals[k] += v`` for each value in order, in C. (``reduce`` adds left to right on
+    every Python; ``sum`` of floats compensates rounding from 3.12 on, so its last digit
+    could differ from the loop's.)"""
+    totals[k] = reduce(add, values, totals[k])

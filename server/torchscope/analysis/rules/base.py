@@ -76,4 +76,3 @@ class LinkedKernelRule(Rule):
         if ctx.links.linked == 0:
             return "kernels are not linked to launches (no correlation ids)"
         return None
-

@@ -8,13 +8,15 @@ accumulation with ``no_sync()``, overlapping optimizer work, or finding the stra
 
 from __future__ import annotations
 
-from itertools import compress
+from bisect import bisect_left, bisect_right
+from itertools import compress, repeat
+from operator import gt, itemgetter, not_, sub
 
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..intervals import Timeline
 from ..metrics import is_comm_kernel, median
 from ..report import Finding
+from ._common import ByName, distinct_names, picker
 from .base import Rule
 
 COMM_HEAVY_SHARE = 0.10
@@ -22,6 +24,85 @@ COMM_HEAVY_SHARE = 0.10
 
 COMM_WARNING_EXPOSED = 0.10
 """Exposed (not overlapped) communication ≥ 10 % of the step turns it into a warning."""
+
+_END = itemgetter(1)
+_NAME = itemgetter(2)
+
+
+class _Union:
+    """The union of intervals given as start and end columns sorted by start, merged as
+    :class:`~torchscope.analysis.intervals.Timeline` merges them (touching intervals
+    merge), with the same ``busy``. Built from columns, it needs no (start, end) tuple per
+    kernel; and where no interval ends before the one ahead of it (the usual case: one
+    stream, or streams taking turns) the merge is a few passes in C."""
+
+    __slots__ = ("ends", "starts")
+
+    def __init__(self, starts: list[float], ends: list[float]) -> None:
+        if not any(map(gt, ends, ends[1:])):
+            # Ends never decrease: interval i opens a stretch when it starts after the end
+            # of interval i - 1, and a stretch ends where its last interval ends.
+            opens = [True, *map(gt, starts[1:], ends)]
+            self.starts = list(compress(starts, opens))
+            self.ends = [*compress(ends, opens[1:]), *ends[-1:]]
+            return
+        self.starts, self.ends = [], []
+        for s, e in zip(starts, ends):
+            if self.ends and s <= self.ends[-1]:
+                if e > self.ends[-1]:
+                    self.ends[-1] = e
+            else:
+                self.starts.append(s)
+                self.ends.append(e)
+
+    def busy(self, a: float, b: float) -> float:
+        """Busy time inside ``[a, b]``, computed exactly as ``Timeline.busy`` does."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, a)
+        j = bisect_left(starts, b, i)
+        if j <= i:
+            return 0.0
+        total = sum(map(sub, ends[i:j], starts[i:j]))
+        if starts[i] < a:
+            total -= a - starts[i]
+        if ends[j - 1] > b:
+            total -= ends[j - 1] - b
+        return max(0.0, float(total))
+
+
+class _Compute:
+    """The union of the compute (not communication) kernels, built only where it is asked
+    about. On one device, a union of kernels never crosses an idle gap of the device's
+    timeline, so the compute kernels starting inside the device's busy stretches that cover
+    ``[a, b]`` make exactly the compute stretches the whole union has there: the
+    communication of a step usually covers a small part of it."""
+
+    def __init__(self, ctx: Context, is_comm: list[bool]) -> None:
+        self.kernels = ctx.trace.kernels
+        self.starts = ctx.starts(self.kernels)
+        self.is_comm = is_comm
+        devices = {t.device for t in ctx.trace.tracks if t.device >= 0}
+        self.device = ctx.timelines.get(devices.pop()) if len(devices) == 1 else None
+        self.whole: _Union | None = None
+
+    def _of(self, lo: int, hi: int) -> _Union:
+        """The union of the compute kernels among ``kernels[lo:hi]``."""
+        pick = picker(list(compress(range(lo, hi), map(not_, self.is_comm[lo:hi]))))
+        return _Union(list(pick(self.starts)), list(map(_END, pick(self.kernels))))
+
+    def around(self, a: float, b: float) -> _Union:
+        """A union equal to the whole one inside ``[a, b]`` (both ends in busy stretches of
+        the only device; else the whole union)."""
+        tl = self.device
+        if tl is not None:
+            first = bisect_right(tl.starts, a) - 1  # the stretch holding a
+            last = bisect_left(tl.ends, b)  # the stretch holding b
+            if first >= 0 and tl.ends[first] >= a and last < len(tl) and tl.starts[last] <= b:
+                lo = bisect_left(self.starts, tl.starts[first])
+                return self._of(lo, bisect_right(self.starts, tl.ends[last], lo))
+        if self.whole is None:
+            self.whole = self._of(0, len(self.kernels))
+        return self.whole
 
 
 class CommHeavy(Rule):
@@ -33,28 +114,40 @@ class CommHeavy(Rule):
     source = "HolisticTraceAnalysis communication/computation overlap; DESIGN.md §3"
 
     def skip(self, ctx: Context) -> str | None:
-        if not any(is_comm_kernel(k.name) for k in ctx.trace.kernels):
+        if any(s.comm_us > 0 for s in ctx.step_metrics):
+            return None  # the step metrics saw communication kernels: no need to look
+        if not any(map(is_comm_kernel, distinct_names(ctx, ctx.trace.kernels))):
             return "no communication (NCCL) kernels in the trace"
         return None
 
     def match(self, ctx: Context) -> list[Finding]:
-        trace = ctx.trace
-        names = [k.name for k in trace.kernels]
-        flags = {name: is_comm_kernel(name) for name in set(names)}
-        is_comm = list(map(flags.__getitem__, names))
-        pairs = [(k.start, k.end) for k in trace.kernels]
-        comm_iv = list(compress(pairs, is_comm))
-        compute_iv = list(compress(pairs, [not c for c in is_comm]))
-        comm_tl = Timeline(comm_iv)
-        compute_tl = Timeline(compute_iv)
+        kernels = ctx.trace.kernels
+        is_comm = list(map(ByName(is_comm_kernel).__getitem__, map(_NAME, kernels)))
+        pick = picker(list(compress(range(len(kernels)), is_comm)))  # kernels sorted by start
+        comm_tl = _Union(list(pick(ctx.starts(kernels))), list(map(_END, pick(kernels))))
+        compute = _Compute(ctx, is_comm)
         comm: list[float] = []
         exposed: list[float] = []
         for step in ctx.steps:
             c = comm_tl.busy(step.start, step.end)
+            # The communication stretches overlapping the step (b > start and a < end),
+            # clipped to it; only those with compute inside add to the overlap (the others
+            # add 0.0), found in C: compute starts before b and ends after a.
+            first = bisect_right(comm_tl.ends, step.start)
+            last = bisect_left(comm_tl.starts, step.end, first)
+            lo, hi = comm_tl.starts[first:last], comm_tl.ends[first:last]
             overlap = 0.0
-            for a, b in zip(comm_tl.starts, comm_tl.ends):
-                if b > step.start and a < step.end:
-                    overlap += compute_tl.busy(max(a, step.start), min(b, step.end))
+            if lo:  # stretches are disjoint: only the first and the last can stick out
+                lo[0] = max(lo[0], step.start)
+                hi[-1] = min(hi[-1], step.end)
+                compute_tl = compute.around(lo[0], hi[-1])
+                shared = map(
+                    gt,
+                    map(bisect_left, repeat(compute_tl.starts), hi),
+                    map(bisect_right, repeat(compute_tl.ends), lo),
+                )
+                for a, b in compress(zip(lo, hi), shared):
+                    overlap += compute_tl.busy(a, b)
             comm.append(c)
             exposed.append(max(0.0, c - overlap))
         wall = median([s.wall_us for s in ctx.step_metrics])

@@ -9,12 +9,13 @@ wrapper's own time: the compiled region and Dynamo lookup minus the ops and laun
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..metrics import median
 from ..report import Finding
-from ._common import op_location
+from ._common import op_location, positions
 from .base import Rule
 
 WRAPPER_PREFIXES = (
@@ -32,6 +33,11 @@ COMPILE_TAX_MIN_US = 20.0
 
 COMPILE_TAX_MIN_SHARE = 0.05
 """…and at least 5 % of the step."""
+
+WINDOW_MARGIN_US = 10.0
+"""A call nested in an op starts inside the op's window; legacy traces round times to whole
+µs, so the window searched is widened by this much on each side (any call found is still
+checked against the nesting)."""
 
 _GRAPH = re.compile(r"CompiledFxGraph (\w+)")
 
@@ -56,11 +62,16 @@ class CompileTax(Rule):
         if not wrappers:
             return []
         inside_rt: dict[int, float] = {}
-        wanted = set(wrappers)
-        for r, op in enumerate(nest.rt_op):
-            if op in wanted:
+        # The runtime calls a wrapper makes directly start inside it: look for them only
+        # among the calls starting in its window (with a margin, see WINDOW_MARGIN_US).
+        rt_starts = ctx.starts(trace.runtime)
+        for i in dict.fromkeys(wrappers):  # once each (overlapping steps list an op twice)
+            op = trace.ops[i]
+            lo = bisect_left(rt_starts, op.start - WINDOW_MARGIN_US)
+            hi = bisect_right(rt_starts, op.end + WINDOW_MARGIN_US, lo)
+            for r in positions(nest.rt_op, i, lo, hi):
                 call = trace.runtime[r]
-                inside_rt[op] = inside_rt.get(op, 0.0) + (call.end - call.start)
+                inside_rt[i] = inside_rt.get(i, 0.0) + (call.end - call.start)
         totals = [0.0] * len(ctx.steps)
         by_name: dict[str, float] = {}
         for i in wrappers:

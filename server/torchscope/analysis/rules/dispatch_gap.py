@@ -7,11 +7,15 @@ Python and dispatch work before the first op reaches ATen (argument building, mo
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
+
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
+from ..metrics import cpu_index, median
 from ..report import Finding
 from ..source import marker_line
+from ._common import step_slices
 from .base import Rule
 
 DISPATCH_GAP_MIN_US = 50.0
@@ -43,13 +47,24 @@ class DispatchGap(Rule):
 
     def match(self, ctx: Context) -> list[Finding]:
         trace, nest = ctx.trace, ctx.nest
+        # Top-level ops inside the steps, in time order: the CPU index of the step metrics
+        # lists all top-level ops (ascending), cut here to each step's slice.
+        top_level = cpu_index(ctx).op_index
+        tops: list[int] = []
+        for _, lo, hi in step_slices(ctx, trace.ops, ctx.step_of_op):
+            cut = bisect_left(top_level, lo)
+            tops.extend(top_level[cut : bisect_left(top_level, hi, cut)])
+        # Ops are sorted by start, so the earliest op under an innermost annotation is the
+        # first one listed; each annotation chain is then walked once, not once per op.
+        inner = list(map(nest.op_ann.__getitem__, tops))
+        earliest = dict(zip(reversed(inner), reversed(tops)))  # later writes: earlier ops
+        starts = ctx.starts(trace.ops)
         first: dict[int, float] = {}
-        for i, op in enumerate(trace.ops):
-            if nest.op_parent[i] >= 0 or ctx.step_of_op[i] < 0:
-                continue
-            for a in nest.annotation_chain(nest.op_ann[i]):
-                if op.start < first.get(a, float("inf")):
-                    first[a] = op.start
+        for innermost in dict.fromkeys(inner):  # first-seen order, as a walk over the ops
+            start = starts[earliest[innermost]]
+            for a in nest.annotation_chain(innermost):
+                if start < first.get(a, math.inf):
+                    first[a] = start
         gaps: dict[str, list[tuple[int, float, float]]] = {}
         for a, t in first.items():
             ann = trace.annotations[a]

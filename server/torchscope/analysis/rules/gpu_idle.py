@@ -8,11 +8,16 @@ CPU to do something else: Python work, host-side preprocessing, logging.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from itertools import compress, repeat
+from operator import itemgetter, le
+
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
 from ..metrics import cpu_index, is_dataloader, median
 from ..report import Finding
+from ._common import distinct_names, gap_lengths
 from .base import Rule
 
 GPU_IDLE_MIN_GAP_SHARE = 0.05
@@ -23,6 +28,47 @@ GPU_IDLE_MIN_GAP_US = 50.0
 
 EXPLAINED_SHARE = 0.5
 """A gap at least half covered by DataLoader or a blocking call is explained elsewhere."""
+
+_START = itemgetter(0)
+_END = itemgetter(1)
+
+
+def _long_gaps(
+    timeline: Timeline, lengths: list[float], a: float, b: float, shortest: float
+) -> list[tuple[float, float]]:
+    """``timeline.gaps(a, b)`` without those shorter than ``shortest`` (> 0); ``lengths``
+    are the timeline's :func:`gap_lengths`. A step holds thousands of short gaps between
+    kernels, so the lengths are tested in C."""
+    starts, ends = timeline.starts, timeline.ends
+    i = bisect_right(ends, a)
+    j = bisect_left(starts, b, i)
+    if j <= i:
+        return [(a, b)] if b - a >= shortest else []
+    inner = lengths[i : j - 1]
+    out: list[tuple[float, float]] = []
+    if inner and max(inner) >= shortest:  # long gaps are rare: most steps stop here
+        long = map(le, repeat(shortest), inner)
+        out = list(compress(zip(ends[i : j - 1], starts[i + 1 : j]), long))
+    if starts[i] > a and starts[i] - a >= shortest:
+        out.insert(0, (a, starts[i]))
+    if ends[j - 1] < b and b - ends[j - 1] >= shortest:
+        out.append((ends[j - 1], b))
+    return out
+
+
+def _explained(ctx: Context) -> Timeline:
+    """When the CPU was in DataLoader, a blocking call, the profiler flush or profiler
+    overhead: gaps under these belong to other findings."""
+    trace = ctx.trace
+    runtime = trace.runtime
+    loaders = {n for n in distinct_names(ctx, trace.annotations) if is_dataloader(n)}
+    spans = [
+        *(a for a in trace.annotations if a[2] in loaders),
+        *compress(runtime, ctx.blocking),
+        *(runtime[i] for i in ctx.flush),
+        *trace.overhead,
+    ]
+    return Timeline(zip(map(_START, spans), map(_END, spans)))
 
 
 class GpuIdle(Rule):
@@ -42,22 +88,18 @@ class GpuIdle(Rule):
     def match(self, ctx: Context) -> list[Finding]:
         timeline = ctx.timeline()
         assert timeline is not None
-        trace = ctx.trace
-        explained = Timeline(
-            [(a.start, a.end) for a in trace.annotations if is_dataloader(a.name)]
-            + [(r.start, r.end) for r, b in zip(trace.runtime, ctx.blocking) if b]
-            + [(trace.runtime[i].start, trace.runtime[i].end) for i in ctx.flush]
-            + [(o.start, o.end) for o in trace.overhead]
-        )
+        explained: Timeline | None = None  # built when the first long gap needs it
         index = cpu_index(ctx)
         totals = [0.0] * len(ctx.steps)
         largest: tuple[float, float, int] = (0.0, 0.0, -1)
+        lengths = gap_lengths(ctx, timeline)
         for k, step in enumerate(ctx.steps):
             wall = step.wall_us
-            for a, b in timeline.gaps(step.start, step.end):
+            shortest = max(GPU_IDLE_MIN_GAP_US, GPU_IDLE_MIN_GAP_SHARE * wall)
+            for a, b in _long_gaps(timeline, lengths, step.start, step.end, shortest):
                 dur = b - a
-                if dur < GPU_IDLE_MIN_GAP_US or dur < GPU_IDLE_MIN_GAP_SHARE * wall:
-                    continue
+                if explained is None:
+                    explained = _explained(ctx)
                 if explained.busy(a, b) >= EXPLAINED_SHARE * dur:
                     continue
                 totals[k] += dur

@@ -7,28 +7,44 @@ for the hover, not a problem, so it carries no cost.
 
 from __future__ import annotations
 
-from itertools import compress
-from operator import itemgetter
+from itertools import chain, compress, repeat
+from operator import eq, itemgetter, le
 
 from ..context import Context
 from ..formatting import format_duration
-from ..link import is_launch
+from ..model import Span
 from ..report import Finding
-from ._common import count_per_step, per_step_median, rt_location
+from ._common import (
+    RT_GRAPH_LAUNCH,
+    RT_LAUNCH,
+    RT_QUERY,
+    count_per_step,
+    per_step_median,
+    picker,
+    positions,
+    rt_location,
+    runtime_kinds,
+)
 from .base import Rule
 
 MAX_HEAVY_KERNELS = 5
 """Distinct heavy kernels listed (by device time)."""
 
-OCCUPANCY_QUERY = "cudaOccupancyMaxActiveBlocksPerMultiprocessor"
+_LAUNCHES = frozenset({RT_LAUNCH, RT_GRAPH_LAUNCH})
 
+_KIND = itemgetter(0)
+_INDEX = itemgetter(1)
 _NAME = itemgetter(2)
+_TRACK = itemgetter(3)
 
 
-def _queries(ctx: Context) -> set[str]:
-    """The distinct runtime call names that are occupancy queries (one test per name, not
-    per call)."""
-    return {n for n in set(map(_NAME, ctx.trace.runtime)) if n.startswith(OCCUPANCY_QUERY)}
+def _next_on_thread(runtime: list[Span], i: int) -> int:
+    """Index of the first call after ``i`` on its thread (``len(runtime)`` when none)."""
+    track = runtime[i][3]
+    j = i + 1
+    while j < len(runtime) and runtime[j][3] != track:
+        j += 1
+    return j
 
 
 class HeavyKernel(Rule):
@@ -40,44 +56,55 @@ class HeavyKernel(Rule):
     source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
 
     def skip(self, ctx: Context) -> str | None:
-        if not _queries(ctx):
+        if RT_QUERY not in runtime_kinds(ctx):
             return "no cudaOccupancyMaxActiveBlocksPerMultiprocessor calls in the trace"
         return None
 
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
-        kernels: dict[str, list[int]] = {}
-        first_rt: dict[str, int] = {}
         runtime = trace.runtime
         n = len(runtime)
-        queries = _queries(ctx)
-        for i in compress(range(n), map(queries.__contains__, map(_NAME, runtime))):
-            r = runtime[i]
-            # The next call on the same thread (runtime is sorted by start).
-            j = i + 1
-            while j < n and runtime[j].track != r.track:
-                j += 1
-            if j >= n or not is_launch(runtime[j].name):
-                continue
-            for kind, k in ctx.links.rt_device.get(j, ()):
-                if kind == "kernel" and ctx.step_of_kernel[k] >= 0:
-                    kname = trace.kernels[k].name
-                    kernels.setdefault(kname, []).append(k)
-                    first_rt.setdefault(kname, j)
-        ranked = sorted(
-            kernels.items(),
-            key=lambda kv: -sum(trace.kernels[k].end - trace.kernels[k].start for k in kv[1]),
+        kinds = runtime_kinds(ctx)
+        queries = positions(kinds, RT_QUERY)
+        if queries and queries[-1] == n - 1:
+            queries = queries[:-1]  # the last call: nothing follows it
+        # The call after each query on the same thread: in C for the usual case where it is
+        # the very next call, walked to for the others (runtime is sorted by start).
+        after = [i + 1 for i in queries]
+        query_track = list(map(_TRACK, picker(queries)(runtime)))
+        after_track = list(map(_TRACK, picker(after)(runtime)))
+        if query_track != after_track:
+            after = [
+                j if a == b else _next_on_thread(runtime, i)
+                for i, j, a, b in zip(queries, after, query_track, after_track)
+            ]
+            after = [j for j in after if j < n]  # n: nothing follows on that thread
+        is_launch_call = map(_LAUNCHES.__contains__, picker(after)(kinds))
+        launches = compress(after, is_launch_call)
+        # The device spans those launches issued, in launch order: the kernels in the steps.
+        step_of_kernel = ctx.step_of_kernel
+        issued = list(chain.from_iterable(map(ctx.links.rt_device.get, launches, repeat(()))))
+        is_kernel = map(eq, map(_KIND, issued), repeat("kernel"))
+        launched = list(compress(map(_INDEX, issued), is_kernel))
+        launched = list(
+            compress(launched, map(le, repeat(0), map(step_of_kernel.__getitem__, launched)))
         )
+        kernels: dict[str, list[int]] = {}  # kernel name → those kernels, first seen first
+        for k, kname in zip(launched, map(_NAME, map(trace.kernels.__getitem__, launched))):
+            found = kernels.get(kname)
+            if found is None:
+                kernels[kname] = [k]
+            else:
+                found.append(k)
+        durations = ctx.durations(trace.kernels)
+        ranked = sorted(kernels.items(), key=lambda kv: -sum(map(durations.__getitem__, kv[1])))
         out: list[Finding] = []
         for name, ks in ranked[:MAX_HEAVY_KERNELS]:
             dev = per_step_median(
-                ctx,
-                (
-                    (ctx.step_of_kernel[k], trace.kernels[k].end - trace.kernels[k].start)
-                    for k in ks
-                ),
+                ctx, zip(map(step_of_kernel.__getitem__, ks), map(durations.__getitem__, ks))
             )
-            file, line = rt_location(ctx, first_rt[name])
+            # The launch of its first kernel (rt_device and kernel_rt are inverses).
+            file, line = rt_location(ctx, ctx.links.kernel_rt[ks[0]])
             short = name if len(name) <= 80 else name[:77] + "…"
             out.append(
                 self.finding(

@@ -7,11 +7,22 @@ at the top level are the user's own and are not reported here.
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import itemgetter, methodcaller
+
 from ..context import Context
 from ..formatting import format_bytes, format_duration
 from ..link import copy_kind
 from ..report import Finding
-from ._common import count_per_step, per_step_median, rt_location, top_op_of_rt
+from ._common import (
+    count_per_step,
+    distinct_names,
+    names,
+    per_step_median,
+    rt_location,
+    step_slices,
+    top_op_of_rt,
+)
 from .base import Rule
 
 EXPLICIT_COPY_OPS = frozenset(
@@ -36,6 +47,9 @@ EXPLICIT_COPY_OPS = frozenset(
 HIDDEN_COPY_MIN_US = 5.0
 """Per-step device time below which hidden copies are not reported."""
 
+_ARGS = itemgetter(4)
+_GET_BYTES = methodcaller("get", "bytes")
+
 
 class HiddenCopy(Rule):
     """Copies the user's code did not ask for."""
@@ -54,33 +68,36 @@ class HiddenCopy(Rule):
 
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
+        memcpys = trace.memcpys
+        rts = ctx.links.memcpy_rt
+        step_of = ctx.step_of_memcpy
+        copy_names = names(ctx, memcpys)
+        kind_of = {n: copy_kind(n) for n in distinct_names(ctx, memcpys)}
         groups: dict[tuple[str, str, str | None, int | None], list[int]] = {}
-        for m, copy in enumerate(trace.memcpys):
-            r = ctx.links.memcpy_rt[m]
-            if r < 0 or ctx.step_of_memcpy[m] < 0:
-                continue
-            op = top_op_of_rt(ctx, r)
-            if op < 0:
-                continue
-            top = trace.ops[op].name
-            if top in EXPLICIT_COPY_OPS or "Pageable" in copy.name:
-                continue  # the user's own copy; pageable ones are pageable-copy's
-            file, line = rt_location(ctx, r)
-            groups.setdefault((top, copy_kind(copy.name), file, line), []).append(m)
+        for _, lo, hi in step_slices(ctx, memcpys, step_of):
+            for m in compress(range(lo, hi), map((0).__le__, rts[lo:hi])):  # linked ones
+                name = copy_names[m]
+                if "Pageable" in name:
+                    continue  # pageable copies are pageable-copy's
+                r = rts[m]
+                op = top_op_of_rt(ctx, r)
+                if op < 0:
+                    continue
+                top = trace.ops[op][2]
+                if top in EXPLICIT_COPY_OPS:
+                    continue  # the user's own copy
+                file, line = rt_location(ctx, r)
+                groups.setdefault((top, kind_of[name], file, line), []).append(m)
+        durations = ctx.durations(memcpys)
         out: list[Finding] = []
         for (top, kind, file, line), copies in groups.items():
             cost = per_step_median(
-                ctx,
-                (
-                    (ctx.step_of_memcpy[m], trace.memcpys[m].end - trace.memcpys[m].start)
-                    for m in copies
-                ),
+                ctx, zip(map(step_of.__getitem__, copies), map(durations.__getitem__, copies))
             )
             if cost < HIDDEN_COPY_MIN_US:
                 continue
-            nbytes = sum(
-                b for m in copies if isinstance(b := trace.memcpys[m].args.get("bytes"), int)
-            )
+            sizes = map(_GET_BYTES, map(_ARGS, map(memcpys.__getitem__, copies)))
+            nbytes = sum(b for b in sizes if isinstance(b, int))
             out.append(
                 self.finding(
                     f"{top} issues {count_per_step(len(copies), ctx)} "

@@ -8,12 +8,21 @@ is then the launch path's (kernel queued behind running work or an event is not)
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import math
+from bisect import bisect_left
+from itertools import compress, repeat
+from operator import lt
 
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
-from ._common import count_per_step, per_step_median, rt_location
+from ._common import (
+    count_per_step,
+    gap_lengths,
+    per_step_median,
+    picker,
+    rt_location,
+)
 from .base import LinkedKernelRule
 
 LAUNCH_DELAY_US = 100.0
@@ -33,22 +42,40 @@ class LaunchDelay(LinkedKernelRule):
 
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
+        kernels = trace.kernels
+        kernel_start = ctx.starts(kernels)
+        device_of_track = [t.device for t in trace.tracks]
+        # A kernel the device idled for opens a busy stretch, and the stretch before it
+        # ended by the time its launch began: the idle gap before it is longer than the
+        # delay, so longer than LAUNCH_DELAY_US. Such gaps are few (found in C), and the
+        # kernels starting right after them are found by binary search: no test per kernel.
+        opening: list[tuple[int, float]] = []  # (kernel, end of the stretch before it)
+        for device, tl in ctx.timelines.items():
+            if not tl.starts:
+                continue
+            long = map(lt, repeat(LAUNCH_DELAY_US), gap_lengths(ctx, tl))
+            after_gap = list(compress(range(1, len(tl.starts)), long))
+            begins = picker([0, *after_gap])(tl.starts)
+            before = [-math.inf, *picker([j - 1 for j in after_gap])(tl.ends)]
+            found = map(bisect_left, repeat(kernel_start), begins)
+            for start, prev_end, i in zip(begins, before, found):
+                while i < len(kernels) and kernel_start[i] == start:
+                    if device_of_track[kernels[i][3]] == device:
+                        opening.append((i, prev_end))
+                    i += 1
+        opening.sort()  # kernel order
+        rts = ctx.links.kernel_rt
+        call_start = ctx.starts(trace.runtime)
         delayed: list[tuple[int, float]] = []
         worst = (0.0, -1)
-        runtime = trace.runtime
-        for kernel, r, step in zip(trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel):
-            if r < 0 or step < 0:
-                continue  # not linked, or outside the steps
-            delay = kernel[0] - runtime[r][0]
+        for i, prev_end in opening:
+            step, r = ctx.step_of_kernel[i], rts[i]
+            if step < 0 or r < 0:
+                continue  # outside the steps, or not linked
+            delay = kernel_start[i] - call_start[r]
             if delay <= LAUNCH_DELAY_US:
                 continue
-            tl = ctx.timelines.get(trace.tracks[kernel.track].device)
-            if tl is None:
-                continue
-            j = bisect_right(tl.starts, kernel.start) - 1
-            if j < 0 or tl.starts[j] != kernel.start:
-                continue  # the device was busy when the kernel started: queueing
-            if j > 0 and tl.ends[j - 1] > trace.runtime[r].start:
+            if prev_end > call_start[r]:
                 continue  # work was still running when the launch began: a dependency wait
             delayed.append((step, delay))
             if delay > worst[0]:

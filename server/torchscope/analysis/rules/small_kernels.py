@@ -7,11 +7,14 @@ them. Fusing (``torch.compile``), CUDA graphs, or bigger work per kernel are the
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import and_, eq, itemgetter, le, lt, sub
+
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..link import is_launch
+from ..metrics import median
 from ..report import Finding
-from ._common import per_step_median
+from ._common import RT_LAUNCH, add_per_step, picker, runtime_kinds, step_slices
 from .base import LinkedKernelRule
 
 SMALL_KERNEL_MIN_SHARE = 0.2
@@ -19,6 +22,8 @@ SMALL_KERNEL_MIN_SHARE = 0.2
 
 SMALL_KERNEL_MIN_COUNT = 10
 """…and at least 10 of them per step (two tiny kernels are not a pattern)."""
+
+_END = itemgetter(1)
 
 
 class SmallKernels(LinkedKernelRule):
@@ -31,31 +36,41 @@ class SmallKernels(LinkedKernelRule):
 
     def match(self, ctx: Context) -> list[Finding]:
         trace = ctx.trace
-        small: list[tuple[int, float]] = []
+        runtime = trace.runtime
         count = [0] * len(ctx.steps)
         total = [0] * len(ctx.steps)
-        runtime = trace.runtime
-        single_launch: dict[str, bool] = {}  # launch call name → is it one kernel's launch?
-        for kernel, r, step in zip(trace.kernels, ctx.links.kernel_rt, ctx.step_of_kernel):
-            if r < 0 or step < 0:
-                continue  # not linked, or outside the steps
-            call = runtime[r]
-            name = call[2]
-            single = single_launch.get(name)
-            if single is None:
-                single = single_launch[name] = name != "cudaGraphLaunch" and is_launch(name)
-            if not single:
-                continue  # a graph launch is one call for many kernels
-            total[step] += 1
-            if kernel[1] - kernel[0] < call[1] - call[0]:
-                count[step] += 1
-                small.append((step, call[1] - call[0]))
+        costs = [0.0] * len(ctx.steps)  # per step: launch time of the small kernels
+        kinds = runtime_kinds(ctx)  # a graph launch is one call for many kernels
+        kernel_dur = ctx.durations(trace.kernels)
+        call_start = ctx.starts(runtime)
+        rts = ctx.links.kernel_rt
+        # Per step slice, in C: the launch call of each linked kernel, whether it launches
+        # a single kernel, whether the kernel ran shorter than the call.
+        for k, lo, hi in step_slices(ctx, trace.kernels, ctx.step_of_kernel):
+            rs = rts[lo:hi]
+            durs = kernel_dur[lo:hi]
+            if min(rs) < 0:  # some not linked (-1): leave them out
+                linked = list(map(le, repeat(0), rs))
+                rs, durs = list(compress(rs, linked)), list(compress(durs, linked))
+            if not rs:
+                continue
+            pick = picker(rs)
+            launch = list(map(sub, map(_END, pick(runtime)), pick(call_start)))
+            shorter = map(lt, durs, launch)
+            call_kinds = pick(kinds)
+            singles = call_kinds.count(RT_LAUNCH)
+            if singles < len(rs):  # some graph launches or other calls: leave them out
+                shorter = map(and_, map(eq, call_kinds, repeat(RT_LAUNCH)), shorter)
+            small = list(compress(launch, shorter))
+            total[k] += singles
+            count[k] += len(small)
+            add_per_step(costs, k, small)
         n = max(1, len(ctx.steps))
         per_step = sum(count) / n
         share = sum(count) / max(1, sum(total))
         if per_step < SMALL_KERNEL_MIN_COUNT or share < SMALL_KERNEL_MIN_SHARE:
             return []
-        cost = per_step_median(ctx, small)
+        cost = median(costs)
         return [
             self.finding(
                 f"{per_step:.0f} kernels per step ({format_share(share)} of them) run shorter "

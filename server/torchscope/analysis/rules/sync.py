@@ -7,10 +7,17 @@ from __future__ import annotations
 
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..link import SYNC_CALLS
 from ..metrics import median
 from ..report import Finding
-from ._common import count_per_step, per_step_median, rt_location, top_op_of_rt
+from ._common import (
+    RT_SYNC,
+    count_per_step,
+    per_step_median,
+    positions,
+    rt_location,
+    runtime_kinds,
+    top_op_of_rt,
+)
 from .base import Rule
 
 SYNC_WARNING_SHARE = 0.05
@@ -35,17 +42,18 @@ class Sync(Rule):
 
     def match(self, ctx: Context) -> list[Finding]:
         groups: dict[tuple[str, str | None, int | None, str], list[int]] = {}
-        for i, r in enumerate(ctx.trace.runtime):
-            if r.name not in SYNC_CALLS or ctx.step_of_rt[i] < 0 or i in ctx.flush:
+        runtime = ctx.trace.runtime
+        # Synchronising calls are few: found by a C scan of the calls' kinds.
+        for i in positions(runtime_kinds(ctx), RT_SYNC):
+            if ctx.step_of_rt[i] < 0 or i in ctx.flush:
                 continue
             file, line = rt_location(ctx, i)
             op = top_op_of_rt(ctx, i)
             under = ctx.trace.ops[op].name if op >= 0 else ""
-            groups.setdefault((r.name, file, line, under), []).append(i)
+            groups.setdefault((runtime[i].name, file, line, under), []).append(i)
         wall = median([s.wall_us for s in ctx.step_metrics]) if ctx.step_metrics else 0.0
         out: list[Finding] = []
         for (name, file, line, under), calls in groups.items():
-            runtime = ctx.trace.runtime
             cost = per_step_median(
                 ctx, ((ctx.step_of_rt[i], runtime[i].end - runtime[i].start) for i in calls)
             )

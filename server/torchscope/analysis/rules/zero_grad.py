@@ -11,7 +11,13 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
-from ._common import count_per_step, op_location, per_step_median
+from ._common import (
+    count_per_step,
+    distinct_names,
+    indices_named,
+    op_location,
+    per_step_median,
+)
 from .base import Rule
 
 
@@ -34,26 +40,36 @@ class ZeroGrad(Rule):
     def skip(self, ctx: Context) -> str | None:
         if "aten::zero_" not in ctx.op_calls:
             return "no aten::zero_ calls in the steps"
-        if not any(_is_zero_grad(a.name) for a in ctx.trace.annotations):
+        if not any(map(_is_zero_grad, distinct_names(ctx, ctx.trace.annotations))):
             return "no Optimizer.zero_grad annotation in the trace"
         return None
 
     def match(self, ctx: Context) -> list[Finding]:
         trace, nest = ctx.trace, ctx.nest
-        zero_grad = {i for i, a in enumerate(trace.annotations) if _is_zero_grad(a.name)}
+        annotations = trace.annotations
+        zero_grad = set(
+            indices_named(ctx, annotations, filter(_is_zero_grad, distinct_names(ctx, annotations)))
+        )
+        under_zero_grad: dict[int, bool] = {}  # innermost annotation → inside zero_grad?
         hits: list[tuple[int, float]] = []
         first = -1
         count = 0
+        ops = trace.ops
         for i in ctx.ops_by_name().get("aten::zero_", []):
-            o = trace.ops[i]
             parent = nest.op_parent[i]
-            if parent >= 0 and trace.ops[parent].name == "aten::zeros":
+            if parent >= 0 and ops[parent][2] == "aten::zeros":
                 continue
-            if not any(a in zero_grad for a in nest.annotation_chain(nest.op_ann[i])):
+            ann = nest.op_ann[i]
+            inside = under_zero_grad.get(ann)
+            if inside is None:
+                chain = nest.annotation_chain(ann)
+                inside = under_zero_grad[ann] = any(a in zero_grad for a in chain)
+            if not inside:
                 continue
             count += 1
             first = i if first < 0 else first
-            hits.append((ctx.step_of_op[i], o.end - o.start))
+            o = ops[i]
+            hits.append((ctx.step_of_op[i], o[1] - o[0]))
         if count == 0:
             return []
         cost = per_step_median(ctx, hits)
