@@ -10,9 +10,9 @@ of ``fn`` it costs. Frames carry the function's def line (kineto#630), which is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import median
 
 from .context import Context
+from .metrics import median
 from .source import is_library, parse_frame
 
 LINE_MARKER_PREFIX = "torchscope:L"

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, repeat
 from operator import itemgetter, sub
 from typing import Any
 
@@ -268,8 +268,7 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
     }
     codes = list(map(kind.__getitem__, names))
     wanted = codes.copy()  # calls whose enclosing op matters: syncs, copies, launches
-    for r in links.rt_device:
-        wanted[r] = 1
+    deque(map(wanted.__setitem__, links.rt_device, repeat(1)), maxlen=0)  # a loop in C
     nest = build_nesting(trace, list(compress(range(len(wanted)), wanted)))
     steps = find_steps(trace)
 

@@ -14,12 +14,12 @@ their number.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
+from .metrics import median
 
 LINE_MARKER_PREFIX = "torchscope:L"
 
@@ -192,14 +192,14 @@ def line_stats(ctx: Context) -> list[LineStats]:
     per_line = {
         line: [entry.cpu_by_step.get(s, 0.0) for s in range(n_steps)] for line, entry in acc.items()
     }
-    typical = {line: statistics.median(steps) for line, steps in per_line.items()}
+    typical = {line: median(steps) for line, steps in per_line.items()}
     total_cpu = sum(typical.values()) or 1.0
     # Profiled times include the profiler's own cost per op; when the worker measured the
     # call without the profiler, lines share out that true time in proportion instead.
     scale = 1.0
     measured = ctx.measurements.call_us if ctx.measurements is not None else []
     if measured:
-        scale = statistics.median(measured) / total_cpu
+        scale = median(measured) / total_cpu
     lines: list[LineStats] = []
     for line, entry in acc.items():
         per_step = per_line[line]
@@ -211,7 +211,7 @@ def line_stats(ctx: Context) -> list[LineStats]:
                 device_us=entry.device_us / n_steps,
                 hits=entry.hits / n_steps,
                 cpu_us_min=min(per_step) * scale,
-                cpu_us_median=statistics.median(per_step) * scale,
+                cpu_us_median=median(per_step) * scale,
                 cpu_us_max=max(per_step) * scale,
                 profiled_cpu_us=typical[line],
                 syncs=entry.syncs / n_steps,
