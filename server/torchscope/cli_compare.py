@@ -11,19 +11,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from torchscope.analysis.compare import render_comparison
-from torchscope.host.compare_run import MODES, compare_compile
-from torchscope.host.profile_run import ProfileFailure, ProfileOptions, ProfileOutcome, Profiler
-from torchscope.host.sweep import SweepSpecError, parse_sweep, sweep
-from torchscope.protocol import Output, Progress
-from torchscope.targets import Target
+from torchscope.protocol import COMPILE_MODES
+
+# The profiling machinery is imported where it runs: building the parser must stay cheap,
+# because `torchscope analyze` builds it too and should not pay for asyncio and the host.
+if TYPE_CHECKING:
+    from torchscope.host.profile_run import ProfileOptions, ProfileOutcome, Profiler
+    from torchscope.protocol import Output, Progress
+    from torchscope.targets import Target
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _sweep_spec(text: str) -> tuple[str, list[int]]:
+    from torchscope.host.sweep import SweepSpecError, parse_sweep
+
     try:
         return parse_sweep(text)
     except SweepSpecError as exc:
@@ -38,7 +42,7 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=MODES,
+        choices=COMPILE_MODES,
         default="default",
         help="torch.compile mode for --compare-compile (default: default)",
     )
@@ -62,6 +66,8 @@ async def profile_or_compare(
     """A plain profile, or with ``--compare-compile`` the eager profile and the comparison."""
     if not getattr(args, "compare_compile", False):
         return await profiler.profile(target, call, options, on_progress, on_output), None
+    from torchscope.host.compare_run import compare_compile
+
     outcome = await compare_compile(
         profiler, target, call, options, args.mode, on_progress, on_output
     )
@@ -77,6 +83,8 @@ async def profile_or_compare(
 def compare_text(compare: Optional[dict[str, Any]]) -> str:
     if compare is None:
         return ""
+    from torchscope.analysis.compare import render_comparison
+
     return render_comparison(compare) + "\n"
 
 
@@ -93,6 +101,9 @@ async def run_sweep_command(
         print("torchscope: --sweep and --compare-compile cannot be combined", file=sys.stderr)
         await profiler.close()
         return EXIT_USAGE
+    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.sweep import sweep
+
     name, sizes = args.sweep
     try:
         outcome = await sweep(

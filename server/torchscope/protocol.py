@@ -124,6 +124,11 @@ class JobError(Message):
     traceback: str = ""
 
 
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
+"""The ``torch.compile`` modes the CLI and the editor offer (the worker also accepts
+``max-autotune``)."""
+
+
 @dataclass
 class CompareRequest(ProfileRequest):
     """Profile the function eagerly and under ``torch.compile(mode=mode)`` in one job.

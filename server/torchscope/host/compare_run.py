@@ -26,11 +26,17 @@ from torchscope.host.profile_run import (
     measurements_of,
 )
 from torchscope.host.worker_process import JobCancelled, WorkerError
-from torchscope.protocol import CompareRequest, JobError, Output, ProfileResult, Progress
+from torchscope.protocol import (
+    COMPILE_MODES,
+    CompareRequest,
+    JobError,
+    Output,
+    ProfileResult,
+    Progress,
+)
 from torchscope.targets import Target
 
-MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
-"""The ``torch.compile`` modes offered (the worker also accepts ``max-autotune``)."""
+MODES = COMPILE_MODES
 
 
 @dataclass
