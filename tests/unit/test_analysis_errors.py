@@ -100,3 +100,28 @@ def test_chrome_trace_from_another_tool(tmp_path: Path) -> None:
     events = [{"ph": "X", "cat": "blink", "name": "Layout", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]
     p.write_text(json.dumps({"traceEvents": events}))
     expect_error(p, "not a PyTorch profiler trace")
+
+
+def _kineto_doc() -> dict[str, Any]:
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 4}
+    return {"traceEvents": [op, {**op, "ts": 20}]}
+
+
+def test_multi_member_gzip_is_read_to_the_end(tmp_path: Path) -> None:
+    # The fast path inflates only the first member; the trailer's size catches the rest.
+    text = json.dumps(_kineto_doc()).encode()
+    half = len(text) // 2
+    path = tmp_path / "two.json.gz"
+    path.write_bytes(gzip.compress(text[:half]) + gzip.compress(text[half:]))
+    report = analyze_trace(path)
+    assert any(op.name == "aten::mm" and op.calls == 2 for op in report.top_ops)
+
+
+def test_truncated_gzip_ending_in_a_huge_size_is_an_error_not_an_allocation(
+    tmp_path: Path,
+) -> None:
+    packed = gzip.compress(json.dumps(_kineto_doc()).encode() * 50)
+    path = tmp_path / "cut.json.gz"
+    # Cut inside the deflate stream and end in bytes that read as a 4 GiB "size".
+    path.write_bytes(packed[: len(packed) // 2] + b"\xff\xff\xff\xff")
+    expect_error(path, "truncated or corrupt")
