@@ -166,6 +166,18 @@ def main() -> None:
             f"{med(kind, 'peak_mb'):10.0f}  {runs[kind][-1]['summary'][:70]}"
         )
     print()
+    for kind in kinds:
+        samples = " ".join(f"{r['total_s']:.3f}" for r in runs[kind])
+        print(f"{kind} wall s, round by round: {samples}")
+    if "hta" in kinds:
+        # Each round runs the three back to back, so a per-round ratio compares runs that saw
+        # the same machine load; its spread shows how much the load moved during the session.
+        paired = [h["total_s"] / t["total_s"] for h, t in zip(runs["hta"], runs["torchscope"])]
+        print(
+            f"HTA / torchscope per round (wall): {' '.join(f'{x:.2f}' for x in paired)}"
+            f"  median {statistics.median(paired):.2f}×"
+        )
+    print()
     print("wall time is what a user waits; CPU time of the process is the fairer measure on a")
     print("shared machine (other processes stretch wall time, not CPU time). Ratios for both:")
     for label, total_key, work_key in (
