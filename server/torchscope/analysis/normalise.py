@@ -171,6 +171,8 @@ class EventSink:
         empty: dict[str, Any] = {}
         new = tuple.__new__  # Span(...) without the Python-level NamedTuple.__new__ frame
         op_kind = _OP
+        names: dict[str, str] = {}
+        same_name = names.setdefault
         # The first complete event's timestamp, subtracted from all: Kineto writes absolute
         # epoch µs (~1.7e15, where a float64 resolves only 0.25 µs) in older traces, and
         # durations of 1-2 µs kernels must survive ``end - start``. Metadata events are not
@@ -233,6 +235,10 @@ class EventSink:
                     flags["legacy"] = True
                 if name in overhead_names:
                     kind = _OVERHEAD
+                # One string object per distinct name: the parser makes a new one per event,
+                # and every later name lookup would hash its copy of a 100-character kernel
+                # name again instead of reusing a cached hash and an identity match.
+                name = same_name(name, name)
                 pid = e.get("pid")
                 tid = e.get("tid")
                 if tid == last_tid and pid == last_pid and last_track >= 0:
