@@ -57,3 +57,17 @@ def test_short_kernels_keep_their_duration_on_epoch_timestamps(kineto: Any, tmp_
     step = report.steps[0]
     assert step.kernel_us == pytest.approx(50 * 1.76, abs=1e-6)
     assert step.device_busy_us == pytest.approx(50 * 1.76, abs=1e-6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(iv=intervals, nested=st.booleans())
+def test_all_constructors_build_the_same_union(iv: list[tuple[float, float]], nested: bool) -> None:
+    if nested:  # an interval inside an earlier one: ends decrease, the general merge runs
+        iv = [*iv, (0.0, 20_000.0), (5.0, 6.0)]
+    ordered = sorted(iv, key=lambda p: p[0])
+    reference = Timeline(iv)
+    for built in (
+        Timeline.from_sorted(ordered),
+        Timeline.from_columns([s for s, _ in ordered], [e for _, e in ordered]),
+    ):
+        assert (built.starts, built.ends) == (reference.starts, reference.ends)

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
-from operator import gt, itemgetter, not_, sub
+from operator import gt, itemgetter, not_
 
 from ..context import Context
 from ..formatting import format_duration, format_share
+from ..intervals import Timeline
 from ..metrics import is_comm_kernel, median
 from ..report import Finding
 from ._common import ByName, distinct_names, picker
@@ -29,47 +30,6 @@ _END = itemgetter(1)
 _NAME = itemgetter(2)
 
 
-class _Union:
-    """The union of intervals given as start and end columns sorted by start, merged as
-    :class:`~torchscope.analysis.intervals.Timeline` merges them (touching intervals
-    merge), with the same ``busy``. Built from columns, it needs no (start, end) tuple per
-    kernel; and where no interval ends before the one ahead of it (the usual case: one
-    stream, or streams taking turns) the merge is a few passes in C."""
-
-    __slots__ = ("ends", "starts")
-
-    def __init__(self, starts: list[float], ends: list[float]) -> None:
-        if not any(map(gt, ends, ends[1:])):
-            # Ends never decrease: interval i opens a stretch when it starts after the end
-            # of interval i - 1, and a stretch ends where its last interval ends.
-            opens = [True, *map(gt, starts[1:], ends)]
-            self.starts = list(compress(starts, opens))
-            self.ends = [*compress(ends, opens[1:]), *ends[-1:]]
-            return
-        self.starts, self.ends = [], []
-        for s, e in zip(starts, ends):
-            if self.ends and s <= self.ends[-1]:
-                if e > self.ends[-1]:
-                    self.ends[-1] = e
-            else:
-                self.starts.append(s)
-                self.ends.append(e)
-
-    def busy(self, a: float, b: float) -> float:
-        """Busy time inside ``[a, b]``, computed exactly as ``Timeline.busy`` does."""
-        starts, ends = self.starts, self.ends
-        i = bisect_right(ends, a)
-        j = bisect_left(starts, b, i)
-        if j <= i:
-            return 0.0
-        total = sum(map(sub, ends[i:j], starts[i:j]))
-        if starts[i] < a:
-            total -= a - starts[i]
-        if ends[j - 1] > b:
-            total -= ends[j - 1] - b
-        return max(0.0, float(total))
-
-
 class _Compute:
     """The union of the compute (not communication) kernels, built only where it is asked
     about. On one device, a union of kernels never crosses an idle gap of the device's
@@ -83,14 +43,14 @@ class _Compute:
         self.is_comm = is_comm
         devices = {t.device for t in ctx.trace.tracks if t.device >= 0}
         self.device = ctx.timelines.get(devices.pop()) if len(devices) == 1 else None
-        self.whole: _Union | None = None
+        self.whole: Timeline | None = None
 
-    def _of(self, lo: int, hi: int) -> _Union:
+    def _of(self, lo: int, hi: int) -> Timeline:
         """The union of the compute kernels among ``kernels[lo:hi]``."""
         pick = picker(list(compress(range(lo, hi), map(not_, self.is_comm[lo:hi]))))
-        return _Union(list(pick(self.starts)), list(map(_END, pick(self.kernels))))
+        return Timeline.from_columns(list(pick(self.starts)), list(map(_END, pick(self.kernels))))
 
-    def around(self, a: float, b: float) -> _Union:
+    def around(self, a: float, b: float) -> Timeline:
         """A union equal to the whole one inside ``[a, b]`` (both ends in busy stretches of
         the only device; else the whole union)."""
         tl = self.device
@@ -124,7 +84,9 @@ class CommHeavy(Rule):
         kernels = ctx.trace.kernels
         is_comm = list(map(ByName(is_comm_kernel).__getitem__, map(_NAME, kernels)))
         pick = picker(list(compress(range(len(kernels)), is_comm)))  # kernels sorted by start
-        comm_tl = _Union(list(pick(ctx.starts(kernels))), list(map(_END, pick(kernels))))
+        comm_tl = Timeline.from_columns(
+            list(pick(ctx.starts(kernels))), list(map(_END, pick(kernels)))
+        )
         compute = _Compute(ctx, is_comm)
         comm: list[float] = []
         exposed: list[float] = []
