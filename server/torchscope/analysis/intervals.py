@@ -42,24 +42,10 @@ def _merge(pairs: Iterable[tuple[float, float]]) -> tuple[list[float], list[floa
 
 
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:
-    """Length of the union of ``(start, end)`` pairs sorted by start: the sum of ``end -
-    start`` over :meth:`Timeline.from_sorted`'s intervals, in their order, without keeping
-    them."""
-    it = iter(intervals)
-    first = next(it, None)
-    if first is None:
-        return 0.0
-    total: float = 0
-    lo, hi = first
-    for s, e in it:
-        if s <= hi:
-            if e > hi:
-                hi = e
-        else:
-            total += hi - lo
-            lo, hi = s, e
-    total += hi - lo
-    return float(total)
+    """Length of the union of ``(start, end)`` pairs sorted by start (what
+    :meth:`Timeline.from_sorted` would hold, summed interval by interval)."""
+    starts, ends = _merge(intervals)
+    return float(sum(map(sub, ends, starts)))
 
 
 def _largest(values: list[float], n: int) -> list[int]:
