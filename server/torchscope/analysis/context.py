@@ -162,6 +162,26 @@ class Context:
         found: list[tuple[int, int]] = self._columns[key]
         return found
 
+    def ranges_hold_steps(self, spans: list[Span], step_of: list[int]) -> bool:
+        """Whether :meth:`ranges` of ``spans`` are exactly each step's members by
+        ``step_of`` (the matching ``step_of_*``): true unless steps overlap, which lets
+        per-step work run over slices. Checked once per list, in C."""
+        key = (id(spans), "ranges_hold_steps")
+        found: bool | None = self._columns.get(key)
+        if found is None:
+            covered = 0
+            found = True
+            for k, (lo, hi) in enumerate(self.ranges(spans)):
+                if hi > lo and step_of[lo:hi].count(k) != hi - lo:
+                    found = False
+                    break
+                covered += hi - lo
+            # Each slice holds only its own step, so the slices are disjoint; they hold
+            # every member when no span outside them has a step.
+            found = found and covered == len(step_of) - step_of.count(-1)
+            self._columns[key] = found
+        return found
+
     def step_of(self, spans: list[Span]) -> list[int]:
         """Per span of one of the trace's lists, the index of its step (-1: in none)."""
         out = [-1] * len(spans)

@@ -119,10 +119,10 @@ def _name_ids(ctx: Context, spans: list[Span]) -> tuple[list[int], list[str]]:
     return found
 
 
-class _ByName(dict[str, _T]):
+class ByName(dict[str, _T]):
     """Name → ``of(name)``, worked out on the first lookup of each name. A trace repeats a
-    few dozen names over tens of thousands of events (each its own string object), so
-    ``map(by_name.__getitem__, names)`` answers in C with one hash lookup per event."""
+    few dozen names over tens of thousands of events, so ``map(by_name.__getitem__, names)``
+    classifies every event in one pass in C with one call per distinct name."""
 
     def __init__(self, of: Callable[[str], _T]) -> None:
         super().__init__()
@@ -223,22 +223,6 @@ def cpu_index(ctx: Context) -> CpuIndex:
     return ctx._cpu_index
 
 
-def _step_slices(
-    ctx: Context, spans: list[Span], step_of: list[int]
-) -> list[tuple[int, int]] | None:
-    """``ctx.ranges(spans)`` when every step's members (by ``step_of``) are exactly its slice:
-    the usual case of steps that do not overlap. ``None`` otherwise (go item by item)."""
-    ranges = ctx.ranges(spans)
-    covered = 0
-    for k, (lo, hi) in enumerate(ranges):
-        if hi > lo and step_of[lo:hi].count(k) != hi - lo:
-            return None
-        covered += hi - lo
-    # Each slice holds only its own step, so the slices are disjoint; they hold every member
-    # when no span outside them has a step.
-    return ranges if covered == len(step_of) - step_of.count(-1) else None
-
-
 def _launched_device_time(ctx: Context) -> list[float]:
     """Per step, the union of device intervals launched by the step's own calls, wherever
     on the device timeline they ran. Without a sync per step the CPU runs ahead and a step's
@@ -298,12 +282,12 @@ def _launch_delays(ctx: Context) -> list[list[float]]:
     out: list[list[float]] = [[] for _ in ctx.steps]
     kernels, runtime = ctx.trace.kernels, ctx.trace.runtime
     rts = ctx.links.kernel_rt
-    slices = _step_slices(ctx, kernels, ctx.step_of_kernel)
-    if slices is None:  # overlapping steps: kernel by kernel
+    if not ctx.ranges_hold_steps(kernels, ctx.step_of_kernel):  # overlapping steps
         for kernel, r, step in zip(kernels, rts, ctx.step_of_kernel):
             if r >= 0 and step >= 0:
                 out[step].append(kernel.start - runtime[r].start)
         return out
+    slices = ctx.ranges(kernels)
     k_starts, r_starts = ctx.starts(kernels), ctx.starts(runtime)
     aligned = True
     all_linked = _all_linked(ctx, rts)
@@ -381,7 +365,7 @@ def _slices(values: list[float], ranges: list[tuple[int, int]]) -> list[float]:
 def _copy_bytes(memcpys: list[Span], ranges: list[tuple[int, int]]) -> list[dict[str, int]]:
     """Per step, bytes copied by direction (``HtoD``…), in first-seen order; a ``bytes``
     that is not an integer counts 0."""
-    kind_of = _ByName(copy_kind)
+    kind_of = ByName(copy_kind)
     out: list[dict[str, int]] = []
     for lo, hi in ranges:
         chunk = memcpys[lo:hi]
@@ -410,7 +394,7 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
 
     runtime = trace.runtime
     rt_ranges = ctx.ranges(runtime)
-    is_launch_call = list(map(_ByName(is_launch).__getitem__, map(_NAME, runtime)))
+    is_launch_call = list(map(ByName(is_launch).__getitem__, map(_NAME, runtime)))
     launches = [sum(is_launch_call[lo:hi]) for lo, hi in rt_ranges]
     # Blocking calls are few: sum their durations only (the others would add zeros).
     flush = ctx.flush

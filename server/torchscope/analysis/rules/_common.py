@@ -13,11 +13,10 @@ from typing import Any, TypeVar
 from ..context import Context
 from ..intervals import Timeline
 from ..link import SYNC_CALLS, is_launch
-from ..metrics import median
+from ..metrics import ByName, median
 from ..model import Span
 
 T = TypeVar("T")
-V = TypeVar("V")
 
 
 def per_step_median(ctx: Context, pairs: Iterable[tuple[int, float]]) -> float:
@@ -85,24 +84,6 @@ _NAME = itemgetter(2)
 _LO = itemgetter(1)
 
 
-class _ByValue(dict[str, V]):
-    """Name → ``compute(name)``, worked out on the first lookup of each name: a trace
-    repeats a few dozen names over tens of thousands of spans, so ``map(d.__getitem__,
-    names)`` classifies every span in one pass in C with one call per distinct name."""
-
-    def __init__(self, compute: Callable[[str], V]) -> None:
-        super().__init__()
-        self.compute = compute
-
-    def __missing__(self, name: str) -> V:
-        found = self[name] = self.compute(name)
-        return found
-
-
-class ByName(_ByValue[bool]):
-    """Name → ``test(name)`` (see :class:`_ByValue`)."""
-
-
 OCCUPANCY_QUERY = "cudaOccupancyMaxActiveBlocksPerMultiprocessor"
 """The occupancy query cuBLAS/cuDNN make before an adaptive launch (heavy-kernel)."""
 
@@ -127,7 +108,7 @@ def runtime_kinds(ctx: Context) -> list[int]:
     key = (id(runtime), "rules.kinds")
     found: list[int] | None = ctx._columns.get(key)
     if found is None:
-        kinds = _ByValue(_runtime_kind)
+        kinds = ByName(_runtime_kind)
         found = ctx._columns[key] = list(map(kinds.__getitem__, map(_NAME, runtime)))
     return found
 
@@ -198,16 +179,8 @@ def step_slices(ctx: Context, spans: list[Span], step_of: list[int]) -> list[tup
     found: list[tuple[int, int, int]] | None = ctx._columns.get(key)
     if found is not None:
         return found
-    found = []
-    covered = 0
-    for k, (lo, hi) in enumerate(ctx.ranges(spans)):
-        if hi > lo:
-            found.append((k, lo, hi))
-            covered += hi - lo
-    agree = covered == len(step_of) - step_of.count(-1) and all(
-        step_of[lo:hi].count(k) == hi - lo for k, lo, hi in found
-    )
-    if agree:
+    if ctx.ranges_hold_steps(spans, step_of):
+        found = [(k, lo, hi) for k, (lo, hi) in enumerate(ctx.ranges(spans)) if hi > lo]
         found.sort(key=_LO)
     else:
         found = []

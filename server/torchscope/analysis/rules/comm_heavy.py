@@ -15,9 +15,9 @@ from operator import gt, itemgetter, not_
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..metrics import is_comm_kernel, median
+from ..metrics import ByName, is_comm_kernel, median
 from ..report import Finding
-from ._common import ByName, distinct_names, picker
+from ._common import distinct_names, picker
 from .base import Rule
 
 COMM_HEAVY_SHARE = 0.10
