@@ -113,17 +113,12 @@ def parse_json(
             gc.enable()
 
 
-def load_raw(path: str | os.PathLike[str]) -> tuple[dict[str, Any], list[Any]]:
-    """Return ``(top-level fields except traceEvents, the event list)`` of a trace file."""
-    name = os.fspath(path)
-    return load_raw_bytes(name, read_bytes(name))
-
-
 def load_raw_bytes(
     name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
 ) -> tuple[dict[str, Any], list[Any]]:
-    """Like :func:`load_raw` for the file's bytes (gzipped or not); ``name`` is for messages.
-    With ``object_hook``, the event list holds what the hook returned for each event."""
+    """``(top-level fields except traceEvents, the event list)`` of a trace file's bytes
+    (gzipped or not); ``name`` is for messages. With ``object_hook``, the event list holds
+    what the hook returned for each event."""
     doc = parse_json(name, decompress(name, data), object_hook)
     if isinstance(doc, list):
         # The Chrome "JSON Array Format": no metadata, only events.
