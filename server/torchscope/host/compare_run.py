@@ -27,7 +27,6 @@ from torchscope.host.profile_run import (
 )
 from torchscope.host.worker_process import JobCancelled, WorkerError
 from torchscope.protocol import (
-    COMPILE_MODES,
     CompareRequest,
     JobError,
     Output,
@@ -35,8 +34,6 @@ from torchscope.protocol import (
     Progress,
 )
 from torchscope.targets import Target
-
-MODES = COMPILE_MODES
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from lsprotocol import types
 
-from torchscope.host.compare_run import MODES, compare_compile
+from torchscope.host.compare_run import compare_compile
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import DEFAULT_SIZES, MAX_SIZES, SweepSpecError, parse_sweep, sweep
 from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
@@ -36,6 +36,7 @@ from torchscope.lsp.jobs import (
     with_progress,
 )
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.protocol import COMPILE_MODES
 
 T = TypeVar("T")
 
@@ -44,8 +45,9 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
     try:
         args, raw = parse_args(CMD_COMPARE_COMPILE, arguments)
         mode = raw.get("mode", "default")
-        if mode not in MODES:
-            raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {', '.join(MODES)}")
+        if mode not in COMPILE_MODES:
+            modes = ", ".join(COMPILE_MODES)
+            raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}")
     except BadArguments as exc:
         return refuse(ls, exc)
     located, failed = prepare(ls, args)
