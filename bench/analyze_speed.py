@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_TRACE = REPO.parent / "shared" / "traces" / "hta_ddp_v100_rank1.json.gz"
+DEFAULT_TRACE = REPO / "tests" / "data" / "traces" / "hta_ddp_v100_rank1.json.gz"
 KINDS = ("floor", "torchscope", "hta")
 
 TARGET_VS_HTA = 4.0

@@ -11,7 +11,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "workspace"
 EXAMPLES = REPO / "examples"
-SHARED_TRACES = REPO.parent / "shared" / "traces"
+#: Real GPU traces, vendored with their provenance and licenses (tests/data/traces/SOURCES.md).
+SHARED_TRACES = REPO / "tests" / "data" / "traces"
 
 
 @pytest.fixture

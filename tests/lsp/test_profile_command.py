@@ -210,8 +210,6 @@ async def test_analyze_trace_command(client: LanguageClient, tmp_path: Path) -> 
     from tests.conftest import SHARED_TRACES
 
     trace = SHARED_TRACES / "kineto_resnet50_train_workers0_v100.json.gz"
-    if not trace.exists():
-        pytest.skip(f"shared traces missing: {SHARED_TRACES}")
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(
             command="torchscope.analyzeTrace", arguments=[{"path": str(trace)}]

@@ -25,16 +25,13 @@ if importlib.util.find_spec("torchscope") is None and _SERVER.is_dir():
     sys.path.insert(0, str(_SERVER))
 
 
-SHARED_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+SHARED_TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 
 
 @pytest.fixture(scope="session")
 def shared_traces() -> Path:
-    """The folder of real GPU traces beside the clone (skips when it is missing)."""
-    if not SHARED_TRACES.is_dir():
-        pytest.skip(
-            f"shared traces not found at {SHARED_TRACES} (CI puts shared/ beside the clone)"
-        )
+    """The folder of real GPU traces vendored in ``tests/data/traces`` (see its SOURCES.md)."""
+    assert SHARED_TRACES.is_dir(), f"vendored traces missing: {SHARED_TRACES}"
     return SHARED_TRACES
 
 

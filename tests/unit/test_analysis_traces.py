@@ -1,4 +1,4 @@
-"""One test per real trace in ../shared/traces, asserting facts a reader can check in the file.
+"""One test per real trace in tests/data/traces, asserting facts a reader can check in the file.
 
 Where a number is checked, the test recomputes it from the raw JSON with a few lines of plain
 Python (``raw`` below), independent of the analysis code, or quotes SOURCES.md.
