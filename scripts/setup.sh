@@ -42,11 +42,17 @@ fi
 
 # Neovim 0.7+ for tests/nvim (the editors/nvim client): Debian's package, when we may install it.
 if ! command -v nvim >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+  fi
+  if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null 2>&1; then
     say "installing Debian's neovim (for the Neovim client's test)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+    { $SUDO apt-get update -qq \
+      && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null; } \
+      || say "could not install neovim: tests/nvim will be skipped"
   else
-    say "nvim not found and not root with apt-get: tests/nvim will be skipped (install neovim >= 0.7)"
+    say "nvim not found, and no apt-get as root: tests/nvim will be skipped (install neovim >= 0.7)"
   fi
 fi
 
