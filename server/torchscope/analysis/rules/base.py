@@ -12,7 +12,7 @@ from ..context import Context
 from ..report import Finding
 
 #: The findings reference, relative to the repository root: one ``### <id>`` section per rule.
-FINDINGS_DOC = "README.md"
+FINDINGS_DOC = "docs/findings.md"
 
 
 class Rule(ABC):
