@@ -145,6 +145,8 @@ def test_profile_this_function_in_vscode() -> None:
     if result.get("hotLinesChecked"):
         assert checks.get("inlayHint"), "no inlay hint text"
         assert "aten::mm" in checks.get("hover", "")
+        # The README's screenshot comes from this run (docs/images/vscode-profile.png).
+        assert checks.get("docsScreenshot") == "docs/images/vscode-profile.png", checks
         # Open trace: a Perfetto panel whose UI (a local stub) received the whole trace file.
         opened = checks["openTrace"]
         assert opened["received"] == opened["size"] > 0, opened
