@@ -514,11 +514,15 @@ async function inlayHintOnHotLine(hotText) {
   throw new Error(`no inlay hint on the hot line; rendered: '${rendered}'`);
 }
 
-// The README's screenshot, docs/images/vscode-profile.png: the verdict hover on the `def` line
-// over the hot line's inlay hint, the lenses and the Problems panel, as this real run left them.
+// The README's screenshot: the verdict hover on the `def` line over the hot line's inlay hint,
+// the lenses and the Problems panel, as this real run left them. Every run writes it to
+// SHOTS/vscode-profile.png, or with TORCHSCOPE_UPDATE_SCREENSHOTS=1 over
+// docs/images/vscode-profile.png (so a plain test run never modifies tracked files).
 // Cosmetic: a hover that does not show still leaves a screenshot of the editor, and never fails
 // the test.
-const DOCS_SHOT = path.join(REPO, "docs", "images", "vscode-profile.png");
+const DOCS_SHOT = process.env.TORCHSCOPE_UPDATE_SCREENSHOTS === "1"
+  ? path.join(REPO, "docs", "images", "vscode-profile.png")
+  : path.join(SHOTS, "vscode-profile.png");
 
 async function docsScreenshot() {
   const line = editorLine("def fn(");
