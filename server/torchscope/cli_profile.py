@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis import format_duration, render_report
-from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
 from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
-from torchscope.host.profile_run import ProfileFailure, ProfileOptions, Profiler
+from torchscope.host.profile_run import ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import Output, Progress
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
@@ -77,14 +77,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         cwd=str(Path.cwd()),
         on_worker_stderr=lambda line: None if args.quiet else print(line, file=sys.stderr),
     )
-    options = ProfileOptions(
-        steps=args.steps,
-        warmup=args.warmup,
-        timeout_s=args.timeout,
-        device=args.device,
-        with_stack=args.with_stack,
-        workspace_root=str(Path.cwd()),
-    )
+    options = job_options(args, workspace_root=str(Path.cwd()))
 
     def on_progress(message: Progress) -> None:
         _say(args.quiet, f"{message.stage}: {message.message}")
