@@ -4,7 +4,7 @@ host's requests carry the whole ``JobOptions`` (no field copied by hand, so none
 from pathlib import Path
 
 from torchscope.host.compare_run import COMPARE
-from torchscope.host.profile_run import PROFILE
+from torchscope.host.profile_run import PROFILE, job_fields
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     JOB_KINDS,
@@ -40,7 +40,7 @@ def test_an_unknown_kind_is_a_job_error_not_a_crash() -> None:
 def test_with_stack_and_every_option_reach_a_compare_request(tmp_path: Path) -> None:
     options = JobOptions(steps=2, warmup=1, with_stack=True, compile_mode="reduce-overhead")
     store = TraceStore(tmp_path)
-    request = COMPARE.request(4, TARGET, "fn(1)", options, store)
+    request = COMPARE.request(job_fields(4, TARGET, "fn(1)", options, store), TARGET, store)
     assert isinstance(request, CompareRequest)
     assert request.options == options and request.options.with_stack
     assert request.compiled_trace_path and request.compiled_trace_path != request.trace_path
@@ -50,7 +50,8 @@ def test_with_stack_and_every_option_reach_a_compare_request(tmp_path: Path) -> 
 
 def test_profile_request_carries_the_options(tmp_path: Path) -> None:
     options = JobOptions(device="cpu", timing_calls=3)
-    request = PROFILE.request(1, TARGET, None, options, TraceStore(tmp_path))
+    store = TraceStore(tmp_path)
+    request = PROFILE.request(job_fields(1, TARGET, None, options, store), TARGET, store)
     assert isinstance(request, ProfileRequest) and request.options is options
     assert request.trace_path.startswith(str(tmp_path))
 

@@ -15,12 +15,11 @@ from torchscope.analysis import Report, TraceError
 from torchscope.analysis.compare import CompileMeta, Inventory, compare_runs, inventory
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.normalise import load_trace
-from torchscope.host.profile_run import HostJob, ProfileOutcome, job_fields, measurements_of
+from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
-    JobOptions,
     JobRequest,
     ProfileResult,
 )
@@ -63,16 +62,8 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
     # a later plain profile measures what it would have measured.
     fresh_worker_after = True
 
-    def request(
-        self,
-        job_id: int,
-        target: Target,
-        call: Optional[str],
-        options: JobOptions,
-        store: TraceStore,
-    ) -> JobRequest:
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         compiled_path = store.new_path(target.file, f"{target.qualname}.compiled")
-        fields = job_fields(job_id, target, call, options, store)
         return CompareRequest(**fields, compiled_trace_path=str(compiled_path))
 
     def outcome(

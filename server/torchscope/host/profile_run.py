@@ -120,14 +120,8 @@ class HostJob(Generic[ReplyT, OutcomeT]):
     #: Close the worker after the job: the kind leaves the process changed for later jobs.
     fresh_worker_after = False
 
-    def request(
-        self,
-        job_id: int,
-        target: Target,
-        call: Optional[str],
-        options: JobOptions,
-        store: TraceStore,
-    ) -> JobRequest:
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        """The request to send; ``fields`` are ``job_fields``' (every request carries them)."""
         raise NotImplementedError
 
     def outcome(
@@ -155,15 +149,8 @@ def job_fields(
 class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
     reply_type = ProfileResult
 
-    def request(
-        self,
-        job_id: int,
-        target: Target,
-        call: Optional[str],
-        options: JobOptions,
-        store: TraceStore,
-    ) -> JobRequest:
-        return ProfileRequest(**job_fields(job_id, target, call, options, store))
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        return ProfileRequest(**fields)
 
     def outcome(
         self, target: Target, call: Optional[str], reply: ProfileResult, output: list[str]
@@ -233,7 +220,8 @@ class Profiler:
         async with self._lock:
             hello = await self.hello()
             chosen = choose_call(target, call, hello.cuda_available)
-            request = kind.request(next(self._job_ids), target, chosen, options, self.trace_store)
+            fields = job_fields(next(self._job_ids), target, chosen, options, self.trace_store)
+            request = kind.request(fields, target, self.trace_store)
             worker = await self._ensure_worker()
             try:
                 reply = await worker.run(request, on_progress, collect_output, options.timeout_s)
