@@ -4,8 +4,10 @@
  * defensively, a one-line summary for the notification, and a small HTML table for the panel.
  */
 
-/** `torch.compile` modes offered by **Compare with torch.compile**. */
-export const COMPILE_MODES = ["default", "reduce-overhead", "max-autotune-no-cudagraphs"] as const;
+import { COMPILE_MODES } from "./constants";
+
+/** `torch.compile` modes offered by **Compare with torch.compile** (defined in constants.ts). */
+export { COMPILE_MODES };
 export type CompileMode = (typeof COMPILE_MODES)[number];
 
 export function isCompileMode(value: unknown): value is CompileMode {

@@ -6,6 +6,9 @@
  * vscode-languageclient, so the client's own command ids (in `ClientCommands`) must differ.
  */
 
+/** `torch.compile` modes offered (`COMPILE_MODES` in server/torchscope/protocol.py). */
+export const COMPILE_MODES = ["default", "reduce-overhead", "max-autotune-no-cudagraphs"] as const;
+
 /** Commands the server executes (`workspace/executeCommand`). */
 export const ServerCommands = {
   /** `{uri, line, call?, steps?, warmup?, timeout_s?}` → `{ok, report?, error?}`; reports `$/progress`. */

@@ -5,10 +5,23 @@
  */
 import type { ProfileArgs } from "./types";
 
+/**
+ * The settings that reach a job: `torchscope.<key>` → its wire name, a field of `JobOptions` in
+ * `server/torchscope/protocol.py`. Their defaults are package.json's (a test holds them equal to
+ * `JobOptions`'); a value of the wrong type is left out, so the server's default applies.
+ * A new job option that the editor exposes is one row here plus its package.json setting.
+ */
+export const JOB_SETTINGS: readonly { key: string; wire: string; min: number; max: number; integer: boolean }[] = [
+  { key: "steps", wire: "steps", min: 1, max: 1000, integer: true },
+  { key: "warmup", wire: "warmup", min: 0, max: 1000, integer: true },
+  { key: "timeout", wire: "timeout_s", min: 1, max: 24 * 3600, integer: false },
+];
+
+/** Job options by wire name (only those set with the right type). */
+export type JobOptions = Record<string, number>;
+
 export interface Settings {
-  steps: number;
-  warmup: number;
-  timeoutSeconds: number;
+  job: JobOptions;
   hotLineThreshold: number;
   inlayHintsEnabled: boolean;
   /** Raw `torchscope.pythonPath` (not expanded; see interpreter.ts). Empty when unset. */
@@ -19,9 +32,7 @@ export interface Settings {
 }
 
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
-  steps: 5,
-  warmup: 3,
-  timeoutSeconds: 120,
+  job: {},
   hotLineThreshold: 5,
   inlayHintsEnabled: true,
   pythonPath: "",
@@ -55,14 +66,24 @@ function str(value: unknown, fallback: string): string {
   return typeof value === "string" ? value.trim() : fallback;
 }
 
+/** The job options, in one call: each `JOB_SETTINGS` row that holds a number, clamped. */
+export function jobOptions(config: ConfigurationLike): JobOptions {
+  const out: JobOptions = {};
+  for (const row of JOB_SETTINGS) {
+    const value = num(config.get(row.key), Number.NaN, row.min, row.max, row.integer);
+    if (!Number.isNaN(value)) {
+      out[row.wire] = value;
+    }
+  }
+  return out;
+}
+
 /** Read and sanitise the settings: wrong types fall back to defaults, numbers are clamped. */
 export function resolveSettings(config: ConfigurationLike): Settings {
   const d = DEFAULT_SETTINGS;
   const origin = str(config.get("perfetto.origin"), d.perfettoOrigin).replace(/\/+$/, "");
   return {
-    steps: num(config.get("steps"), d.steps, 1, 1000, true),
-    warmup: num(config.get("warmup"), d.warmup, 0, 1000, true),
-    timeoutSeconds: num(config.get("timeout"), d.timeoutSeconds, 1, 24 * 3600, false),
+    job: jobOptions(config),
     hotLineThreshold: num(config.get("hotLineThreshold"), d.hotLineThreshold, 0, 100, false),
     inlayHintsEnabled: bool(config.get("inlayHints.enabled"), d.inlayHintsEnabled),
     pythonPath: str(config.get("pythonPath"), d.pythonPath),
@@ -78,9 +99,7 @@ export function resolveSettings(config: ConfigurationLike): Settings {
  */
 export function serverSettings(s: Settings, traceDir?: string): Record<string, unknown> {
   const out: Record<string, unknown> = {
-    steps: s.steps,
-    warmup: s.warmup,
-    timeout_s: s.timeoutSeconds,
+    ...s.job,
     hot_line_threshold: s.hotLineThreshold,
     inlay_hints: s.inlayHintsEnabled,
     perfetto_origin: s.perfettoOrigin,
@@ -94,7 +113,7 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
 
 /** The argument object of `torchscope.profile`. */
 export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings): ProfileArgs {
-  const args: ProfileArgs = { uri, line, steps: s.steps, warmup: s.warmup, timeout_s: s.timeoutSeconds };
+  const args: ProfileArgs = { uri, line, ...s.job };
   if (call !== undefined) {
     args.call = call;
   }

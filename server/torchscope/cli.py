@@ -7,27 +7,67 @@ reading in ``analysis``, the language server in ``lsp``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from torchscope import __version__
 from torchscope.cli_compare import add_compare_arguments
 from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
+from torchscope.protocol import JobOptions
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a positive integer")
-    return value
+def _number(kind: type, minimum: Optional[float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text} is not a number") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is below the minimum of {minimum}")
+        return value
+
+    return parse
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``JobOptions`` field that has one, with its default and limits from there
+    (``args``' attribute is the field's name, so ``job_options(args)`` fills it back)."""
+    for spec in dataclasses.fields(JobOptions):
+        meta = spec.metadata
+        if not meta.get("flag"):
+            continue
+        if spec.default is False:
+            parser.add_argument(
+                meta["flag"], dest=spec.name, action="store_true", help=meta["help"]
+            )
+            continue
+        kind = type(spec.default)
+        parser.add_argument(
+            meta["flag"],
+            dest=spec.name,
+            default=spec.default,
+            choices=meta.get("choices"),
+            metavar=None if meta.get("choices") else meta["flag"].lstrip("-").upper(),
+            type=_number(kind, meta.get("minimum")) if kind in (int, float) else kind,
+            help=f"{meta['help']} (default {spec.default:g})"
+            if kind in (int, float)
+            else f"{meta['help']} (default: {spec.default})",
+        )
+
+
+def job_options(args: argparse.Namespace, workspace_root: Optional[str]) -> JobOptions:
+    """The job options the command line asked for."""
+    values = {name: getattr(args, name) for name in vars(args)}
+    return JobOptions(workspace_root=workspace_root).updated(values)
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -46,22 +86,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     profile.add_argument("target", help="FILE::QUALNAME, e.g. model.py::Model.forward")
     profile.add_argument("--call", help="call expression, e.g. 'fn(torch.randn(8, 8), w, b)'")
-    profile.add_argument(
-        "--steps", type=_positive_int, default=5, help="profiled calls (default 5)"
-    )
-    profile.add_argument(
-        "--warmup", type=int, default=3, help="unmeasured warmup calls (default 3)"
-    )
-    profile.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds per job (default 120)"
-    )
+    add_job_options(profile)
     profile.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
-    profile.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
-    profile.add_argument(
-        "--with-stack",
-        action="store_true",
-        help="record Python frames too: totals for the workspace functions it calls (slower)",
-    )
     profile.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     profile.add_argument("--json", action="store_true", help="print the report as JSON")
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")

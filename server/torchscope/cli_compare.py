@@ -13,13 +13,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from torchscope.protocol import COMPILE_MODES
-
 # The profiling machinery is imported where it runs: building the parser must stay cheap,
 # because `torchscope analyze` builds it too and should not pay for asyncio and the host.
 if TYPE_CHECKING:
-    from torchscope.host.profile_run import ProfileOptions, ProfileOutcome, Profiler
-    from torchscope.protocol import Output, Progress
+    from torchscope.host.profile_run import ProfileOutcome, Profiler
+    from torchscope.protocol import JobOptions, Output, Progress
     from torchscope.targets import Target
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -41,12 +39,6 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         help="also run torch.compile(fn) in the same job and compare it with eager",
     )
     parser.add_argument(
-        "--mode",
-        choices=COMPILE_MODES,
-        default="default",
-        help="torch.compile mode for --compare-compile (default: default)",
-    )
-    parser.add_argument(
         "--sweep",
         type=_sweep_spec,
         metavar="N=64,256,1024",
@@ -58,19 +50,19 @@ async def profile_or_compare(
     profiler: Profiler,
     target: Target,
     call: Optional[str],
-    options: ProfileOptions,
+    options: JobOptions,
     args: argparse.Namespace,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
 ) -> tuple[ProfileOutcome, Optional[dict[str, Any]]]:
     """A plain profile, or with ``--compare-compile`` the eager profile and the comparison."""
     if not getattr(args, "compare_compile", False):
-        return await profiler.profile(target, call, options, on_progress, on_output), None
-    from torchscope.host.compare_run import compare_compile
+        from torchscope.host.profile_run import PROFILE
 
-    outcome = await compare_compile(
-        profiler, target, call, options, args.mode, on_progress, on_output
-    )
+        return await profiler.run_job(PROFILE, target, call, options, on_progress, on_output), None
+    from torchscope.host.compare_run import COMPARE
+
+    outcome = await profiler.run_job(COMPARE, target, call, options, on_progress, on_output)
     error = outcome.compare.get("error")
     if error:
         print(f"torchscope: {error['message']}", file=sys.stderr)
@@ -92,7 +84,7 @@ async def run_sweep_command(
     args: argparse.Namespace,
     target: Target,
     profiler: Profiler,
-    options: ProfileOptions,
+    options: JobOptions,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
 ) -> int:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis import format_duration, render_report
-from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
 from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
-from torchscope.host.profile_run import ProfileFailure, ProfileOptions, Profiler
+from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import Output, Progress
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
@@ -62,6 +62,26 @@ def _render_text(
     return "\n".join(lines)
 
 
+def _print_outcome(
+    args: argparse.Namespace,
+    source: str,
+    target: Target,
+    outcome: ProfileOutcome,
+    compare: Optional[dict[str, Any]],
+) -> Path:
+    """Print one profile (as JSON or text); returns its trace."""
+    data = outcome.to_json()
+    if compare is not None:
+        data["compare"] = compare
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+    else:
+        listing = source_with_margin(source, target, data)
+        text = _render_text(data, render_report(outcome.report), listing, not args.open)
+        print(text + compare_text(compare), flush=True)
+    return Path(data["trace_path"])
+
+
 async def run_profile_command(args: argparse.Namespace) -> int:
     try:
         path, qualname = parse_spec(args.target)
@@ -77,14 +97,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         cwd=str(Path.cwd()),
         on_worker_stderr=lambda line: None if args.quiet else print(line, file=sys.stderr),
     )
-    options = ProfileOptions(
-        steps=args.steps,
-        warmup=args.warmup,
-        timeout_s=args.timeout,
-        device=args.device,
-        with_stack=args.with_stack,
-        workspace_root=str(Path.cwd()),
-    )
+    options = job_options(args, workspace_root=str(Path.cwd()))
 
     def on_progress(message: Progress) -> None:
         _say(args.quiet, f"{message.stage}: {message.message}")
@@ -101,18 +114,10 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     try:
         _say(args.quiet, f"starting a worker in {args.python}")
         hello = await profiler.hello()
-        _say(
-            args.quiet,
-            f"torch {hello.torch_version}, "
-            + (f"CUDA: {', '.join(hello.device_names)}" if hello.cuda_available else "CPU only"),
-        )
-        calls: list[Optional[str]]
-        if args.call:
-            calls = [args.call]
-        else:
-            directives = target.applicable_directives(hello.cuda_available)
-            calls = [d.call for d in directives] or [None]
-        for call in calls:
+        devices = ", ".join(hello.device_names)
+        torch = f"torch {hello.torch_version}, "
+        _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
+        for call in _calls(args, target, hello.cuda_available):
             _say(args.quiet, f"profiling {call or target.qualname + '()'}")
             try:
                 outcome, compare = await profile_or_compare(
@@ -125,24 +130,29 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                 if failure.traceback:
                     print(failure.traceback, file=sys.stderr)
                 continue
-            data = outcome.to_json()
-            if compare is not None:
-                data["compare"] = compare
-            traces.append(Path(data["trace_path"]))
-            if args.json:
-                print(json.dumps(data, ensure_ascii=False), flush=True)
-            else:
-                listing = source_with_margin(source, target, data)
-                text = _render_text(data, render_report(outcome.report), listing, not args.open)
-                print(text + compare_text(compare), flush=True)
+            traces.append(_print_outcome(args, source, target, outcome, compare))
     except ProfileFailure as failure:
         print(f"torchscope: {failure.message}", file=sys.stderr)
         status = EXIT_FAILED
     finally:
         await profiler.close()
-    if args.open:  # one after the other, each served once (the link to stderr with --json)
-        link_out = sys.stderr if args.json else sys.stdout
-        for trace in traces:
-            if not open_in_perfetto(trace, args.perfetto_origin, args.open_timeout, link_out):
-                status = EXIT_FAILED
+    if args.open and not _open_all(args, traces):
+        status = EXIT_FAILED
     return status
+
+
+def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[Optional[str]]:
+    """``--call``, else every directive that applies here, else the bare function."""
+    if args.call:
+        return [args.call]
+    return [d.call for d in target.applicable_directives(cuda)] or [None]
+
+
+def _open_all(args: argparse.Namespace, traces: list[Path]) -> bool:
+    """``--open``: one after the other, each served once (the link to stderr with --json)."""
+    link_out = sys.stderr if args.json else sys.stdout
+    opened = [
+        open_in_perfetto(trace, args.perfetto_origin, args.open_timeout, link_out)
+        for trace in traces
+    ]
+    return all(opened)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 import msgpack
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: job options travel as one ``options`` map
 
 #: Frames larger than this are refused: a corrupt length prefix (e.g. a stray ``print`` that
 #: slipped into the pipe) must fail loudly instead of making the reader wait for gigabytes.
@@ -53,23 +54,106 @@ class Hello(Message):
     error: Optional[str] = None  # e.g. torch missing or too old
 
 
-@dataclass
-class ProfileRequest(Message):
-    """Ask the worker to profile one function; see DESIGN.md §2 for the passes."""
+#: Prefix of the ``record_function`` ranges the worker puts around each statement of the
+#: profiled function (``torchscope:L<line>``); the analysis reads lines back from them.
+LINE_MARKER_PREFIX = "torchscope:L"
 
-    TYPE: ClassVar[str] = "profile"
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
+"""The ``torch.compile`` modes the CLI and the editor offer (the worker also accepts
+``max-autotune``)."""
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def _option(default: Any, help: str, **meta: Any) -> Any:
+    """A ``JobOptions`` field: its default, the CLI's help text and its limits.
+
+    ``flag``: the CLI flag (None: not a profile flag); ``setting``: the editor setting
+    (``torchscope.<setting>`` in package.json; None: not an editor setting); ``minimum``,
+    ``choices``: what ``JobOptions.updated`` accepts.
+    """
+    return field(default=default, metadata={"help": help, **meta})
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """How a job runs: every option that reaches a job, with its one default.
+
+    The CLI (its flags are made from these fields), the editor's settings and per-command
+    overrides all fill it with ``updated``; every request carries it.
+    """
+
+    steps: int = _option(5, "profiled calls", flag="--steps", setting="steps", minimum=1)
+    warmup: int = _option(
+        3, "unmeasured warmup calls", flag="--warmup", setting="warmup", minimum=0
+    )
+    timeout_s: float = _option(
+        120.0, "seconds per job", flag="--timeout", setting="timeout", minimum=1
+    )
+    device: str = _option("auto", "where the code runs", flag="--device", choices=DEVICES)
+    with_stack: bool = _option(
+        False,
+        "record Python frames too: totals for the workspace functions it calls (slower)",
+        flag="--with-stack",
+    )
+    compile_mode: str = _option(
+        "default",
+        "torch.compile mode for --compare-compile",
+        flag="--mode",
+        choices=COMPILE_MODES,
+    )
+    workspace_root: Optional[str] = _option(None, "folder whose files count as the user's")
+    timing_calls: int = _option(20, "calls the unprofiled timing pass aims for", minimum=1)
+    timing_budget_s: float = _option(2.0, "seconds the timing pass may take", minimum=0)
+
+    def updated(self, values: Mapping[str, Any]) -> JobOptions:
+        """A copy with the fields named in ``values`` applied (other keys are ignored).
+
+        Raises ``ValueError`` naming the option and what it accepts.
+        """
+        changes: dict[str, Any] = {}
+        for spec in dataclasses.fields(self):
+            if spec.name in values and values[spec.name] is not None:
+                changes[spec.name] = _checked(spec, values[spec.name])
+        return dataclasses.replace(self, **changes)
+
+
+def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
+    kind: type[Any] = type(spec.default)
+    minimum, choices = spec.metadata.get("minimum"), spec.metadata.get("choices")
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"option {spec.name!r} must be true or false, got {value!r}")
+        return value
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"option {spec.name!r} must be a number, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise ValueError(f"option {spec.name!r} must be a number >= {minimum}, got {value!r}")
+        return kind(value)
+    if not isinstance(value, str) or (choices and value not in choices):
+        allowed = f"one of {', '.join(choices)}" if choices else "a string"
+        raise ValueError(f"option {spec.name!r} must be {allowed}, got {value!r}")
+    return value
+
+
+@dataclass
+class JobRequest(Message):
+    """Base of the requests that start a job; ``TYPE`` is the job kind (see ``JOB_KINDS``)."""
+
     job_id: int
     file: str
     qualname: str
     call: Optional[str]
     trace_path: str
-    workspace_root: Optional[str] = None
-    steps: int = 5
-    warmup: int = 3
-    timing_calls: int = 20
-    timing_budget_s: float = 2.0
-    device: str = "auto"  # "auto" | "cpu" | "cuda"
-    with_stack: bool = False  # Python frames in the trace: callee totals, at a profiling cost
+    options: JobOptions = field(default_factory=JobOptions)
+
+
+@dataclass
+class ProfileRequest(JobRequest):
+    """Ask the worker to profile one function; see DESIGN.md §2 for the passes."""
+
+    TYPE: ClassVar[str] = "profile"
 
 
 @dataclass
@@ -124,14 +208,9 @@ class JobError(Message):
     traceback: str = ""
 
 
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
-"""The ``torch.compile`` modes the CLI and the editor offer (the worker also accepts
-``max-autotune``)."""
-
-
 @dataclass
-class CompareRequest(ProfileRequest):
-    """Profile the function eagerly and under ``torch.compile(mode=mode)`` in one job.
+class CompareRequest(JobRequest):
+    """Profile the function eagerly and under ``torch.compile(mode=options.compile_mode)``.
 
     The eager side runs every pass of a ``ProfileRequest`` (its trace goes to ``trace_path``);
     the compiled side is warmed up (its first call, the compile, is timed on its own), timed in
@@ -139,7 +218,6 @@ class CompareRequest(ProfileRequest):
     """
 
     TYPE: ClassVar[str] = "compare"
-    mode: str = "default"
     compiled_trace_path: str = ""
 
 
@@ -176,6 +254,13 @@ class Shutdown(Message):
 
     TYPE: ClassVar[str] = "shutdown"
 
+
+JOB_KINDS: dict[str, type[JobRequest]] = {cls.TYPE: cls for cls in (ProfileRequest, CompareRequest)}
+"""Job kind → its request type. The worker serves each kind with one module under
+``worker/jobs/``; a sweep is not a kind (``host/sweep.py`` runs one profile job per size)."""
+
+#: Message fields that hold another dataclass, rebuilt from their map by ``decode``.
+_NESTED: dict[str, type[Any]] = {"options": JobOptions}
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
@@ -216,9 +301,18 @@ def decode(body: bytes) -> Message:
         raise ProtocolError("frame has an unknown message type")
     names = {f.name for f in dataclasses.fields(cls)}
     try:
-        return cls(**{k: v for k, v in payload.items() if k in names})
+        values = {k: _nested(k, v) for k, v in payload.items() if k in names}
+        return cls(**values)
     except TypeError as exc:
         raise ProtocolError(f"{cls.__name__} frame is missing fields: {exc}") from exc
+
+
+def _nested(name: str, value: Any) -> Any:
+    cls = _NESTED.get(name)
+    if cls is None or not isinstance(value, dict):
+        return value
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in value.items() if k in names})
 
 
 class FrameDecoder:

@@ -14,9 +14,10 @@ import pytest
 from tests.conftest import EXAMPLES
 from torchscope.analysis import load_trace
 from torchscope.analysis.context import build_context
-from torchscope.host.compare_run import compare_compile
-from torchscope.host.profile_run import ProfileOptions, Profiler
+from torchscope.host.compare_run import COMPARE
+from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import JobOptions
 from torchscope.targets import function_named, read_source
 
 pytestmark = [pytest.mark.cuda, pytest.mark.slow]
@@ -37,7 +38,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     async def go() -> dict[str, Any]:
         profiler = Profiler(sys.executable, TraceStore(traces))
         try:
-            outcome = await compare_compile(profiler, target, CALL, ProfileOptions(timeout_s=600))
+            outcome = await profiler.run_job(COMPARE, target, CALL, JobOptions(timeout_s=600))
             return outcome.compare
         finally:
             await profiler.close()

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES
-from torchscope.host.profile_run import ProfileOptions, ProfileOutcome, Profiler
+from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import JobOptions
 from torchscope.targets import function_named, read_source
 
 pytestmark = pytest.mark.cuda
@@ -29,7 +30,7 @@ def profile_fn(n: int, trace_dir: Path) -> ProfileOutcome:
     async def go() -> ProfileOutcome:
         profiler = Profiler(sys.executable, TraceStore(trace_dir))
         try:
-            return await profiler.profile(target, CALL.format(n=n), ProfileOptions())
+            return await profiler.run_job(PROFILE, target, CALL.format(n=n), JobOptions())
         finally:
             await profiler.close()
 

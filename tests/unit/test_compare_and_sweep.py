@@ -38,7 +38,13 @@ from torchscope.analysis.sweep import (
     render_sweep,
 )
 from torchscope.analysis.sweep_chart import sweep_svg
-from torchscope.protocol import CompareRequest, CompareResult, FrameDecoder, encode
+from torchscope.protocol import (
+    CompareRequest,
+    CompareResult,
+    FrameDecoder,
+    JobOptions,
+    encode,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 BIAS_BYTES = 4096 * 4096 * 4
@@ -224,7 +230,7 @@ def test_compare_messages_survive_the_pipe() -> None:
         "fn",
         "fn(x)",
         "/t/e.json.gz",
-        mode="reduce-overhead",
+        options=JobOptions(compile_mode="reduce-overhead", with_stack=True, steps=2),
         compiled_trace_path="/t/c.json.gz",
     )
     result = CompareResult(

@@ -17,6 +17,7 @@ The jobs run once per module (compiles are slow on 2 cores) with:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import json
 import os
@@ -29,9 +30,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES, FIXTURES, REPO
-from torchscope.host.compare_run import CompareOutcome, compare_compile
-from torchscope.host.profile_run import ProfileOptions, Profiler
+from torchscope.host.compare_run import COMPARE, CompareOutcome
+from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import JobOptions
 from torchscope.targets import function_named, read_source
 
 pytestmark = pytest.mark.slow
@@ -64,15 +66,19 @@ def compared(
     samples = FIXTURES / "compile_samples.py"
     fn = function_named(read_source(matmul), str(matmul), "fn")
     breaks = function_named(read_source(samples), str(samples), "breaks")
+    lines = EXAMPLES / "lines.py"
+    calls_helper = function_named(read_source(lines), str(lines), "calls_helper")
 
     async def go() -> dict[Any, CompareOutcome]:
         profiler = Profiler(sys.executable, TraceStore(traces))
-        options = ProfileOptions(steps=5, warmup=3, timeout_s=300, workspace_root=str(REPO))
+        options = JobOptions(steps=5, warmup=3, timeout_s=300, workspace_root=str(REPO))
         try:
             out: dict[Any, CompareOutcome] = {}
             for n in SIZES:
-                out[n] = await compare_compile(profiler, fn, CALL.format(n=n), options)
-            out["breaks"] = await compare_compile(profiler, breaks, None, options)
+                out[n] = await profiler.run_job(COMPARE, fn, CALL.format(n=n), options)
+            out["breaks"] = await profiler.run_job(COMPARE, breaks, None, options)
+            stack = dataclasses.replace(options, with_stack=True)
+            out["stack"] = await profiler.run_job(COMPARE, calls_helper, None, stack)
             return out
         finally:
             await profiler.close()
@@ -236,3 +242,16 @@ def test_cli_compile_failure_shows_the_compiler_error_and_the_eager_profile(
     assert "overhead-bound" in out or "compute-bound" in out
     assert "torch.compile failed — the eager profile above stands" in out
     assert "No working C++ compiler" in out
+
+
+def test_with_stack_reaches_both_sides_of_a_comparison(compared: dict[Any, Any]) -> None:
+    """``with_stack`` (``--with-stack``, the editor's per-command option) reaches the
+    comparison: the eager report totals the workspace callee, and the compiled trace holds
+    Python frames too."""
+    outcome = compared["stack"]
+    callees = outcome.profile.to_json()["callees"]
+    assert [c for c in callees if c["name"] == "scale_up" and c["file"].endswith("helpers.py")]
+    compiled_path = outcome.compare["compiled"]["trace_path"]
+    with gzip.open(compiled_path, "rt", encoding="utf-8") as handle:
+        events = json.load(handle)["traceEvents"]
+    assert any(e.get("cat") == "python_function" for e in events)

@@ -18,8 +18,9 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from tests.conftest import EXAMPLES
-from torchscope.host.profile_run import ProfileOptions, ProfileOutcome, Profiler
+from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import JobOptions
 from torchscope.targets import function_named, read_source
 
 CALL = "fn(torch.randn({n}, {n}), torch.randn({n}, {n}), torch.randn({n}, {n}))"
@@ -33,8 +34,8 @@ def profile_fn(n: int, trace_dir: Path) -> ProfileOutcome:
     async def go() -> ProfileOutcome:
         profiler = Profiler(sys.executable, TraceStore(trace_dir))
         try:
-            return await profiler.profile(
-                target, CALL.format(n=n), ProfileOptions(steps=5, warmup=3)
+            return await profiler.run_job(
+                PROFILE, target, CALL.format(n=n), JobOptions(steps=5, warmup=3)
             )
         finally:
             await profiler.close()

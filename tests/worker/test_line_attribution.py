@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES
-from torchscope.host.profile_run import ProfileOptions, Profiler
+from torchscope.host.profile_run import PROFILE, Profiler
 from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import JobOptions
 from torchscope.targets import function_named, read_source
 
 LINES = EXAMPLES / "lines.py"
@@ -38,7 +39,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
             out = {}
             for name in FUNCTIONS:
                 target = function_named(source, str(LINES), name)
-                outcome = await profiler.profile(target, None, ProfileOptions(steps=5, warmup=2))
+                outcome = await profiler.run_job(
+                    PROFILE, target, None, JobOptions(steps=5, warmup=2)
+                )
                 out[name] = outcome.to_json()
             return out
         finally:
@@ -119,15 +122,17 @@ def test_with_stack_gives_callees_a_total_of_their_own(tmp_path: Path) -> None:
     async def go() -> dict[str, Any]:
         profiler = Profiler(sys.executable, TraceStore(tmp_path), cwd=str(EXAMPLES))
         try:
-            options = ProfileOptions(steps=3, warmup=1, with_stack=True)
-            return (await profiler.profile(target, None, options)).to_json()
+            options = JobOptions(steps=3, warmup=1, with_stack=True)
+            return (await profiler.run_job(PROFILE, target, None, options)).to_json()
         finally:
             await profiler.close()
 
     report = asyncio.run(go())
     [callee] = [c for c in report["callees"] if c["name"] == "scale_up"]
     helpers = (EXAMPLES / "helpers.py").read_text().splitlines()
-    assert callee["file"].endswith("helpers.py") and helpers[callee["line"] - 1].startswith("def scale_up(")
+    assert callee["file"].endswith("helpers.py") and helpers[callee["line"] - 1].startswith(
+        "def scale_up("
+    )
     assert callee["calls"] == 1 and callee["share"] > 0.5
     assert all(c["name"] != "calls_helper" for c in report["callees"])  # not the function itself
     call_line = by_line(report)[line_of("return scale_up(y)")]

@@ -17,7 +17,14 @@ import pytest_asyncio
 
 from tests.conftest import EXAMPLES, FIXTURES
 from torchscope.host.worker_process import JobCancelled, WorkerError, WorkerProcess
-from torchscope.protocol import JobError, Output, ProfileRequest, ProfileResult, Progress
+from torchscope.protocol import (
+    JobError,
+    JobOptions,
+    Output,
+    ProfileRequest,
+    ProfileResult,
+    Progress,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -65,12 +72,11 @@ async def run(
         qualname=qualname,
         call=call,
         trace_path=str(tmp_path / f"{qualname}.json.gz"),
-        workspace_root=str(file.parent),
-        steps=3,
-        warmup=1,
-        timing_budget_s=0.3,
+        options=JobOptions(workspace_root=str(file.parent), steps=3, warmup=1, timing_budget_s=0.3),
     )
-    return await worker.run(request, recorder.progress.append, recorder.output.append, timeout_s)
+    reply = await worker.run(request, recorder.progress.append, recorder.output.append, timeout_s)
+    assert isinstance(reply, (ProfileResult, JobError))
+    return reply
 
 
 def trace_names(path: str) -> list[str]:

@@ -16,8 +16,9 @@ function change(...sections: string[]) {
 }
 
 describe("settings resolution", () => {
-  it("uses the defaults when nothing is set", () => {
+  it("uses the defaults when nothing is set (job options: the server's JobOptions defaults)", () => {
     assert.deepEqual(resolveSettings(config({})), DEFAULT_SETTINGS);
+    assert.deepEqual(DEFAULT_SETTINGS.job, {});
   });
 
   it("reads every setting", () => {
@@ -34,9 +35,7 @@ describe("settings resolution", () => {
       }),
     );
     assert.deepEqual(s, {
-      steps: 7,
-      warmup: 0,
-      timeoutSeconds: 30.5,
+      job: { steps: 7, warmup: 0, timeout_s: 30.5 },
       hotLineThreshold: 12.5,
       inlayHintsEnabled: false,
       pythonPath: "/opt/py/bin/python",
@@ -49,9 +48,9 @@ describe("settings resolution", () => {
     const s = resolveSettings(
       config({ steps: "5", warmup: -2, timeout: 0, hotLineThreshold: 250, "inlayHints.enabled": "yes", pythonPath: 3, "perfetto.origin": "" }),
     );
-    assert.equal(s.steps, DEFAULT_SETTINGS.steps);
-    assert.equal(s.warmup, 0);
-    assert.equal(s.timeoutSeconds, 1);
+    assert.equal(s.job.steps, undefined); // left out: the server's default applies
+    assert.equal(s.job.warmup, 0);
+    assert.equal(s.job.timeout_s, 1);
     assert.equal(s.hotLineThreshold, 100);
     assert.equal(s.inlayHintsEnabled, true);
     assert.equal(s.pythonPath, "");
@@ -61,12 +60,13 @@ describe("settings resolution", () => {
   });
 
   it("rounds step counts", () => {
-    assert.equal(resolveSettings(config({ steps: 2.6 })).steps, 3);
-    assert.equal(resolveSettings(config({ steps: Number.NaN })).steps, DEFAULT_SETTINGS.steps);
+    assert.equal(resolveSettings(config({ steps: 2.6 })).job.steps, 3);
+    assert.equal(resolveSettings(config({ steps: Number.NaN })).job.steps, undefined);
   });
 
   it("maps to the server's snake_case settings", () => {
-    assert.deepEqual(serverSettings(DEFAULT_SETTINGS), {
+    const s = resolveSettings(config({ steps: 5, warmup: 3, timeout: 120 }));
+    assert.deepEqual(serverSettings(s), {
       steps: 5,
       warmup: 3,
       timeout_s: 120,
@@ -79,7 +79,8 @@ describe("settings resolution", () => {
   });
 
   it("builds the profile command's argument", () => {
-    assert.deepEqual(buildProfileArgs("file:///w/m.py", 4, undefined, DEFAULT_SETTINGS), {
+    const s = resolveSettings(config({ steps: 5, warmup: 3, timeout: 120 }));
+    assert.deepEqual(buildProfileArgs("file:///w/m.py", 4, undefined, s), {
       uri: "file:///w/m.py",
       line: 4,
       steps: 5,

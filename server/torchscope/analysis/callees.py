@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from .context import Context
 from .metrics import median
+from .normalise import LINE_MARKER_PREFIX
 from .source import is_library, parse_frame
-
-LINE_MARKER_PREFIX = "torchscope:L"
 
 
 @dataclass

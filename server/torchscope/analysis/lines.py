@@ -20,8 +20,7 @@ from typing import Any
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
 from .metrics import median
-
-LINE_MARKER_PREFIX = "torchscope:L"
+from .normalise import LINE_MARKER_PREFIX
 
 #: Lines whose share of the function's time is at least this get an inlay hint by default
 #: (the editor setting overrides it): below ~5 % a line is rarely worth a look.

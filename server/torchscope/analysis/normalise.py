@@ -74,7 +74,8 @@ ANNOTATION_PREFIXES = (
 """Names that ``record_function`` produced and legacy traces filed under ``Operator``."""
 
 LINE_MARKER_PREFIX = "torchscope:L"
-"""The worker's per-line markers; recorded as ``cpu_op`` but annotations, not ops."""
+"""The worker's per-line markers; recorded as ``cpu_op`` but annotations, not ops. Equal to
+``protocol.LINE_MARKER_PREFIX`` (the analysis imports nothing of ours; a test holds them equal)."""
 
 PROFILER_OVERHEAD_NAMES = frozenset(
     {

@@ -19,9 +19,10 @@ from typing import Any
 
 from .model import Trace
 from .nesting import Nesting
+from .normalise import LINE_MARKER_PREFIX
 
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
-_MARKER = re.compile(r"^torchscope:L(?P<line>\d+)(?::(?P<file>.+))?$")
+_MARKER = re.compile(rf"^{re.escape(LINE_MARKER_PREFIX)}(?P<line>\d+)(?::(?P<file>.+))?$")
 
 LIBRARY_MARKERS = (
     "site-packages/",
@@ -78,7 +79,7 @@ class SourceMap:
         self._ann_cache: dict[int, tuple[str | None, int] | None] = {}
         self._py_cache: dict[int, tuple[str, int] | None] = {}
         self._stack_cache: dict[int, tuple[str | None, int | None]] = {}
-        self.has_markers = any(a.name.startswith("torchscope:L") for a in trace.annotations)
+        self.has_markers = any(a.name.startswith(LINE_MARKER_PREFIX) for a in trace.annotations)
         self.has_python = bool(trace.python)
         self.has_call_stacks = any(
             isinstance(o.args.get("Call stack"), str) for o in trace.ops[:2000]

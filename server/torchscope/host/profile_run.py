@@ -1,42 +1,41 @@
-"""Profile one function end to end: target → worker job → trace → analysis → report.
+"""Run one job end to end: target → worker job → trace → analysis → outcome.
 
-The daemon and the CLI both go through ``Profiler``, so ``torchscope profile`` and the editor's
-**Profile this function** give the same numbers. The analysis runs here, in the host, on the
-exported trace file (in a thread, so the daemon keeps serving while a large trace is read).
+The daemon and the CLI both go through ``Profiler.run_job``, so ``torchscope profile`` and the
+editor's **Profile this function** give the same numbers. A job kind's host side is a
+``HostJob``: the request it sends and how its reply becomes an outcome (``PROFILE`` here,
+``COMPARE`` in ``compare_run``). The analysis runs here, in the host, on the exported trace
+(in a thread, so the daemon keeps serving while a large trace is read).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import JobCancelled, WorkerError, WorkerProcess
-from torchscope.protocol import Hello, JobError, Output, ProfileRequest, ProfileResult, Progress
+from torchscope.protocol import (
+    Hello,
+    JobError,
+    JobOptions,
+    JobRequest,
+    Message,
+    Output,
+    ProfileRequest,
+    ProfileResult,
+    Progress,
+)
 from torchscope.targets import Target
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STEPS = 5
-DEFAULT_WARMUP = 3
-DEFAULT_TIMEOUT_S = 120.0
-
-
-@dataclass
-class ProfileOptions:
-    steps: int = DEFAULT_STEPS
-    warmup: int = DEFAULT_WARMUP
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    device: str = "auto"
-    workspace_root: Optional[str] = None
-    with_stack: bool = False
+ReplyT = TypeVar("ReplyT", bound=Message)
+OutcomeT = TypeVar("OutcomeT")
 
 
 class ProfileFailure(Exception):
@@ -114,6 +113,56 @@ def measurements_of(result: ProfileResult) -> Measurements:
     )
 
 
+class HostJob(Generic[ReplyT, OutcomeT]):
+    """The host side of one job kind: the request it sends and what its reply becomes."""
+
+    reply_type: type[ReplyT]
+    #: Close the worker after the job: the kind leaves the process changed for later jobs.
+    fresh_worker_after = False
+
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        """The request to send; ``fields`` are ``job_fields``' (every request carries them)."""
+        raise NotImplementedError
+
+    def outcome(
+        self, target: Target, call: Optional[str], reply: ReplyT, output: list[str]
+    ) -> OutcomeT:
+        """The outcome of a successful reply (runs in a thread: the analysis goes here).
+        A ``TraceError`` becomes an ``analysis`` failure."""
+        raise NotImplementedError
+
+
+def job_fields(
+    job_id: int, target: Target, call: Optional[str], options: JobOptions, store: TraceStore
+) -> dict[str, Any]:
+    """The fields every ``JobRequest`` carries, with a fresh trace path."""
+    return {
+        "job_id": job_id,
+        "file": str(Path(target.file).resolve()),
+        "qualname": target.qualname,
+        "call": call,
+        "trace_path": str(store.new_path(target.file, target.qualname)),
+        "options": options,
+    }
+
+
+class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
+    reply_type = ProfileResult
+
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        return ProfileRequest(**fields)
+
+    def outcome(
+        self, target: Target, call: Optional[str], reply: ProfileResult, output: list[str]
+    ) -> ProfileOutcome:
+        report = analyze_trace(reply.trace_path, measurements_of(reply))
+        return ProfileOutcome(target, call, reply, report, output)
+
+
+PROFILE = ProfileJobKind()
+"""The ``profile`` job kind: ``await profiler.run_job(PROFILE, target, call, options)``."""
+
+
 class Profiler:
     """Owns one long-lived worker for one interpreter and runs jobs on it, one at a time."""
 
@@ -151,36 +200,28 @@ class Profiler:
                 self._worker = worker
             return self._worker
 
-    async def profile(
+    async def run_job(
         self,
+        kind: HostJob[ReplyT, OutcomeT],
         target: Target,
         call: Optional[str],
-        options: ProfileOptions,
+        options: JobOptions,
         on_progress: Optional[Callable[[Progress], None]] = None,
         on_output: Optional[Callable[[Output], None]] = None,
-    ) -> ProfileOutcome:
+    ) -> OutcomeT:
+        """Run one job of ``kind`` on ``target``; every failure is a ``ProfileFailure``."""
+        output: list[str] = []
+
+        def collect_output(message: Output) -> None:
+            output.append(message.text)
+            if on_output:
+                on_output(message)
+
         async with self._lock:
             hello = await self.hello()
             chosen = choose_call(target, call, hello.cuda_available)
-            request = ProfileRequest(
-                job_id=next(self._job_ids),
-                file=str(Path(target.file).resolve()),
-                qualname=target.qualname,
-                call=chosen,
-                trace_path=str(self.trace_store.new_path(target.file, target.qualname)),
-                workspace_root=options.workspace_root,
-                steps=options.steps,
-                warmup=options.warmup,
-                device=options.device,
-                with_stack=options.with_stack,
-            )
-            output: list[str] = []
-
-            def collect_output(message: Output) -> None:
-                output.append(message.text)
-                if on_output:
-                    on_output(message)
-
+            fields = job_fields(next(self._job_ids), target, chosen, options, self.trace_store)
+            request = kind.request(fields, target, self.trace_store)
             worker = await self._ensure_worker()
             try:
                 reply = await worker.run(request, on_progress, collect_output, options.timeout_s)
@@ -188,25 +229,21 @@ class Profiler:
                 raise ProfileFailure("timeout", str(exc), target.def_line) from exc
             except WorkerError as exc:
                 raise ProfileFailure("worker", str(exc), target.def_line) from exc
+            finally:
+                if kind.fresh_worker_after:
+                    await worker.close()
         if isinstance(reply, JobError):
             raise ProfileFailure(
                 reply.kind, reply.message, reply.line or target.def_line, reply.traceback
             )
-        measurements = measurements_of(reply)
+        if not isinstance(reply, kind.reply_type):
+            message = f"the worker answered {type(reply).__name__} to a {request.TYPE} job"
+            raise ProfileFailure("worker", message, target.def_line)
         loop = asyncio.get_running_loop()
         try:
-            report = await loop.run_in_executor(None, analyze_trace, reply.trace_path, measurements)
+            return await loop.run_in_executor(None, kind.outcome, target, chosen, reply, output)
         except TraceError as exc:
             raise ProfileFailure("analysis", str(exc), target.def_line) from exc
-        return ProfileOutcome(target, chosen, reply, report, output)
-
-    @contextlib.asynccontextmanager
-    async def exclusive(self) -> AsyncIterator[tuple[WorkerProcess, Hello, int]]:
-        """The worker, its handshake and a fresh job id, held for one job of another kind
-        (``host.compare_run``); other jobs wait meanwhile."""
-        async with self._lock:
-            hello = await self.hello()
-            yield await self._ensure_worker(), hello, next(self._job_ids)
 
     async def close(self) -> None:
         if self._worker is not None:

@@ -4,6 +4,10 @@ The call expression carries a placeholder (``{N}``) that is replaced by each siz
 size is an ordinary profile job (same worker, fresh import), so every point has the meaning of
 a single **Profile this function**. The result is a table, the crossover from overhead-bound to
 compute-bound, and an SVG chart written next to the traces.
+
+A sweep is a host composite, not a job kind: a job kind is one request the worker answers, and
+a sweep is several profile jobs (a size that times out or runs out of memory loses only its
+own point, and the worker needs no message of its own); see docs/design-notes.md.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ from torchscope.analysis.sweep import (
     render_sweep,
 )
 from torchscope.analysis.sweep_chart import sweep_svg
-from torchscope.host.profile_run import ProfileFailure, ProfileOptions, ProfileOutcome, Profiler
-from torchscope.protocol import Output, Progress
+from torchscope.host.profile_run import PROFILE, ProfileFailure, ProfileOutcome, Profiler
+from torchscope.protocol import JobOptions, Output, Progress
 from torchscope.targets import Target
 
 DEFAULT_SIZES = (16, 64, 256, 1024)
@@ -194,7 +198,7 @@ async def sweep(
     call: Optional[str],
     name: str,
     sizes: list[int],
-    options: ProfileOptions,
+    options: JobOptions,
     on_progress: Optional[Callable[[Progress], None]] = None,
     on_output: Optional[Callable[[Output], None]] = None,
 ) -> SweepOutcome:
@@ -219,8 +223,9 @@ async def sweep(
                 )
 
         try:
-            outcome = await profiler.profile(
-                target, substitute(template, name, size), options, progress, on_output
+            call_at_size = substitute(template, name, size)
+            outcome = await profiler.run_job(
+                PROFILE, target, call_at_size, options, progress, on_output
             )
         except ProfileFailure as failure:
             if failure.kind in FATAL_KINDS:

@@ -15,19 +15,15 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
 from torchscope.protocol import (
     PROTOCOL_VERSION,
-    CompareRequest,
-    CompareResult,
     FrameDecoder,
     Hello,
-    JobError,
+    JobRequest,
     Message,
     Output,
-    ProfileRequest,
-    ProfileResult,
     Progress,
     ProtocolError,
     Shutdown,
@@ -171,35 +167,13 @@ class WorkerProcess:
 
     async def run(
         self,
-        request: ProfileRequest,
+        request: JobRequest,
         on_progress: Optional[ProgressCallback] = None,
         on_output: Optional[OutputCallback] = None,
         timeout_s: Optional[float] = None,
-    ) -> Union[ProfileResult, JobError]:
-        """Run one job; on timeout or cancellation the worker is killed and the error raised."""
-        reply = await self._run(request, on_progress, on_output, timeout_s)
-        assert isinstance(reply, (ProfileResult, JobError))
-        return reply
-
-    async def run_compare(
-        self,
-        request: CompareRequest,
-        on_progress: Optional[ProgressCallback] = None,
-        on_output: Optional[OutputCallback] = None,
-        timeout_s: Optional[float] = None,
-    ) -> Union[CompareResult, JobError]:
-        """Run one eager-vs-compiled job, like :meth:`run`."""
-        reply = await self._run(request, on_progress, on_output, timeout_s)
-        assert isinstance(reply, (CompareResult, JobError))
-        return reply
-
-    async def _run(
-        self,
-        request: ProfileRequest,
-        on_progress: Optional[ProgressCallback],
-        on_output: Optional[OutputCallback],
-        timeout_s: Optional[float],
     ) -> Message:
+        """Run one job of any kind and return its reply (its result, or a ``JobError``); on
+        timeout or cancellation the worker is killed and the error raised."""
         if not self.alive:
             raise WorkerError("the worker is not running")
         self._send(request)
@@ -222,17 +196,16 @@ class WorkerProcess:
         job_id: int,
         on_progress: Optional[ProgressCallback],
         on_output: Optional[OutputCallback],
-    ) -> Union[ProfileResult, CompareResult, JobError]:
+    ) -> Message:
         while True:
             message = await self._next_message()
-            if isinstance(message, Progress) and on_progress:
-                on_progress(message)
-            elif isinstance(message, Output) and on_output:
-                on_output(message)
-            elif (
-                isinstance(message, (ProfileResult, CompareResult, JobError))
-                and message.job_id == job_id
-            ):
+            if isinstance(message, Progress):
+                if on_progress:
+                    on_progress(message)
+            elif isinstance(message, Output):
+                if on_output:
+                    on_output(message)
+            elif getattr(message, "job_id", None) == job_id:
                 return message
 
     async def kill(self) -> None:

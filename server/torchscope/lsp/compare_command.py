@@ -18,71 +18,66 @@ the traces. Nothing is published for a sweep: the client shows the table and the
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from lsprotocol import types
 
-from torchscope.host.compare_run import compare_compile
+from torchscope.host.compare_run import COMPARE, CompareOutcome
 from torchscope.host.profile_run import ProfileFailure
-from torchscope.host.sweep import DEFAULT_SIZES, MAX_SIZES, SweepSpecError, parse_sweep, sweep
-from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
-from torchscope.lsp.jobs import (
-    BadArguments,
-    parse_args,
-    prepare,
-    publish_profile,
-    refuse,
-    report_failure,
-    with_progress,
+from torchscope.host.sweep import (
+    DEFAULT_SIZES,
+    MAX_SIZES,
+    SweepOutcome,
+    SweepSpecError,
+    parse_sweep,
+    sweep,
 )
+from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
+from torchscope.lsp.jobs import BadArguments, JobCommand, Located, publish_profile
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.protocol import COMPILE_MODES
 
-T = TypeVar("T")
+
+def _mode(raw: dict[str, Any]) -> str:
+    mode = raw.get("mode", "default")
+    if mode not in COMPILE_MODES:
+        modes = ", ".join(COMPILE_MODES)
+        raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}")
+    return str(mode)
 
 
-async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
-    try:
-        args, raw = parse_args(CMD_COMPARE_COMPILE, arguments)
-        mode = raw.get("mode", "default")
-        if mode not in COMPILE_MODES:
-            modes = ", ".join(COMPILE_MODES)
-            raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}")
-    except BadArguments as exc:
-        return refuse(ls, exc)
-    located, failed = prepare(ls, args)
-    if located is None:
-        return failed or {"ok": False, "error": "no function"}
-    target = located.target
-    try:
-        outcome, cancelled = await with_progress(
-            ls,
-            f"Comparing {target.qualname} with torch.compile",
-            target.qualname,
-            lambda on_progress, on_output: compare_compile(
-                ls.profiler, target, args.call, located.options, mode, on_progress, on_output
-            ),
-        )
-    except ProfileFailure as failure:
-        return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
-    if outcome is None:
-        return {"ok": False, "error": cancelled or "cancelled"}
+def _publish_compare(
+    ls: TorchscopeServer, located: Located, outcome: CompareOutcome
+) -> dict[str, Any]:
     data = outcome.to_json()
-    publish_profile(ls, args.uri, located, data)
+    publish_profile(ls, located, data)
+    qualname = located.target.qualname
     error = outcome.compare.get("error")
     if error:
         first = str(error["message"]).strip().splitlines()[0]
         ls.show(
             types.MessageType.Warning,
-            f"torchscope: {first} — the eager profile of {target.qualname} is shown "
+            f"torchscope: {first} — the eager profile of {qualname} is shown "
             "(the compiler's full message is in the hover and the log)",
         )
         ls.log(str(error["message"]), types.MessageType.Warning)
         if outcome.compile_traceback:
             ls.log(outcome.compile_traceback, types.MessageType.Warning)
     else:
-        ls.log(f"{target.qualname}: {outcome.compare['verdict']['headline']}")
+        ls.log(f"{qualname}: {outcome.compare['verdict']['headline']}")
     return {"ok": True, "report": data}
+
+
+COMPARE_COMMAND: JobCommand[str, CompareOutcome] = JobCommand(
+    name=CMD_COMPARE_COMPILE,
+    parse=_mode,
+    aliases={"mode": "compile_mode"},
+    title=lambda target, _: f"Comparing {target.qualname} with torch.compile",
+    start=lambda ls, located, _, on_progress, on_output: ls.profiler.run_job(
+        COMPARE, located.target, located.args.call, located.options, on_progress, on_output
+    ),
+    publish=_publish_compare,
+)
 
 
 def _sizes(raw: dict[str, Any]) -> tuple[str, list[int]]:
@@ -109,48 +104,48 @@ def _sizes(raw: dict[str, Any]) -> tuple[str, list[int]]:
     return name, sorted(set(sizes))
 
 
-async def sweep_command(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
-    try:
-        args, raw = parse_args(CMD_SWEEP, arguments)
-        name, sizes = _sizes(raw)
-    except BadArguments as exc:
-        return refuse(ls, exc)
-    located, failed = prepare(ls, args)
-    if located is None:
-        return failed or {"ok": False, "error": "no function"}
-    target = located.target
-    try:
-        outcome, cancelled = await with_progress(
-            ls,
-            f"Profiling {target.qualname} across {name}",
-            target.qualname,
-            lambda on_progress, on_output: sweep(
-                ls.profiler, target, args.call, name, sizes, located.options, on_progress, on_output
-            ),
-        )
-    except ProfileFailure as failure:
-        message = f"torchscope could not sweep {target.qualname}: {failure.message}"
-        ls.show(types.MessageType.Error, message)
-        if failure.traceback:
-            ls.log(failure.traceback, types.MessageType.Error)
-        return {"ok": False, "error": failure.message, "kind": failure.kind}
-    if outcome is None:
-        return {"ok": False, "error": cancelled or "cancelled"}
+def _publish_sweep(ls: TorchscopeServer, located: Located, outcome: SweepOutcome) -> dict[str, Any]:
     ls.log(outcome.render())
     for point in outcome.points:
         if point.error:
             ls.log(
-                f"{target.qualname} at {name}={point.n}: {point.error}", types.MessageType.Warning
+                f"{located.target.qualname} at {outcome.name}={point.n}: {point.error}",
+                types.MessageType.Warning,
             )
     data = outcome.to_json()
     return {"ok": True, "sweep": data["sweep"], "report": data}
 
 
-def register(server: TorchscopeServer) -> None:
-    @server.command(CMD_COMPARE_COMPILE)
-    async def compare_handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:
-        return await compare(ls, arguments)
+def _sweep_failed(
+    ls: TorchscopeServer, located: Located, failure: ProfileFailure
+) -> dict[str, Any]:
+    """Nothing is stored for a sweep: the message says why it stopped."""
+    message = f"torchscope could not sweep {located.target.qualname}: {failure.message}"
+    ls.show(types.MessageType.Error, message)
+    if failure.traceback:
+        ls.log(failure.traceback, types.MessageType.Error)
+    return {"ok": False, "error": failure.message, "kind": failure.kind}
 
-    @server.command(CMD_SWEEP)
-    async def sweep_handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:
-        return await sweep_command(ls, arguments)
+
+SWEEP_COMMAND: JobCommand[tuple[str, list[int]], SweepOutcome] = JobCommand(
+    name=CMD_SWEEP,
+    parse=_sizes,
+    title=lambda target, sizes: f"Profiling {target.qualname} across {sizes[0]}",
+    start=lambda ls, located, sizes, on_progress, on_output: sweep(
+        ls.profiler,
+        located.target,
+        located.args.call,
+        sizes[0],
+        sizes[1],
+        located.options,
+        on_progress,
+        on_output,
+    ),
+    publish=_publish_sweep,
+    failed=_sweep_failed,
+)
+
+
+def register(server: TorchscopeServer) -> None:
+    COMPARE_COMMAND.register(server)
+    SWEEP_COMMAND.register(server)

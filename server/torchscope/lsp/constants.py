@@ -15,3 +15,12 @@ REQ_TARGET = "torchscope/target"
 
 #: Custom notifications sent to the client.
 NOTIFY_PROFILE_DONE = "torchscope/profileDone"
+
+#: The client's own VS Code commands that the server's lenses, code actions and hover links run
+#: (``ClientCommands`` in extension/src/constants.ts). They differ from the server's command ids:
+#: vscode-languageclient registers ``torchscope.compareCompile`` as a VS Code command itself.
+CLIENT_OPEN_TRACE = "torchscope.openTrace"
+CLIENT_PROFILE = "torchscope.profileFunction"
+CLIENT_COMPARE_COMPILE = "torchscope.compareWithCompile"
+CLIENT_PROFILE_SIZES = "torchscope.profileSizes"
+CLIENT_OPEN_GENERATED_CODE = "torchscope.openGeneratedCode"

@@ -1,32 +1,35 @@
-"""What every job command of the server shares: arguments, finding the function, progress
-with cancellation, storing and publishing results, reporting failures.
+"""The one command skeleton every job command of the server instantiates.
 
 ``torchscope.profile``, ``torchscope.compareCompile`` and ``torchscope.sweep`` differ only in
-the job they run; everything around the job lives here, once.
+what a ``JobCommand`` is given: how to read their extra arguments, the job they start, and
+what they publish. Parsing ``{uri, line, call?, <option>?…}``, finding the function, the
+options, ``$/progress`` with cancellation, and reporting failures live here, once.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.host.profile_run import ProfileFailure, ProfileOptions
-from torchscope.lsp.constants import CMD_PROFILE, NOTIFY_PROFILE_DONE
+from torchscope.host.profile_run import ProfileFailure
+from torchscope.lsp.constants import NOTIFY_PROFILE_DONE
 from torchscope.lsp.diagnostics import failure_diagnostic
 from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import ProfiledFunction, function_source
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.lsp.settings import SettingsError
-from torchscope.protocol import Output, Progress
+from torchscope.protocol import JobOptions, Output, Progress
 from torchscope.targets import Target, TargetError, function_at, read_source
 
-T = TypeVar("T")
+ExtraT = TypeVar("ExtraT")
+OutcomeT = TypeVar("OutcomeT")
+OnProgress = Callable[[Progress], None]
+OnOutput = Callable[[Output], None]
 
 
 class BadArguments(ValueError):
@@ -34,34 +37,101 @@ class BadArguments(ValueError):
 
 
 @dataclass
-class ProfileArgs:
+class JobArgs:
+    """``{uri, line, call?, …}``; ``raw`` is the whole argument object."""
+
     uri: str
     line: int
     call: Optional[str]
-    overrides: dict[str, Any]
+    raw: dict[str, Any]
 
     @classmethod
-    def parse(cls, arguments: tuple[Any, ...]) -> ProfileArgs:
+    def parse(cls, command: str, arguments: tuple[Any, ...]) -> JobArgs:
         if len(arguments) != 1 or not isinstance(arguments[0], dict):
             raise BadArguments(
-                f"{CMD_PROFILE} takes one argument object {{uri, line, call?}}, "
-                f"got {list(arguments)!r}"
+                f"{command} takes one argument object {{uri, line, call?}}, got {list(arguments)!r}"
             )
         args = arguments[0]
         uri, line, call = args.get("uri"), args.get("line"), args.get("call")
         if not isinstance(uri, str) or not uri.startswith("file:"):
-            raise BadArguments(f"{CMD_PROFILE}: 'uri' must be a file: URI, got {uri!r}")
+            raise BadArguments(f"{command}: 'uri' must be a file: URI, got {uri!r}")
         if isinstance(line, bool) or not isinstance(line, int) or line < 0:
-            raise BadArguments(f"{CMD_PROFILE}: 'line' must be a 0-based line number, got {line!r}")
+            raise BadArguments(f"{command}: 'line' must be a 0-based line number, got {line!r}")
         if call is not None and not isinstance(call, str):
-            raise BadArguments(f"{CMD_PROFILE}: 'call' must be a string, got {call!r}")
-        overrides = {
-            k: args[k] for k in ("steps", "warmup", "timeout_s", "with_stack") if k in args
-        }
-        return cls(uri, line, call, overrides)
+            raise BadArguments(f"{command}: 'call' must be a string, got {call!r}")
+        return cls(uri, line, call, dict(args))
 
 
-def locate(ls: TorchscopeServer, args: ProfileArgs) -> tuple[Path, str, Target]:
+@dataclass
+class Located:
+    """The function a job runs on, the saved source it was found in, and the job's options."""
+
+    args: JobArgs
+    path: Path
+    source: str
+    target: Target
+    options: JobOptions
+
+
+def _no_extra(raw: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class JobCommand(Generic[ExtraT, OutcomeT]):
+    """One ``workspace/executeCommand`` that runs a job: the skeleton plus what differs.
+
+    ``parse`` reads the command's own arguments (raising ``BadArguments``); ``aliases`` maps
+    argument names to ``JobOptions`` fields (``mode`` → ``compile_mode``); ``start`` runs the
+    job; ``publish`` turns its outcome into the command's answer; ``failed`` replaces the
+    default failure report (a diagnostic on the ``def`` line and a message).
+    """
+
+    name: str
+    title: Callable[[Target, ExtraT], str]
+    start: Callable[[TorchscopeServer, Located, ExtraT, OnProgress, OnOutput], Awaitable[OutcomeT]]
+    publish: Callable[[TorchscopeServer, Located, OutcomeT], dict[str, Any]]
+    parse: Callable[[dict[str, Any]], ExtraT] = _no_extra  # type: ignore[assignment]
+    aliases: Mapping[str, str] = field(default_factory=dict)
+    done: Callable[[OutcomeT], str] = lambda _: "done"
+    failed: Optional[Callable[[TorchscopeServer, Located, ProfileFailure], dict[str, Any]]] = None
+
+    async def __call__(self, ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
+        try:
+            args = JobArgs.parse(self.name, arguments)
+            extra = self.parse(args.raw)
+        except BadArguments as exc:
+            return refuse(ls, exc)
+        overrides = {self.aliases.get(k, k): v for k, v in args.raw.items()}
+        located, failed = prepare(ls, args, overrides)
+        if located is None:
+            return failed or {"ok": False, "error": "no function"}
+        target = located.target
+        try:
+            outcome, cancelled = await with_progress(
+                ls,
+                self.title(target, extra),
+                target.qualname,
+                lambda on_progress, on_output: self.start(
+                    ls, located, extra, on_progress, on_output
+                ),
+                self.done,
+            )
+        except ProfileFailure as failure:
+            if self.failed is not None:
+                return self.failed(ls, located, failure)
+            return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
+        if outcome is None:
+            return {"ok": False, "error": cancelled or "cancelled"}
+        return self.publish(ls, located, outcome)
+
+    def register(self, server: TorchscopeServer) -> None:
+        @server.command(self.name)
+        async def handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:
+            return await self(ls, arguments)
+
+
+def locate(ls: TorchscopeServer, args: JobArgs) -> tuple[Path, str, Target]:
     path = Path(to_fs_path(args.uri) or "")
     source = read_source(path)
     target = function_at(source, str(path), args.line + 1)
@@ -81,57 +151,34 @@ def locate(ls: TorchscopeServer, args: ProfileArgs) -> tuple[Path, str, Target]:
     return path, source, target
 
 
-@dataclass
-class Located:
-    """The function a job runs on, the saved source it was found in, and the job's options."""
-
-    path: Path
-    source: str
-    target: Target
-    options: ProfileOptions
-
-
-def parse_args(command: str, arguments: tuple[Any, ...]) -> tuple[ProfileArgs, dict[str, Any]]:
-    try:
-        parsed = ProfileArgs.parse(arguments)
-    except BadArguments as exc:
-        raise BadArguments(str(exc).replace(CMD_PROFILE, command)) from None
-    return parsed, dict(arguments[0])
-
-
 def prepare(
-    ls: TorchscopeServer, args: ProfileArgs
+    ls: TorchscopeServer, args: JobArgs, overrides: Mapping[str, Any]
 ) -> tuple[Optional[Located], Optional[dict[str, Any]]]:
-    """Find the function and the options, or report why not (as ``torchscope.profile`` does)."""
+    """Find the function and the options (the settings with the command's overrides), or
+    report why not."""
     try:
         path, source, target = locate(ls, args)
     except TargetError as exc:
         failure = ProfileFailure("target", str(exc), exc.line)
         source = source_or_empty(args.uri)
         return None, report_failure(ls, args.uri, failure, exc.line or args.line + 1, source, None)
+    root = ls.workspace_root()
+    workspace = str(root) if root and path.is_relative_to(root) else str(path.parent)
     try:
-        settings = ls.settings.updated(args.overrides)
-    except SettingsError as exc:
+        options = ls.settings.job.updated({**overrides, "workspace_root": workspace})
+    except ValueError as exc:
         failure = ProfileFailure("settings", str(exc), target.def_line)
         return None, report_failure(ls, args.uri, failure, target.def_line, source, target)
-    root = ls.workspace_root()
-    options = ProfileOptions(
-        steps=settings.steps,
-        warmup=settings.warmup,
-        timeout_s=settings.timeout_s,
-        workspace_root=str(root) if root and path.is_relative_to(root) else str(path.parent),
-        with_stack=settings.with_stack,
-    )
-    return Located(path, source, target, options), None
+    return Located(args, path, source, target, options), None
 
 
 async def with_progress(
     ls: TorchscopeServer,
     title: str,
     qualname: str,
-    run: Callable[[Callable[[Progress], None], Callable[[Output], None]], Awaitable[T]],
+    run: Callable[[OnProgress, OnOutput], Awaitable[OutcomeT]],
     done_message: Callable[[Any], str] = lambda _: "done",
-) -> tuple[Optional[T], Optional[str]]:
+) -> tuple[Optional[OutcomeT], Optional[str]]:
     """Run a job with ``$/progress`` and cancellation; (result, None) or (None, "cancelled")."""
     task = asyncio.current_task()
     assert task is not None
@@ -231,9 +278,10 @@ def refuse(ls: TorchscopeServer, exc: BadArguments) -> dict[str, Any]:
 
 
 def publish_profile(
-    ls: TorchscopeServer, uri: str, located: Located, report: dict[str, Any]
+    ls: TorchscopeServer, located: Located, report: dict[str, Any]
 ) -> dict[str, Any]:
     """Keep a finished profile, show it everywhere, and tell the client."""
+    uri = located.args.uri
     store_result(ls, uri, located.source, located.target, report=report)
     ls.refresh_views()
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": uri, "report": report})

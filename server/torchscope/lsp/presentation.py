@@ -12,14 +12,12 @@ from typing import Any, Optional
 
 from torchscope.analysis import format_duration
 
-#: The client's command that opens a trace (see extension/src/constants.ts).
-CLIENT_OPEN_TRACE = "torchscope.openTrace"
-CLIENT_PROFILE = "torchscope.profileFunction"
-#: Client commands (not ``torchscope.compareCompile``: that id is the server's command, which
-#: vscode-languageclient registers as a VS Code command of the same name).
-CLIENT_COMPARE_COMPILE = "torchscope.compareWithCompile"
-CLIENT_PROFILE_SIZES = "torchscope.profileSizes"
-CLIENT_OPEN_GENERATED_CODE = "torchscope.openGeneratedCode"
+# The client command ids live in lsp/constants.py; re-exported for the presentation modules.
+from torchscope.lsp.constants import CLIENT_COMPARE_COMPILE as CLIENT_COMPARE_COMPILE
+from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE as CLIENT_OPEN_GENERATED_CODE
+from torchscope.lsp.constants import CLIENT_OPEN_TRACE as CLIENT_OPEN_TRACE
+from torchscope.lsp.constants import CLIENT_PROFILE as CLIENT_PROFILE
+from torchscope.lsp.constants import CLIENT_PROFILE_SIZES as CLIENT_PROFILE_SIZES
 
 
 def is_gpu_run(report: dict[str, Any]) -> bool:

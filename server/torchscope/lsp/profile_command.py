@@ -3,56 +3,28 @@
 Profiles the innermost function around ``line`` (0-based) in a worker, then publishes the
 verdict as a diagnostic on the ``def`` line. Every failure — bad arguments, a syntax error, a
 missing function or call expression, user code raising, a timeout — becomes an Error
-diagnostic plus a message, and the server keeps serving. (The steps around the job are in
-``jobs``, shared with the compare and sweep commands.)
+diagnostic plus a message, and the server keeps serving. (The steps around the job are the
+``JobCommand`` of ``jobs``, shared with the compare and sweep commands.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
+from torchscope.host.profile_run import PROFILE, ProfileOutcome
 from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE
-from torchscope.lsp.jobs import (
-    BadArguments,
-    ProfileArgs,
-    prepare,
-    publish_profile,
-    refuse,
-    report_failure,
-    with_progress,
-)
+from torchscope.lsp.jobs import JobCommand, publish_profile
 from torchscope.lsp.server import TorchscopeServer
 
-
-async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
-    try:
-        args = ProfileArgs.parse(arguments)
-    except BadArguments as exc:
-        return refuse(ls, exc)
-    located, failed = prepare(ls, args)
-    if located is None:
-        return failed or {"ok": False, "error": "no function"}
-    target = located.target
-
-    def headline(outcome: ProfileOutcome) -> str:
-        return str(outcome.report.verdict.headline)
-
-    try:
-        outcome, cancelled = await with_progress(
-            ls,
-            f"Profiling {target.qualname}",
-            target.qualname,
-            lambda on_progress, on_output: ls.profiler.profile(
-                target, args.call, located.options, on_progress, on_output
-            ),
-            headline,
-        )
-    except ProfileFailure as failure:
-        return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
-    if outcome is None:
-        return {"ok": False, "error": cancelled or "cancelled"}
-    return publish_profile(ls, args.uri, located, outcome.to_json())
+PROFILE_COMMAND: JobCommand[None, ProfileOutcome] = JobCommand(
+    name=CMD_PROFILE,
+    title=lambda target, _: f"Profiling {target.qualname}",
+    start=lambda ls, located, _, on_progress, on_output: ls.profiler.run_job(
+        PROFILE, located.target, located.args.call, located.options, on_progress, on_output
+    ),
+    publish=lambda ls, located, outcome: publish_profile(ls, located, outcome.to_json()),
+    done=lambda outcome: str(outcome.report.verdict.headline),
+)
 
 
 def clear(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
@@ -64,9 +36,7 @@ def clear(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def register(server: TorchscopeServer) -> None:
-    @server.command(CMD_PROFILE)
-    async def profile_handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:
-        return await profile(ls, arguments)
+    PROFILE_COMMAND.register(server)
 
     @server.command(CMD_CLEAR)
     def clear_handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:

@@ -161,25 +161,20 @@ class TorchscopeServer(LanguageServer):
 
 
 def create_server() -> TorchscopeServer:
-    """A server with every handler registered."""
-    from torchscope.lsp import (
-        analyze_command,
-        code_actions,
-        compare_command,
-        documents,
-        editor_features,
-        profile_command,
-        target_request,
-    )
+    """A server with every handler registered: the modules below, and every
+    ``lsp/*_command.py`` (so a new command module needs no edit here)."""
+    import importlib
+    import pkgutil
+
+    from torchscope import lsp
+    from torchscope.lsp import code_actions, documents, editor_features, target_request
 
     server = TorchscopeServer()
-    analyze_command.register(server)
-    code_actions.register(server)
-    compare_command.register(server)
-    documents.register(server)
-    editor_features.register(server)
-    profile_command.register(server)
-    target_request.register(server)
+    for module in (code_actions, documents, editor_features, target_request):
+        module.register(server)
+    for info in sorted(pkgutil.iter_modules(lsp.__path__), key=lambda m: m.name):
+        if info.name.endswith("_command"):
+            importlib.import_module(f"{lsp.__name__}.{info.name}").register(server)
     return server
 
 

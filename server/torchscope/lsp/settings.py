@@ -1,15 +1,19 @@
-"""Server settings: from ``initializationOptions.settings``, overridable per command."""
+"""Server settings: from ``initializationOptions.settings``, overridable per command.
+
+The settings that reach a job are one ``JobOptions`` (``Settings.job``), filled with one call;
+the others (interpreter, trace folder, hot-line threshold, inlay hints) stay in the editor.
+"""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis.lines import DEFAULT_HOT_SHARE
-from torchscope.host.profile_run import DEFAULT_STEPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
+from torchscope.protocol import JobOptions
 
 
 class SettingsError(ValueError):
@@ -41,15 +45,12 @@ def _share(values: Mapping[str, Any], key: str, default: float) -> float:
 
 @dataclass(frozen=True)
 class Settings:
-    steps: int = DEFAULT_STEPS
-    warmup: int = DEFAULT_WARMUP
-    timeout_s: float = DEFAULT_TIMEOUT_S
+    job: JobOptions = field(default_factory=JobOptions)
     worker_python: str = sys.executable
     trace_dir: Optional[Path] = None
     keep_traces: int = 20
     hot_share: float = DEFAULT_HOT_SHARE
     inlay_hints: bool = True
-    with_stack: bool = False
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -61,15 +62,18 @@ class Settings:
     def updated(self, values: Mapping[str, Any]) -> Settings:
         """A copy with the recognised keys of ``values`` applied (unknown keys are ignored).
 
-        Keys are the client's wire names (snake_case, see extension/src/settings.ts).
+        Keys are the client's wire names (snake_case, see extension/src/settings.ts); the job
+        options' names are ``JobOptions``' field names.
         """
+        try:
+            job = self.job.updated(values)
+        except ValueError as exc:
+            raise SettingsError(str(exc).replace("option", "setting", 1)) from None
         trace_dir = values.get("trace_dir")
         python = values.get("worker_python")
         return replace(
             self,
-            steps=_int(values, "steps", self.steps, 1),
-            warmup=_int(values, "warmup", self.warmup, 0),
-            timeout_s=_float(values, "timeout_s", self.timeout_s, 1),
+            job=job,
             worker_python=python if isinstance(python, str) and python else self.worker_python,
             trace_dir=Path(trace_dir)
             if isinstance(trace_dir, str) and trace_dir
@@ -77,5 +81,4 @@ class Settings:
             keep_traces=_int(values, "keep_traces", self.keep_traces, 1),
             hot_share=_share(values, "hot_line_threshold", self.hot_share),
             inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
-            with_stack=bool(values.get("with_stack", self.with_stack)),
         )

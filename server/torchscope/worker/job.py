@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import JobError, ProfileRequest, ProfileResult, Progress
+from torchscope.protocol import JobError, JobRequest, ProfileResult, Progress
 from torchscope.worker.attribution import marked_call
 from torchscope.worker.call_expression import (
     CallExpressionError,
@@ -65,12 +65,13 @@ def _def_line(func: Any) -> int:
 
 
 class ProfileJob:
-    """Runs the passes of one ``ProfileRequest``, reporting progress through ``send``."""
+    """Runs the passes of one profile (or of another kind's eager side), reporting progress
+    through ``send``."""
 
-    def __init__(self, request: ProfileRequest, send: Callable[[Any], None], cuda: bool) -> None:
+    def __init__(self, request: JobRequest, send: Callable[[Any], None], cuda: bool) -> None:
         self.request = request
         self._send = send
-        self.use_cuda = cuda and request.device != "cpu"
+        self.use_cuda = cuda and request.options.device != "cpu"
         self.module: Any = None
         self.target: Any = None
 
@@ -90,7 +91,7 @@ class ProfileJob:
         """Import the file, find the target, evaluate the call; keeps module and target."""
         request = self.request
         self._stage("setup", f"importing {Path(request.file).name} and evaluating the call")
-        root = Path(request.workspace_root) if request.workspace_root else None
+        root = Path(request.options.workspace_root) if request.options.workspace_root else None
         try:
             module = import_fresh(Path(request.file), root)
         except (Exception, SystemExit) as exc:  # a module may call sys.exit() on import
@@ -143,8 +144,8 @@ class ProfileJob:
             return time_calls(
                 prepared.invoke,
                 estimate_s,
-                request.timing_calls,
-                request.timing_budget_s,
+                request.options.timing_calls,
+                request.options.timing_budget_s,
                 self.use_cuda,
             )
         except Exception as exc:
@@ -157,9 +158,9 @@ class ProfileJob:
         last warmup call's time (the estimate the timing pass sizes its batches by)."""
         self._stage("cold", f"first {side}call (cold start)")
         cold_s = self._call_once(prepared, "first call")
-        self._stage("warmup", f"{self.request.warmup} {side}warmup calls")
+        self._stage("warmup", f"{self.request.options.warmup} {side}warmup calls")
         estimate_s = cold_s
-        for _ in range(self.request.warmup):
+        for _ in range(self.request.options.warmup):
             estimate_s = self._call_once(prepared, "warmup call")
         return cold_s, estimate_s
 
@@ -170,7 +171,7 @@ class ProfileJob:
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
         floor = statistics.median(samples.floor_us)
-        self._stage("profile", f"profiling {request.steps} calls with line markers")
+        self._stage("profile", f"profiling {request.options.steps} calls with line markers")
         attribution_note = self._profile(prepared)
         import torch
 
@@ -184,7 +185,7 @@ class ProfileJob:
             dispatch_floor_us=floor,
             device_kind="cuda" if self.use_cuda else "cpu",
             device_name=device_name,
-            steps=request.steps,
+            steps=request.options.steps,
             def_line=def_line,
             torch_version=torch.__version__,
             attribution_note=attribution_note,
@@ -205,17 +206,19 @@ class ProfileJob:
                 with marked.active():
                     profile_calls(
                         marked.invoke,
-                        request.steps,
+                        request.options.steps,
                         self.use_cuda,
                         request.trace_path,
                         name,
-                        with_stack=request.with_stack,
+                        with_stack=request.options.with_stack,
                     )
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
-            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path, name)
+            profile_calls(
+                prepared.invoke, request.options.steps, self.use_cuda, request.trace_path, name
+            )
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc

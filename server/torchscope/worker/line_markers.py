@@ -20,7 +20,8 @@ import linecache
 import types
 from typing import Any, Callable, Optional
 
-MARKER_PREFIX = "torchscope:L"
+from torchscope.protocol import LINE_MARKER_PREFIX as MARKER_PREFIX
+
 _MARK_NAME = "__torchscope_mark__"
 _FACTORY_NAME = "__torchscope_factory__"
 

@@ -8,7 +8,7 @@ import sys
 import traceback
 from typing import Optional
 
-from torchscope.protocol import PROTOCOL_VERSION, Hello, JobError, ProfileRequest, Shutdown
+from torchscope.protocol import PROTOCOL_VERSION, Hello, JobError, JobRequest, Shutdown
 from torchscope.worker.channel import Channel
 
 MIN_TORCH = (2, 1)
@@ -83,15 +83,15 @@ def main() -> None:
     if error:
         return
     _warm_up_profiler(cuda)
-    from torchscope.worker.compile_compare import run_request
     from torchscope.worker.job import JobFailed
+    from torchscope.worker.jobs import run_request
     from torchscope.worker.output_capture import OutputForwarder
 
     while True:
         message = channel.receive()
         if message is None or isinstance(message, Shutdown):
             return
-        if not isinstance(message, ProfileRequest):
+        if not isinstance(message, JobRequest):
             continue
         with OutputForwarder(message.job_id, channel.send):
             try:

@@ -1,0 +1,254 @@
+"""Eager vs ``torch.compile`` in one job: measure the compile, don't assume it helps.
+
+Passes (DESIGN.md §6): setup → eager cold call → eager warmup → *compile* (the compiled
+function's first call, timed on its own: Dynamo tracing, Inductor codegen, the C++ build or a
+cache load) → compiled warmup → *timing*, eager and compiled in interleaved rounds with no
+profiler (each round times one batch of each, the order alternating, so a load spike on a
+shared machine hits both sides alike) → eager profile (with line markers) → compiled profile.
+
+A compile that fails (no C++ compiler, an op Inductor cannot lower, an error under Dynamo) is
+not a failed job: the eager side runs its timing and profile as usual and the result carries
+the compiler's own message. Only torch >= 2.1 APIs are used, each private one guarded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any, Callable, Optional
+
+from torchscope.protocol import (
+    COMPILE_MODES,
+    CompareRequest,
+    CompareResult,
+    JobError,
+    ProfileResult,
+)
+from torchscope.worker.call_expression import PreparedCall
+from torchscope.worker.compile_tools import (
+    _failure_kind,
+    _frames_compiled,
+    _graph_breaks,
+    _hint,
+    _reset_dynamo,
+    graph_code_paths,
+    steady_allocator,
+    time_interleaved,
+)
+from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
+from torchscope.worker.jobs import job_kind
+from torchscope.worker.profiling import profile_calls
+
+COMPARE_STAGES = (
+    "setup",
+    "cold",
+    "warmup",
+    "compile",
+    "compiled-warmup",
+    "timing",
+    "profile",
+    "profile-compiled",
+)
+
+MODES = (*COMPILE_MODES, "max-autotune")
+"""``torch.compile`` modes a comparison may ask for (the faces offer ``COMPILE_MODES``)."""
+
+MAX_ROUNDS = 200
+"""Rounds stop here or when the timing budget (twice a profile's: two sides) is spent. The
+more rounds, the steadier the median ratio: at 1024×1024 (~25 ms a call) the budget allows
+~80, where 20 left a 7 % swing between runs on a shared 2-core machine."""
+
+MIN_COMPILED_WARMUP = 2
+"""Compiled calls after the compile before timing: ``reduce-overhead`` records its CUDA graph
+on the second or third call, and a recompile on the second call must not be timed."""
+
+ERROR_CHARS = 6000
+"""The compiler's message is kept whole up to this many characters (C++ build logs are long)."""
+
+
+class CompareJob(ProfileJob):
+    """A ``ProfileJob`` for the eager side plus the compiled side; see the module docstring."""
+
+    request: CompareRequest
+    stages = COMPARE_STAGES
+
+    def __init__(self, request: CompareRequest, send: Callable[[Any], None], cuda: bool) -> None:
+        super().__init__(request, send, cuda)
+        self.request = request
+
+    def compare(self) -> CompareResult:
+        request = self.request
+        options = request.options
+        prepared, def_line = self._setup()
+        cold_s, estimate_s = self._cold_and_warm(prepared, side="eager ")
+
+        result = CompareResult(job_id=request.job_id, eager={}, mode=options.compile_mode)
+        compiled, compiled_estimate_s = self._compile(prepared, result)
+        frames_before = _frames_compiled()
+        eager_us, compiled_us, floor_us = self._time_both(
+            prepared, compiled, estimate_s, compiled_estimate_s, result
+        )
+        if compiled_us:
+            result.paired_ratios = [c / e for e, c in zip(eager_us, compiled_us) if e > 0]
+        else:
+            compiled = None
+
+        self._stage("profile", f"profiling {options.steps} eager calls with line markers")
+        attribution_note = self._profile(prepared)
+        if compiled is not None:
+            self._stage("profile-compiled", f"profiling {options.steps} compiled calls")
+            try:
+                profile_calls(
+                    compiled.invoke,
+                    options.steps,
+                    self.use_cuda,
+                    request.compiled_trace_path,
+                    with_stack=options.with_stack,
+                )
+            except Exception as exc:
+                self._compiled_failed(
+                    result, "compiled-call-raised", "a profiled compiled call", exc
+                )
+                compiled = None
+        common = self._common(statistics.median(floor_us), def_line)
+        result.eager = dataclasses.asdict(
+            ProfileResult(
+                trace_path=request.trace_path,
+                cold_us=cold_s * 1e6,
+                call_us=eager_us,
+                attribution_note=attribution_note,
+                **common,
+            )
+        )
+        if compiled is not None:
+            result.compiled = dataclasses.asdict(
+                ProfileResult(
+                    trace_path=request.compiled_trace_path,
+                    cold_us=(result.compile_s or 0.0) * 1e6,
+                    call_us=compiled_us,
+                    **common,
+                )
+            )
+            result.recompiles = max(0, _frames_compiled() - frames_before)
+            result.graph_code = graph_code_paths()
+        return result
+
+    def _time_both(
+        self,
+        prepared: PreparedCall,
+        compiled: Optional[PreparedCall],
+        estimate_s: float,
+        compiled_estimate_s: float,
+        result: CompareResult,
+    ) -> tuple[list[float], list[float], list[float]]:
+        """Eager and compiled per-call µs timed in alternating rounds, and the dispatch floor;
+        the compiled list is empty when there is no compiled side (or it raised here)."""
+        options = self.request.options
+        self._stage("timing", "timing eager and compiled calls in alternating rounds")
+        steady_allocator()
+        if compiled is not None:
+            try:
+                (eager_us, compiled_us), floor_us = time_interleaved(
+                    [prepared.invoke, compiled.invoke],
+                    [estimate_s, compiled_estimate_s],
+                    max(options.timing_calls, MAX_ROUNDS),
+                    2 * options.timing_budget_s,
+                    self.use_cuda,
+                )
+                return eager_us, compiled_us, floor_us
+            except Exception as exc:  # both ran before: the compiled side is the suspect
+                self._compiled_failed(result, "compiled-call-raised", "a timed compiled call", exc)
+        samples = self._time(prepared, estimate_s)
+        return samples.per_call_us, [], samples.floor_us
+
+    def _common(self, floor_us: float, def_line: int) -> dict[str, Any]:
+        """The ``ProfileResult`` fields both sides share."""
+        import torch
+
+        return {
+            "job_id": self.request.job_id,
+            "dispatch_floor_us": floor_us,
+            "device_kind": "cuda" if self.use_cuda else "cpu",
+            "device_name": torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name(),
+            "steps": self.request.options.steps,
+            "def_line": def_line,
+            "torch_version": torch.__version__,
+        }
+
+    def _compile(
+        self, prepared: PreparedCall, result: CompareResult
+    ) -> tuple[Optional[PreparedCall], float]:
+        """Compile the callee, time its first call (the compile) and warm it up.
+
+        Returns the compiled call and its per-call estimate, or None after recording why.
+        """
+        import torch
+
+        mode = self.request.options.compile_mode
+        self._stage("compile", f"torch.compile(mode={mode!r}): compiling on the first call")
+        _reset_dynamo()
+        kwargs: dict[str, Any] = {} if mode == "default" else {"mode": mode}
+        try:
+            compiled_fn = torch.compile(prepared.func, **kwargs)
+        except Exception as exc:
+            self._compiled_failed(result, "compile-failed", "torch.compile", exc)
+            return None, 0.0
+        compiled = PreparedCall(
+            compiled_fn, prepared.args, prepared.kwargs, f"torch.compile({prepared.source})"
+        )
+        start = time.perf_counter()
+        try:
+            self._invoke_synced(compiled)
+        except Exception as exc:
+            self._compiled_failed(result, _failure_kind(exc), "the first compiled call", exc)
+            return None, 0.0
+        result.compile_s = time.perf_counter() - start
+        self._stage("compiled-warmup", "compiled warmup calls")
+        estimate_s = result.compile_s
+        try:
+            for _ in range(max(self.request.options.warmup, MIN_COMPILED_WARMUP)):
+                start = time.perf_counter()
+                self._invoke_synced(compiled)
+                estimate_s = time.perf_counter() - start
+        except Exception as exc:
+            self._compiled_failed(result, _failure_kind(exc), "a compiled warmup call", exc)
+            return None, 0.0
+        result.graph_breaks = _graph_breaks()
+        return compiled, estimate_s
+
+    def _invoke_synced(self, prepared: PreparedCall) -> None:
+        prepared.invoke()
+        if self.use_cuda:
+            import torch
+
+            torch.cuda.synchronize()
+
+    def _compiled_failed(
+        self, result: CompareResult, kind: str, what: str, exc: BaseException
+    ) -> None:
+        text = f"{type(exc).__name__}: {exc}".strip()
+        if len(text) > ERROR_CHARS:
+            text = text[:ERROR_CHARS] + f"\n… ({len(text) - ERROR_CHARS} more characters)"
+        hint = _hint(text)
+        result.compile_error = (
+            f"torch.compile(mode={self.request.options.compile_mode!r}) failed in {what}: {text}"
+            + (f"\n{hint}" if hint else "")
+        )
+        result.compile_error_kind = kind
+        result.compile_traceback = _user_traceback(exc)
+
+
+@job_kind(CompareRequest)
+def run_compare(request: CompareRequest, send: Callable[[Any], None], cuda: bool) -> CompareResult:
+    """The ``compare`` job kind; a ``JobFailed`` propagates to the main loop."""
+    mode = request.options.compile_mode
+    if mode not in MODES:
+        raise JobFailed(
+            JobError(
+                request.job_id,
+                "call-invalid",
+                f"unknown torch.compile mode {mode!r}: use one of {', '.join(MODES)}",
+            )
+        )
+    return CompareJob(request, send, cuda).compare()

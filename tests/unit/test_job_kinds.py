@@ -1,0 +1,68 @@
+"""Job kinds: one request type per kind in protocol.py, one worker module per kind, and the
+host's requests carry the whole ``JobOptions`` (no field copied by hand, so none can drift)."""
+
+from pathlib import Path
+
+from torchscope.host.compare_run import COMPARE
+from torchscope.host.profile_run import PROFILE, job_fields
+from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import (
+    JOB_KINDS,
+    CompareRequest,
+    FrameDecoder,
+    JobError,
+    JobOptions,
+    ProfileRequest,
+    encode,
+)
+from torchscope.targets import Target
+from torchscope.worker import jobs
+
+TARGET = Target("/w/model.py", "fn", 3, 3, 5, ())
+
+
+def test_every_kind_has_one_worker_module() -> None:
+    jobs._load_all()
+    assert set(JOB_KINDS) == {"profile", "compare"}
+    assert set(jobs._HANDLERS) == set(JOB_KINDS)
+    modules = {h.__module__.rsplit(".", 1)[-1] for h in jobs._HANDLERS.values()}
+    assert modules == set(JOB_KINDS)  # worker/jobs/<kind>.py
+
+
+def test_an_unknown_kind_is_a_job_error_not_a_crash() -> None:
+    class Strange(ProfileRequest):
+        TYPE = "strange"
+
+    reply = jobs.run_request(Strange(7, "/a.py", "fn", None, "/t"), lambda _: None, False)
+    assert isinstance(reply, JobError) and reply.job_id == 7 and "strange" in reply.message
+
+
+def test_with_stack_and_every_option_reach_a_compare_request(tmp_path: Path) -> None:
+    options = JobOptions(steps=2, warmup=1, with_stack=True, compile_mode="reduce-overhead")
+    store = TraceStore(tmp_path)
+    request = COMPARE.request(job_fields(4, TARGET, "fn(1)", options, store), TARGET, store)
+    assert isinstance(request, CompareRequest)
+    assert request.options == options and request.options.with_stack
+    assert request.compiled_trace_path and request.compiled_trace_path != request.trace_path
+    [decoded] = FrameDecoder().feed(encode(request))
+    assert decoded == request and decoded.options.with_stack  # type: ignore[attr-defined]
+
+
+def test_profile_request_carries_the_options(tmp_path: Path) -> None:
+    options = JobOptions(device="cpu", timing_calls=3)
+    store = TraceStore(tmp_path)
+    request = PROFILE.request(job_fields(1, TARGET, None, options, store), TARGET, store)
+    assert isinstance(request, ProfileRequest) and request.options is options
+    assert request.trace_path.startswith(str(tmp_path))
+
+
+def test_options_are_validated_with_a_clear_message() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="'steps' must be a number >= 1"):
+        JobOptions().updated({"steps": 0})
+    with pytest.raises(ValueError, match="'compile_mode' must be one of default"):
+        JobOptions().updated({"compile_mode": "fastest"})
+    with pytest.raises(ValueError, match="'with_stack' must be true or false"):
+        JobOptions().updated({"with_stack": "yes"})
+    assert JobOptions().updated({"steps": 3.0, "unknown": 1}).steps == 3
