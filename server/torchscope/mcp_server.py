@@ -27,17 +27,11 @@ from pydantic import Field
 from torchscope import __version__
 from torchscope.analysis import TraceError
 from torchscope.analysis import analyze_trace as analyze_trace_file
-from torchscope.host.compare_run import compare_compile as run_compare
-from torchscope.host.profile_run import (
-    DEFAULT_STEPS,
-    DEFAULT_WARMUP,
-    ProfileFailure,
-    ProfileOptions,
-    Profiler,
-)
+from torchscope.host.compare_run import COMPARE
+from torchscope.host.profile_run import PROFILE, ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.mcp_summary import compare_summary, explain, output_tail, report_summary
-from torchscope.protocol import COMPILE_MODES
+from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.targets import Target, TargetError, function_named, read_source
 
 log = logging.getLogger(__name__)
@@ -93,24 +87,26 @@ class Jobs:
             path = self.settings.workspace_root / path
         return function_named(read_source(path), str(path), qualname)
 
-    def options(self, steps: Optional[int], warmup: Optional[int]) -> ProfileOptions:
-        return ProfileOptions(
-            steps=steps or DEFAULT_STEPS,
-            warmup=DEFAULT_WARMUP if warmup is None else warmup,
-            timeout_s=self.settings.timeout_s,
-            workspace_root=str(self.settings.workspace_root),
-        )
+    def options(
+        self, steps: Optional[int], warmup: Optional[int], mode: Optional[str] = None
+    ) -> JobOptions:
+        """The job options: ``JobOptions``' defaults, the server's timeout, and what the tool
+        call asked for (``None``: the default)."""
+        asked = {"steps": steps, "warmup": warmup, "compile_mode": mode}
+        return JobOptions(
+            timeout_s=self.settings.timeout_s, workspace_root=str(self.settings.workspace_root)
+        ).updated({k: v for k, v in asked.items() if v is not None})
 
     async def profile(
-        self, target: Target, call: Optional[str], options: ProfileOptions
+        self, target: Target, call: Optional[str], options: JobOptions
     ) -> tuple[dict[str, Any], list[str]]:
-        outcome = await self.profiler.profile(target, call, options)
+        outcome = await self.profiler.run_job(PROFILE, target, call, options)
         return outcome.to_json(), outcome.output
 
     async def compare(
-        self, target: Target, call: Optional[str], options: ProfileOptions, mode: str
+        self, target: Target, call: Optional[str], options: JobOptions
     ) -> tuple[dict[str, Any], list[str]]:
-        outcome = await run_compare(self.profiler, target, call, options, mode)
+        outcome = await self.profiler.run_job(COMPARE, target, call, options)
         return outcome.to_json(), outcome.output
 
     async def close(self) -> None:
@@ -177,7 +173,7 @@ def build_server(jobs: Jobs) -> MCPServer:
         except TargetError as exc:
             return _error(str(exc))
         try:
-            data, output = await jobs.compare(target, call, jobs.options(steps, None), mode)
+            data, output = await jobs.compare(target, call, jobs.options(steps, None, mode))
         except ProfileFailure as failure:
             return _failure(target, failure)
         return _ok(data, "\n\n".join(p for p in (compare_summary(data), output_tail(output)) if p))
