@@ -18,6 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, compress, groupby, repeat
 from operator import add, and_, eq, itemgetter, le, lt, methodcaller, not_, sub
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from .context import Context, assign
@@ -25,6 +26,7 @@ from .intervals import union_length
 from .link import copy_kind, is_launch
 from .model import Span
 from .report import Gap, KernelStat, StepMetrics, TopOp
+from .stages import Metrics
 
 _START = itemgetter(0)
 _END = itemgetter(1)
@@ -488,9 +490,17 @@ TOP_OPS = 10
 """Rows in the op table."""
 
 
-def top_ops(ctx: Context, limit: int = TOP_OPS) -> list[TopOp]:
-    """Ops aggregated by name over the analysed steps, per step; device time goes to the
-    innermost op whose runtime call launched the work."""
+def measure(ctx: Context) -> Metrics:
+    """The metrics stage: per-step numbers, the op table and per-name call counts."""
+    rows, calls = op_table(ctx)
+    return Metrics(
+        steps=tuple(step_metrics(ctx)), top_ops=tuple(rows), op_calls=MappingProxyType(calls)
+    )
+
+
+def op_table(ctx: Context, limit: int = TOP_OPS) -> tuple[list[TopOp], dict[str, int]]:
+    """Ops aggregated by name over the analysed steps, per step (device time goes to the
+    innermost op whose runtime call launched the work), and every name's call count."""
     trace = ctx.trace
     n_steps = max(1, len(ctx.steps))
     by_name = ctx.ops_by_name()
@@ -507,7 +517,6 @@ def top_ops(ctx: Context, limit: int = TOP_OPS) -> list[TopOp]:
             found = self_us[name] = float(sum(map(op_self.__getitem__, by_name[name])))
         return found
 
-    ctx.op_calls = calls
     if ctx.device_run:
         dev_us = _op_device_time(ctx)
         by_dev = sorted(calls, key=lambda k: -dev_us.get(k, 0.0))
@@ -526,7 +535,7 @@ def top_ops(ctx: Context, limit: int = TOP_OPS) -> list[TopOp]:
     else:
         dev_us = {}
         order = sorted(calls, key=lambda k: -self_of(k))
-    return [
+    rows = [
         TopOp(
             name=name,
             calls=calls[name],
@@ -536,6 +545,7 @@ def top_ops(ctx: Context, limit: int = TOP_OPS) -> list[TopOp]:
         )
         for name in order[:limit]
     ]
+    return rows, calls
 
 
 def _op_device_time(ctx: Context) -> dict[str, float]:

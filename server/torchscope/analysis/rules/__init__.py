@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..report import Finding
+from ..stages import Metrics
 from . import (
     cold_start,
     comm_heavy,
@@ -73,7 +74,7 @@ _SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
 
 
 def run_rules(
-    ctx: Context, rules: list[Rule] | None = None
+    ctx: Context, metrics: Metrics, rules: list[Rule] | None = None
 ) -> tuple[list[Finding], dict[str, str]]:
     """Findings sorted by cost (largest first, then severity), and ``{rule id: why skipped}``.
 
@@ -84,11 +85,11 @@ def run_rules(
     skipped: dict[str, str] = {}
     for rule in ALL_RULES if rules is None else rules:
         try:
-            reason = rule.skip(ctx)
+            reason = rule.skip(ctx, metrics)
             if reason is not None:
                 skipped[rule.id] = reason
                 continue
-            findings.extend(rule.match(ctx))
+            findings.extend(rule.match(ctx, metrics))
         except Exception as exc:
             skipped[rule.id] = f"failed: {type(exc).__name__}: {exc}"
     findings.sort(key=lambda f: (-f.cost_us, _SEVERITY_RANK.get(f.severity, 9), f.rule))

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..context import Context
 from ..report import Finding
+from ..stages import Metrics
 
 README = "README.md"
 
@@ -28,13 +29,13 @@ class Rule(ABC):
         """Link target of the rule's section in the README."""
         return f"{README}#{self.id}"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         """Why this rule cannot judge the trace (None: it can)."""
-        del ctx
+        del ctx, measured
         return None
 
     @abstractmethod
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         """All findings of this rule in the trace."""
 
     def finding(
@@ -70,7 +71,7 @@ class Rule(ABC):
 class LinkedKernelRule(Rule):
     """A rule about kernels and the launch calls that issued them (needs correlation ids)."""
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.trace.kernels:
             return "no kernels recorded"
         if ctx.links.linked == 0:
