@@ -17,10 +17,10 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from .columns import median
 from .context import build_context
 from .formatting import format_bytes, format_duration, format_share
 from .link import copy_kind
-from .metrics import median
 from .model import Trace
 from .report import Finding, Report, _clean
 

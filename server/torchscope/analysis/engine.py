@@ -11,11 +11,13 @@ import gc
 import os
 
 from .callees import callee_stats
+from .columns import median
 from .context import Context, build_context
 from .lines import line_stats
-from .metrics import measure, median, top_kernels
+from .metrics import measure
 from .model import Trace
 from .normalise import load_trace
+from .op_table import top_kernels
 from .report import Device, Measurements, Report, Timing
 from .rules import run_rules
 from .verdict import decide

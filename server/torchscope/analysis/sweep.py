@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
+from .columns import median
 from .formatting import format_duration, format_share
-from .metrics import median
 
 COMPUTE_SHARE_CROSSOVER = 0.5
 """A size is compute-bound once at least half of each call is compute. On CPU that is the CPU

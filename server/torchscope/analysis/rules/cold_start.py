@@ -3,9 +3,9 @@ before measuring; the cost is real for code that runs once)."""
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from .base import Rule

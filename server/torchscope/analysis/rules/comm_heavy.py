@@ -12,10 +12,10 @@ from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import gt, itemgetter, not_
 
+from ..columns import ByName, is_comm_kernel, median
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..metrics import ByName, is_comm_kernel, median
 from ..report import Finding
 from ..stages import Metrics
 from ._common import distinct_names, picker

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from ._common import op_location, positions

@@ -7,9 +7,9 @@ input loading is on the critical path: raise ``num_workers``, use ``pin_memory=T
 
 from __future__ import annotations
 
+from ..columns import is_dataloader, median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import is_dataloader, median
 from ..report import Finding
 from ..stages import Metrics
 from .base import Rule

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
+from ..columns import median
 from ..context import Context
+from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
-from ..metrics import cpu_index, median
 from ..report import Finding
 from ..source import marker_line
 from ..stages import Metrics

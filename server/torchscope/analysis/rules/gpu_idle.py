@@ -12,10 +12,11 @@ from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import itemgetter, le
 
+from ..columns import is_dataloader, median
 from ..context import Context
+from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..metrics import cpu_index, is_dataloader, median
 from ..report import Finding
 from ..stages import Metrics
 from ._common import distinct_names, gap_lengths

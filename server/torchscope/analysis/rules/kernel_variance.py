@@ -7,9 +7,9 @@ throttling, contention with another process, data-dependent work or allocator ef
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from .base import Rule

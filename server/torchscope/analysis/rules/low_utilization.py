@@ -7,9 +7,9 @@ number as advice, so it has no cost of its own (the idle time is in the other fi
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from .base import Rule
@@ -28,9 +28,7 @@ class LowUtilization(Rule):
 
     def skip(self, ctx: Context, measured: Metrics) -> str | None:
         return (
-            None
-            if ctx.timeline() is not None and measured.steps
-            else "no device activity recorded"
+            None if ctx.timeline() is not None and measured.steps else "no device activity recorded"
         )
 
     def match(self, ctx: Context, measured: Metrics) -> list[Finding]:

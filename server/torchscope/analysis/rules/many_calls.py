@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from itertools import repeat
 from operator import lt
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from ._common import picker

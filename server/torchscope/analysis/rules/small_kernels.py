@@ -10,9 +10,9 @@ from __future__ import annotations
 from itertools import compress, repeat
 from operator import and_, eq, itemgetter, le, lt, sub
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from ._common import RT_LAUNCH, add_per_step, picker, runtime_kinds, step_slices

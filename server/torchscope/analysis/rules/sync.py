@@ -5,9 +5,9 @@ are the usual sources."""
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
 from ..stages import Metrics
 from ._common import (
