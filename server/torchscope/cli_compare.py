@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from torchscope.protocol import COMPILE_MODES
 
 # The profiling machinery is imported where it runs: building the parser must stay cheap,
 # because `torchscope analyze` builds it too and should not pay for asyncio and the host.
 if TYPE_CHECKING:
+    from torchscope.analysis.comparison import Comparison
     from torchscope.host.profile_run import ProfileOptions, ProfileOutcome, Profiler
     from torchscope.protocol import Output, Progress
     from torchscope.targets import Target
@@ -62,7 +63,7 @@ async def profile_or_compare(
     args: argparse.Namespace,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
-) -> tuple[ProfileOutcome, Optional[dict[str, Any]]]:
+) -> tuple[ProfileOutcome, Optional[Comparison]]:
     """A plain profile, or with ``--compare-compile`` the eager profile and the comparison."""
     if not getattr(args, "compare_compile", False):
         return await profiler.profile(target, call, options, on_progress, on_output), None
@@ -71,19 +72,19 @@ async def profile_or_compare(
     outcome = await compare_compile(
         profiler, target, call, options, args.mode, on_progress, on_output
     )
-    error = outcome.compare.get("error")
+    error = outcome.compare.error
     if error:
-        print(f"torchscope: {error['message']}", file=sys.stderr)
+        print(f"torchscope: {error.message}", file=sys.stderr)
         if outcome.compile_traceback and not args.quiet:
             print(outcome.compile_traceback, file=sys.stderr)
         print("torchscope: the eager profile is still reported", file=sys.stderr)
     return outcome.profile, outcome.compare
 
 
-def compare_text(compare: Optional[dict[str, Any]]) -> str:
+def compare_text(compare: Optional[Comparison]) -> str:
     if compare is None:
         return ""
-    from torchscope.analysis.compare import render_comparison
+    from torchscope.analysis.compare_render import render_comparison
 
     return render_comparison(compare) + "\n"
 

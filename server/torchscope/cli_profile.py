@@ -127,7 +127,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                 continue
             data = outcome.to_json()
             if compare is not None:
-                data["compare"] = compare
+                data["compare"] = compare.to_dict()
             traces.append(Path(data["trace_path"]))
             if args.json:
                 print(json.dumps(data, ensure_ascii=False), flush=True)

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope.analysis import Report, TraceError
-from torchscope.analysis.compare import CompileMeta, Inventory, compare_runs, inventory
+from torchscope.analysis.compare import compare_runs
+from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
+from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.normalise import load_trace
 from torchscope.host.profile_run import (
     ProfileFailure,
@@ -41,14 +43,14 @@ class CompareOutcome:
     """The eager profile plus the comparison; ``to_json`` is ``profile --json`` + ``compare``."""
 
     profile: ProfileOutcome
-    compare: dict[str, Any]
+    compare: Comparison
     compiled_report: Optional[Report] = None
     compile_traceback: str = ""
     output: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = self.profile.to_json()
-        data["compare"] = self.compare
+        data["compare"] = self.compare.to_dict()
         return data
 
 
@@ -147,8 +149,14 @@ async def compare_compile(
         file=target.file,
         line=target.def_line,
     )
-    compare["eager"]["trace_path"] = eager.trace_path
-    if compare.get("compiled") is not None and compiled is not None:
-        compare["compiled"]["trace_path"] = compiled.trace_path
+    compare = dataclasses.replace(
+        compare,
+        eager=dataclasses.replace(compare.eager, trace_path=eager.trace_path),
+        compiled=(
+            dataclasses.replace(compare.compiled, trace_path=compiled.trace_path)
+            if compare.compiled is not None and compiled is not None
+            else compare.compiled
+        ),
+    )
     profile = ProfileOutcome(target, chosen, eager, eager_report, output)
     return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)

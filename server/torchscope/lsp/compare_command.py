@@ -69,19 +69,19 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         return {"ok": False, "error": cancelled or "cancelled"}
     data = outcome.to_json()
     publish_profile(ls, args.uri, located, data)
-    error = outcome.compare.get("error")
+    error = outcome.compare.error
     if error:
-        first = str(error["message"]).strip().splitlines()[0]
+        first = error.message.strip().splitlines()[0]
         ls.show(
             types.MessageType.Warning,
             f"torchscope: {first} — the eager profile of {target.qualname} is shown "
             "(the compiler's full message is in the hover and the log)",
         )
-        ls.log(str(error["message"]), types.MessageType.Warning)
+        ls.log(error.message, types.MessageType.Warning)
         if outcome.compile_traceback:
             ls.log(outcome.compile_traceback, types.MessageType.Warning)
-    else:
-        ls.log(f"{target.qualname}: {outcome.compare['verdict']['headline']}")
+    elif outcome.compare.verdict is not None:
+        ls.log(f"{target.qualname}: {outcome.compare.verdict.headline}")
     return {"ok": True, "report": data}
 
 

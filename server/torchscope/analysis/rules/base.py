@@ -15,8 +15,9 @@ from ..stages import Metrics
 README = "README.md"
 
 
-class Rule(ABC):
-    """One finding type. Subclasses set the class attributes and implement ``match``."""
+class RuleBase:
+    """What every rule has, whatever it reads: an id, a title, a source, a README section,
+    and :meth:`finding` to stamp its findings."""
 
     id: ClassVar[str]
     title: ClassVar[str]
@@ -28,15 +29,6 @@ class Rule(ABC):
     def docs_anchor(self) -> str:
         """Link target of the rule's section in the README."""
         return f"{README}#{self.id}"
-
-    def skip(self, ctx: Context, measured: Metrics) -> str | None:
-        """Why this rule cannot judge the trace (None: it can)."""
-        del ctx, measured
-        return None
-
-    @abstractmethod
-    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
-        """All findings of this rule in the trace."""
 
     def finding(
         self,
@@ -66,6 +58,20 @@ class Rule(ABC):
                 for k, v in details.items()
             },
         )
+
+
+class Rule(RuleBase, ABC):
+    """One finding type over one trace. Subclasses set the class attributes and implement
+    ``match``; ``skip`` says why the rule cannot judge a trace."""
+
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        """Why this rule cannot judge the trace (None: it can)."""
+        del ctx, measured
+        return None
+
+    @abstractmethod
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        """All findings of this rule in the trace."""
 
 
 class LinkedKernelRule(Rule):
