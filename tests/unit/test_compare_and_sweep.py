@@ -24,7 +24,7 @@ from torchscope.analysis.compare import (
     op_changes,
 )
 from torchscope.analysis.compare_render import comparison_markdown, render_comparison
-from torchscope.analysis.comparison import CompileMeta, Comparison, CopyRow, OpRow
+from torchscope.analysis.comparison import Comparison, CompileMeta, CopyRow, OpRow
 from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.rules.graph_break import short_reason
 from torchscope.analysis.sweep import (
