@@ -7,6 +7,7 @@ bias into the output (a ``Memcpy DtoD``), then runs the same GEMM.
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,7 +15,15 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis import Measurements, analyze_trace, load_trace
+from torchscope.analysis import (
+    Device,
+    Measurements,
+    Report,
+    Timing,
+    Verdict,
+    analyze_trace,
+    load_trace,
+)
 from torchscope.analysis.compare import (
     NO_DIFFERENCE_BAND,
     added_copies,
@@ -32,6 +41,7 @@ from torchscope.analysis.sweep import (
     compute_share,
     crossover,
     failed_point,
+    point_from_report,
     render_sweep,
 )
 from torchscope.analysis.sweep_chart import sweep_svg
@@ -266,20 +276,38 @@ def test_crossover_is_where_every_larger_size_is_compute_bound() -> None:
     assert crossover([]) is None
 
 
+def _report(kind: str, median_us: float | None, **verdict: float) -> Report:
+    timing = Timing(1.0, 1.0, median_us, 1.0, 3) if median_us is not None else None
+    return Report(
+        device=Device(kind, kind),
+        verdict=Verdict(
+            "v",
+            "h",
+            verdict.get("cpu_us", 0.0),
+            verdict.get("device_us", 0.0),
+            verdict.get("overhead_share"),
+        ),
+        timing=timing,
+        profiler_overhead_us=None,
+        findings=[],
+        top_ops=[],
+        steps=[],
+    )
+
+
 def test_compute_share_on_cpu_and_gpu() -> None:
-    cpu = {
-        "device": {"kind": "cpu"},
-        "verdict": {"overhead_share": 0.7},
-        "timing": {"median_us": 3},
-    }
-    assert compute_share(cpu) == pytest.approx(0.3)
-    gpu = {
-        "device": {"kind": "cuda"},
-        "verdict": {"device_us": 450.0, "overhead_share": 0.9},
-        "timing": {"median_us": 500.0},
-    }
+    assert compute_share(_report("cpu", 3.0, overhead_share=0.7)) == pytest.approx(0.3)
+    gpu = _report("cuda", 500.0, device_us=450.0, overhead_share=0.9)
     assert compute_share(gpu) == pytest.approx(0.9)
-    assert compute_share({"verdict": {"id": "no-activity"}}) is None
+    assert compute_share(_report("cpu", None)) is None
+    assert compute_share(_report("cuda", 500.0, device_us=math.nan)) is None
+    point = point_from_report(64, gpu, "/t.json.gz")
+    assert (point.n, point.compute_share, point.trace_path) == (
+        64,
+        pytest.approx(0.9),
+        "/t.json.gz",
+    )
+    assert point.compute_us == pytest.approx(450.0) and point.cpu_us is None
 
 
 def test_sweep_table_names_the_crossover() -> None:
