@@ -67,8 +67,7 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
     if outcome is None:
         return {"ok": False, "error": cancelled or "cancelled"}
-    data = outcome.to_json()
-    publish_profile(ls, args.uri, located, data)
+    reply = publish_profile(ls, args.uri, located, outcome)
     error = outcome.compare.error
     if error:
         first = error.message.strip().splitlines()[0]
@@ -82,7 +81,7 @@ async def compare(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
             ls.log(outcome.compile_traceback, types.MessageType.Warning)
     elif outcome.compare.verdict is not None:
         ls.log(f"{target.qualname}: {outcome.compare.verdict.headline}")
-    return {"ok": True, "report": data}
+    return reply
 
 
 def _sizes(raw: dict[str, Any]) -> tuple[str, list[int]]:

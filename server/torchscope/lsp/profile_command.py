@@ -52,7 +52,7 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
     if outcome is None:
         return {"ok": False, "error": cancelled or "cancelled"}
-    return publish_profile(ls, args.uri, located, outcome.to_json())
+    return publish_profile(ls, args.uri, located, outcome)
 
 
 def clear(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:
