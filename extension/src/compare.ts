@@ -8,35 +8,15 @@ import { COMPILE_MODES } from "./constants";
 
 /** `torch.compile` modes offered by **Compare with torch.compile** (defined in constants.ts). */
 export { COMPILE_MODES };
+import type { CompareSide } from "./types";
+
 export type CompileMode = (typeof COMPILE_MODES)[number];
 
 export function isCompileMode(value: unknown): value is CompileMode {
   return typeof value === "string" && (COMPILE_MODES as readonly string[]).includes(value);
 }
 
-export interface CompareCopy {
-  kind: string;
-  op: string;
-  within: string | null;
-  calls: number;
-  bytes: number;
-}
-
-export interface CompareSide {
-  median_us: number | null;
-  min_us?: number | null;
-  max_us?: number | null;
-  cold_us?: number | null;
-  cpu_us: number | null;
-  device_us: number | null;
-  launches: number;
-  copies: CompareCopy[];
-  op_count: number;
-  trace_path?: string;
-  compile_s?: number | null;
-  graphs?: { hash: string; code_path: string | null }[];
-  recompiles?: number;
-}
+export type { CompareCopy, CompareSide } from "./types";
 
 export interface CompareInfo {
   mode: string;

@@ -3,6 +3,7 @@
  * template with its `{N}` placeholder, and the HTML page that shows the server's sweep.
  */
 import { escapeHtml, formatDuration, formatShare } from "./compare";
+import type { SweepInfo, SweepPointInfo } from "./types";
 
 /** Sizes offered in the input box: the issue's example, small enough for a laptop CPU. */
 export const DEFAULT_SIZES = "16,64,256,1024";
@@ -89,26 +90,7 @@ export function validateSweepCall(text: string, name: string = SIZE_NAME): strin
   return undefined;
 }
 
-/** One point of the server's `sweep` object (see docs/compile-and-sweeps.md, `--sweep --json`). */
-export interface SweepPointInfo {
-  N: number;
-  median_us: number | null;
-  cpu_us: number | null;
-  device_us: number | null;
-  compute_share: number | null;
-  compute_us?: number | null;
-  verdict: string;
-  headline?: string;
-  error?: string | null;
-}
-
-export interface SweepInfo {
-  name: string;
-  call: string;
-  points: SweepPointInfo[];
-  crossover: number | null;
-  chart_path: string | null;
-}
+export type { SweepInfo, SweepPointInfo } from "./types";
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null;

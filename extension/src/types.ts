@@ -37,3 +37,162 @@ export interface ProfileArgs {
 export type CommandResult =
   | { ok: true; report: Record<string, unknown> }
   | { ok: false; error: string };
+
+/*
+ * Results: the JSON the server sends (`profile --json`, `report.compare`, `sweep`), one
+ * interface per Python dataclass that reaches the JSON. tests/unit/test_types_mirror.py holds
+ * the field names equal to the Python model's (analysis/report.py, analysis/comparison.py,
+ * analysis/sweep.py): change both together.
+ */
+
+/** analysis.report.Device */
+export interface Device {
+  kind: string;
+  name: string;
+}
+
+/** analysis.report.Verdict */
+export interface Verdict {
+  id: string;
+  headline: string;
+  cpu_us: number | null;
+  device_us: number | null;
+  overhead_share: number | null;
+  basis: string;
+}
+
+/** analysis.report.Timing */
+export interface Timing {
+  cold_us: number | null;
+  min_us: number | null;
+  median_us: number | null;
+  max_us: number | null;
+  calls: number;
+}
+
+/** analysis.report.Finding */
+export interface Finding {
+  rule: string;
+  severity: string;
+  message: string;
+  cost_us: number | null;
+  line: number | null;
+  file: string | null;
+  title: string;
+  docs: string;
+  step: string | null;
+  details: Record<string, unknown>;
+}
+
+/** analysis.comparison.CopyRow */
+export interface CompareCopy {
+  kind: string;
+  op: string;
+  within: string | null;
+  calls: number;
+  bytes: number;
+  time_us: number;
+}
+
+/** analysis.comparison.OpRow */
+export interface CompareOp {
+  name: string;
+  calls: number;
+  self_cpu_us: number;
+  within: string | null;
+}
+
+/** analysis.comparison.Graph */
+export interface CompareGraph {
+  hash: string;
+  code_path: string | null;
+}
+
+/** analysis.comparison.CompareSide; the compiled side adds the CompiledInfo fields. */
+export interface CompareSide {
+  median_us: number | null;
+  min_us: number | null;
+  max_us: number | null;
+  cold_us: number | null;
+  calls_timed: number;
+  cpu_us: number | null;
+  profiled_us: number | null;
+  device_us: number | null;
+  launches: number;
+  copies: CompareCopy[];
+  copy_count: number;
+  copy_bytes: number;
+  op_count: number;
+  ops: CompareOp[];
+  verdict: { id: string; headline: string };
+  trace_path?: string;
+  compile_s?: number | null;
+  graphs?: CompareGraph[];
+  recompiles?: number;
+  compile_ids?: string[];
+  graph_breaks?: string[];
+}
+
+/** analysis.comparison.CompareVerdict */
+export interface CompareVerdict {
+  id: string;
+  headline: string;
+  ratio: number | null;
+  band: number;
+  noise: number;
+}
+
+/** analysis.comparison.CompareError */
+export interface CompareError {
+  kind: string;
+  message: string;
+}
+
+/** analysis.comparison.OpChange */
+export interface OpChange {
+  name: string;
+  eager: number;
+  compiled: number;
+}
+
+/** analysis.comparison.OpChanges */
+export interface OpChanges {
+  removed: OpChange[];
+  added: OpChange[];
+  summary: string;
+}
+
+/** analysis.comparison.Comparison: the `compare` object of a report. */
+export interface Comparison {
+  mode: string;
+  eager: CompareSide;
+  compiled: CompareSide | null;
+  changes: OpChanges | null;
+  verdict: CompareVerdict | null;
+  findings: Finding[];
+  error: CompareError | null;
+  graph_breaks?: string[];
+}
+
+/** analysis.sweep.SweepPoint: one point of the `sweep` object (the size under `N`). */
+export interface SweepPointInfo {
+  N: number;
+  median_us: number | null;
+  cpu_us: number | null;
+  device_us: number | null;
+  compute_share: number | null;
+  compute_us?: number | null;
+  verdict: string;
+  headline?: string;
+  trace_path?: string | null;
+  error?: string | null;
+}
+
+/** analysis.sweep.Sweep: the `sweep` object of a `torchscope.sweep` result. */
+export interface SweepInfo {
+  name: string;
+  call: string;
+  points: SweepPointInfo[];
+  crossover: number | null;
+  chart_path: string | null;
+}

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 # The profiling machinery is imported where it runs: building the parser must stay cheap,
 # because `torchscope analyze` builds it too and should not pay for asyncio and the host.
 if TYPE_CHECKING:
+    from torchscope.analysis.comparison import Comparison
     from torchscope.host.profile_run import ProfileOutcome, Profiler
     from torchscope.protocol import JobOptions, Output, Progress
     from torchscope.targets import Target
@@ -54,7 +55,7 @@ async def profile_or_compare(
     args: argparse.Namespace,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
-) -> tuple[ProfileOutcome, Optional[dict[str, Any]]]:
+) -> tuple[ProfileOutcome, Optional[Comparison]]:
     """A plain profile, or with ``--compare-compile`` the eager profile and the comparison."""
     if not getattr(args, "compare_compile", False):
         from torchscope.host.profile_run import PROFILE
@@ -63,19 +64,19 @@ async def profile_or_compare(
     from torchscope.host.compare_run import COMPARE
 
     outcome = await profiler.run_job(COMPARE, target, call, options, on_progress, on_output)
-    error = outcome.compare.get("error")
+    error = outcome.compare.error
     if error:
-        print(f"torchscope: {error['message']}", file=sys.stderr)
+        print(f"torchscope: {error.message}", file=sys.stderr)
         if outcome.compile_traceback and not args.quiet:
             print(outcome.compile_traceback, file=sys.stderr)
         print("torchscope: the eager profile is still reported", file=sys.stderr)
     return outcome.profile, outcome.compare
 
 
-def compare_text(compare: Optional[dict[str, Any]]) -> str:
+def compare_text(compare: Optional[Comparison]) -> str:
     if compare is None:
         return ""
-    from torchscope.analysis.compare import render_comparison
+    from torchscope.analysis.compare_render import render_comparison
 
     return render_comparison(compare) + "\n"
 

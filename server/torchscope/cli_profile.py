@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis import format_duration, render_report
+from torchscope.analysis.comparison import Comparison
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
 from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
@@ -67,12 +68,12 @@ def _print_outcome(
     source: str,
     target: Target,
     outcome: ProfileOutcome,
-    compare: Optional[dict[str, Any]],
+    compare: Optional[Comparison],
 ) -> Path:
     """Print one profile (as JSON or text); returns its trace."""
     data = outcome.to_json()
     if compare is not None:
-        data["compare"] = compare
+        data["compare"] = compare.to_dict()
     if args.json:
         print(json.dumps(data, ensure_ascii=False), flush=True)
     else:

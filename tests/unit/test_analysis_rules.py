@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import ALL_RULES, Finding, Measurements, Report, analyze_trace
+from torchscope.analysis.rules import COMPARE_RULES
+from torchscope.analysis.rules.base import RuleBase
 
 from .conftest import V100, KinetoBuilder
 
@@ -33,14 +35,15 @@ def only(report: Report, rule: str) -> Finding:
 
 
 def test_every_rule_has_id_title_docs_and_source() -> None:
-    ids = [r.id for r in ALL_RULES]
-    assert len(ids) == len(set(ids))
-    for r in ALL_RULES:
+    every: list[RuleBase] = [*ALL_RULES, *COMPARE_RULES]
+    ids = [r.id for r in every]
+    assert len(ids) == len(set(ids)), "rule ids must be unique across trace and compare rules"
+    for r in every:
         assert r.title and r.source
         assert r.docs_anchor == f"docs/findings.md#{r.id}"
         assert r.severity in ("error", "warning", "information", "hint")
     docs = (Path(__file__).resolve().parents[2] / "docs" / "findings.md").read_text()
-    for r in ALL_RULES:
+    for r in every:
         assert f"### {r.id}\n" in docs, f"docs/findings.md lacks a section for {r.id}"
 
 

@@ -7,6 +7,7 @@ bias into the output (a ``Memcpy DtoD``), then runs the same GEMM.
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -14,27 +15,33 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis import Measurements, analyze_trace, load_trace
+from torchscope.analysis import (
+    Device,
+    Measurements,
+    Report,
+    Timing,
+    Verdict,
+    analyze_trace,
+    load_trace,
+)
 from torchscope.analysis.compare import (
     NO_DIFFERENCE_BAND,
-    CompileMeta,
-    CopyRow,
-    Inventory,
-    OpRow,
     added_copies,
     compare_runs,
     decide,
-    inventory,
     measured_noise,
     op_changes,
-    render_comparison,
-    short_reason,
 )
+from torchscope.analysis.compare_render import comparison_markdown, render_comparison
+from torchscope.analysis.comparison import Comparison, CompileMeta, CopyRow, OpRow
+from torchscope.analysis.inventory import Inventory, inventory
+from torchscope.analysis.rules.graph_break import short_reason
 from torchscope.analysis.sweep import (
     SweepPoint,
     compute_share,
     crossover,
     failed_point,
+    point_from_report,
     render_sweep,
 )
 from torchscope.analysis.sweep_chart import sweep_svg
@@ -89,7 +96,7 @@ def _measured(call_us: float) -> Measurements:
 
 
 @pytest.fixture
-def gpu_compare(kineto: Any, tmp_path: Path) -> dict[str, Any]:
+def gpu_compare(kineto: Any, tmp_path: Path) -> Comparison:
     eager_path = _eager_trace(kineto, tmp_path / "eager.json")
     compiled_path = _compiled_trace(kineto, tmp_path / "compiled.json")
     meta = CompileMeta(
@@ -109,27 +116,33 @@ def gpu_compare(kineto: Any, tmp_path: Path) -> dict[str, Any]:
 
 
 def test_the_gpu_compare_finds_the_dtod_bias_copy_before_the_gemm(
-    gpu_compare: dict[str, Any],
+    gpu_compare: Comparison,
 ) -> None:
-    eager, compiled = gpu_compare["eager"], gpu_compare["compiled"]
+    data = gpu_compare.to_dict()
+    eager, compiled = data["eager"], data["compiled"]
     assert eager["copies"] == []
     [copy] = compiled["copies"]
     assert copy["kind"] == "DtoD" and copy["within"] == "aten::addmm"
     assert copy["bytes"] == BIAS_BYTES and copy["calls"] == 1
     assert eager["launches"] == 2 and compiled["launches"] == 1
     assert (
-        gpu_compare["changes"]["summary"]
+        data["changes"]["summary"]
         == "aten::matmul + aten::mm + aten::add → aten::addmm + aten::copy_"
     )
-    verdict = gpu_compare["verdict"]
+    verdict = data["verdict"]
     assert verdict["id"] == "keep-eager"
     assert verdict["headline"] == (
         "torch.compile: 2.0× slower per call (600 µs → 1.2 ms), adds a 64.0 MiB bias copy (DtoD); "
         "keep eager"
     )
-    rules = [f["rule"] for f in gpu_compare["findings"]]
-    assert rules == ["compile-tax", "hidden-copy"]
-    hidden = gpu_compare["findings"][1]
+    rules = [f["rule"] for f in data["findings"]]
+    assert rules == ["compile-slower", "compile-copy"]
+    assert gpu_compare.rules_skipped == {
+        "recompile": "no recompiles during the measured calls",
+        "graph-break": "no graph breaks",
+    }
+    hidden = data["findings"][1]
+    assert hidden["docs"] == "README.md#compile-copy"
     assert "64.0 MiB DtoD bias copy" in hidden["message"]
     assert hidden["line"] == 3 and hidden["file"] == "model.py"
     assert compiled["graphs"] == [
@@ -138,6 +151,9 @@ def test_the_gpu_compare_finds_the_dtod_bias_copy_before_the_gemm(
     assert compiled["compile_s"] == 12.5
     text = render_comparison(gpu_compare)
     assert "64.0 MiB DtoD in aten::addmm" in text and "CompiledFxGraph fabc123" in text
+    markdown = comparison_markdown(gpu_compare)
+    assert "| copies per call | none | 1× 64.0 MiB DtoD in `aten::addmm` |" in markdown
+    assert "- `compile-copy`: torch.compile adds a 64.0 MiB DtoD bias copy" in markdown
 
 
 def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> None:
@@ -152,9 +168,11 @@ def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> N
         None,
         meta,
     )
-    assert out["compiled"] is None and out["verdict"] is None
-    assert out["error"] == {"kind": "compile-failed", "message": meta.error}
-    assert out["eager"]["median_us"] == 600.0
+    data = out.to_dict()
+    assert data["compiled"] is None and data["verdict"] is None
+    assert data["error"] == {"kind": "compile-failed", "message": meta.error}
+    assert data["eager"]["median_us"] == 600.0
+    assert out.findings == [] and out.rules_skipped == {}
     assert "torch.compile failed" in render_comparison(out)
 
 
@@ -169,20 +187,20 @@ def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> N
     ],
 )
 def test_the_verdict_band(eager: float, compiled: float, expected: str) -> None:
-    assert decide(eager, compiled, NO_DIFFERENCE_BAND, [], 3.0)["id"] == expected
+    assert decide(eager, compiled, NO_DIFFERENCE_BAND, [], 3.0).id == expected
 
 
 def test_the_headlines_say_which_to_keep_and_by_how_much() -> None:
     bias = CopyRow("cpu", "aten::copy_", "aten::addmm", 1.0, 16384.0, 2.0)
-    assert decide(9.0, 30.3, 0.05, [bias], 3.0)["headline"] == (
+    assert decide(9.0, 30.3, 0.05, [bias], 3.0).headline == (
         "torch.compile: 3.4× slower per call (9.0 µs → 30 µs), adds a 16.0 KiB bias copy; keep eager"
     )
-    assert decide(30.0, 10.0, 0.05, [], 3.0)["headline"] == (
+    assert decide(30.0, 10.0, 0.05, [], 3.0).headline == (
         "torch.compile: 3.0× faster per call (30 µs → 10 µs); compile wins (after the 3.00 s compile)"
     )
-    assert "20 % faster" in decide(12.0, 10.0, 0.05, [], 3.0)["headline"]
-    assert "within ±5 %" in decide(100.0, 101.0, 0.05, [], 3.0)["headline"]
-    assert "within the measured noise of ±12 %" in decide(100.0, 110.0, 0.12, [], 3.0)["headline"]
+    assert "20 % faster" in decide(12.0, 10.0, 0.05, [], 3.0).headline
+    assert "within ±5 %" in decide(100.0, 101.0, 0.05, [], 3.0).headline
+    assert "within the measured noise of ±12 %" in decide(100.0, 110.0, 0.12, [], 3.0).headline
 
 
 def test_measured_noise_is_the_uncertainty_of_the_median_ratio() -> None:
@@ -201,9 +219,9 @@ def test_op_changes_leave_metadata_ops_out_of_the_summary() -> None:
     )
     compiled = Inventory(2, [OpRow("aten::addmm", 1, 6), OpRow("aten::resolve_conj", 3, 0.1)])
     changes = op_changes(eager, compiled)
-    assert changes["summary"] == "aten::mm + aten::add → aten::addmm"
-    assert {r["name"] for r in changes["added"]} == {"aten::addmm", "aten::resolve_conj"}
-    assert op_changes(eager, eager)["summary"] == ""
+    assert changes.summary == "aten::mm + aten::add → aten::addmm"
+    assert {r.name for r in changes.added} == {"aten::addmm", "aten::resolve_conj"}
+    assert op_changes(eager, eager).summary == ""
 
 
 def test_only_new_copies_count_as_added() -> None:
@@ -264,20 +282,38 @@ def test_crossover_is_where_every_larger_size_is_compute_bound() -> None:
     assert crossover([]) is None
 
 
+def _report(kind: str, median_us: float | None, **verdict: float) -> Report:
+    timing = Timing(1.0, 1.0, median_us, 1.0, 3) if median_us is not None else None
+    return Report(
+        device=Device(kind, kind),
+        verdict=Verdict(
+            "v",
+            "h",
+            verdict.get("cpu_us", 0.0),
+            verdict.get("device_us", 0.0),
+            verdict.get("overhead_share"),
+        ),
+        timing=timing,
+        profiler_overhead_us=None,
+        findings=[],
+        top_ops=[],
+        steps=[],
+    )
+
+
 def test_compute_share_on_cpu_and_gpu() -> None:
-    cpu = {
-        "device": {"kind": "cpu"},
-        "verdict": {"overhead_share": 0.7},
-        "timing": {"median_us": 3},
-    }
-    assert compute_share(cpu) == pytest.approx(0.3)
-    gpu = {
-        "device": {"kind": "cuda"},
-        "verdict": {"device_us": 450.0, "overhead_share": 0.9},
-        "timing": {"median_us": 500.0},
-    }
+    assert compute_share(_report("cpu", 3.0, overhead_share=0.7)) == pytest.approx(0.3)
+    gpu = _report("cuda", 500.0, device_us=450.0, overhead_share=0.9)
     assert compute_share(gpu) == pytest.approx(0.9)
-    assert compute_share({"verdict": {"id": "no-activity"}}) is None
+    assert compute_share(_report("cpu", None)) is None
+    assert compute_share(_report("cuda", 500.0, device_us=math.nan)) is None
+    point = point_from_report(64, gpu, "/t.json.gz")
+    assert (point.n, point.compute_share, point.trace_path) == (
+        64,
+        pytest.approx(0.9),
+        "/t.json.gz",
+    )
+    assert point.compute_us == pytest.approx(450.0) and point.cpu_us is None
 
 
 def test_sweep_table_names_the_crossover() -> None:

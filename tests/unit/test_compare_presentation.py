@@ -9,6 +9,18 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from torchscope.analysis import Finding
+from torchscope.analysis.comparison import (
+    CompareError,
+    CompareSide,
+    CompareVerdict,
+    Comparison,
+    CompiledInfo,
+    CopyRow,
+    Graph,
+    OpChanges,
+    SideVerdict,
+)
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import (
     SweepSpecError,
@@ -70,54 +82,41 @@ def test_the_template_must_be_given_and_hold_the_placeholder() -> None:
         choose_template(g, None, "N", False)
 
 
-COMPARE: dict[str, Any] = {
-    "mode": "default",
-    "eager": {
-        "median_us": 9.0,
-        "cpu_us": 20.0,
-        "device_us": 0.0,
-        "launches": 0.0,
-        "copies": [],
-        "op_count": 6.0,
-        "cold_us": 900.0,
-    },
-    "compiled": {
-        "median_us": 30.3,
-        "cpu_us": 60.0,
-        "device_us": 0.0,
-        "launches": 0.0,
-        "copies": [
-            {
-                "kind": "cpu",
-                "op": "aten::copy_",
-                "within": "aten::addmm",
-                "calls": 1.0,
-                "bytes": 16384.0,
-            }
-        ],
-        "op_count": 5.0,
-        "cold_us": 3.2e6,
-        "compile_s": 3.2,
-        "graphs": [{"hash": "fd447jibbsda7oah", "code_path": "/tmp/torchinductor_u/yi/cyic.py"}],
-        "trace_path": "/traces/fn.compiled.json.gz",
-    },
-    "changes": {"summary": "aten::matmul + aten::mm + aten::add → aten::addmm + aten::copy_"},
-    "verdict": {
-        "id": "keep-eager",
-        "headline": "torch.compile: 3.4× slower per call (9.0 µs → 30 µs), adds a 16.0 KiB bias copy; keep eager",
-        "ratio": 3.37,
-    },
-    "findings": [
-        {"rule": "hidden-copy", "message": "torch.compile adds a 16.0 KiB host bias copy"}
-    ],
-    "error": None,
-}
+def _side(median_us: float, cpu_us: float, op_count: float, cold_us: float, **more: Any) -> CompareSide:
+    copies = more.pop("copies", [])
+    return CompareSide(
+        median_us=median_us, min_us=median_us, max_us=median_us, cold_us=cold_us,
+        calls_timed=100, cpu_us=cpu_us, profiled_us=cpu_us, device_us=0.0, launches=0.0,
+        copies=copies, copy_count=float(len(copies)), copy_bytes=sum(c.bytes for c in copies),
+        op_count=op_count, ops=[], verdict=SideVerdict("overhead-bound", "…"), **more,
+    )
+
+
+BIAS = CopyRow("cpu", "aten::copy_", "aten::addmm", 1.0, 16384.0, 2.0)
+GRAPH = Graph("fd447jibbsda7oah", "/tmp/torchinductor_u/yi/cyic.py")
+COMPARE = Comparison(
+    mode="default",
+    eager=_side(9.0, 20.0, 6.0, 900.0),
+    compiled=_side(
+        30.3, 60.0, 5.0, 3.2e6, copies=[BIAS],
+        compiled=CompiledInfo(3.2, [GRAPH], 0, [], []),
+        trace_path="/traces/fn.compiled.json.gz",
+    ),
+    changes=OpChanges([], [], "aten::matmul + aten::mm + aten::add → aten::addmm + aten::copy_"),
+    verdict=CompareVerdict(
+        "keep-eager",
+        "torch.compile: 3.4× slower per call (9.0 µs → 30 µs), adds a 16.0 KiB bias copy; keep eager",
+        3.37,
+        0.05,
+    ),
+    findings=[Finding("compile-copy", "information", "torch.compile adds a 16.0 KiB host bias copy", 2.0)],
+)
 
 
 def test_the_hover_links_the_compiled_graph_to_its_generated_code() -> None:
     text = compare_hover(COMPARE)
     assert text.startswith("**torch.compile** (mode=default) · torch.compile: 3.4× slower")
-    assert "| time, unprofiled (median) | 9.0 µs | 30 µs |" in text
+    assert "| time per call (unprofiled) | 9.0 µs | 30 µs |" in text
     assert "1× 16.0 KiB cpu in `aten::addmm`" in text
     assert "`aten::matmul + aten::mm + aten::add → aten::addmm + aten::copy_`" in text
     assert "`## Call CompiledFxGraph fd447jibbsda… ##`" in text
@@ -130,33 +129,31 @@ def test_the_hover_links_the_compiled_graph_to_its_generated_code() -> None:
 
 
 def test_the_lens_and_the_diagnostic() -> None:
-    assert lens_title({"compare": COMPARE}) == "torch.compile: keep eager (3.4× slower compiled)"
-    assert lens_title({}) is None
+    assert lens_title(COMPARE) == "torch.compile: keep eager (3.4× slower compiled)"
+    assert lens_title(None) is None
     rng = types.Range(
         start=types.Position(line=4, character=0), end=types.Position(line=4, character=3)
     )
     diagnostic = compare_diagnostic(COMPARE, rng, "file:///m.py", "fn")
     assert diagnostic.code == "keep-eager"
     assert diagnostic.severity == types.DiagnosticSeverity.Information
-    assert diagnostic.message == COMPARE["verdict"]["headline"]
+    assert COMPARE.verdict is not None and diagnostic.message == COMPARE.verdict.headline
     assert [r.message for r in diagnostic.related_information or []] == [
-        "hidden-copy: torch.compile adds a 16.0 KiB host bias copy"
+        "compile-copy: torch.compile adds a 16.0 KiB host bias copy"
     ]
 
 
 def test_a_failed_compile_shows_the_compiler_error() -> None:
-    failed = {
-        "mode": "default",
-        "eager": COMPARE["eager"],
-        "compiled": None,
-        "verdict": None,
-        "error": {
-            "kind": "compile-failed",
-            "message": "torch.compile(mode='default') failed in the first compiled call: "
+    failed = Comparison(
+        mode="default",
+        eager=COMPARE.eager,
+        error=CompareError(
+            "compile-failed",
+            "torch.compile(mode='default') failed in the first compiled call: "
             "InductorError: InvalidCxxCompiler: No working C++ compiler found\nline 2",
-        },
-    }
-    assert lens_title({"compare": failed}) == "torch.compile failed (eager shown) · retry"
+        ),
+    )
+    assert lens_title(failed) == "torch.compile failed (eager shown) · retry"
     rng = types.Range(
         start=types.Position(line=0, character=0), end=types.Position(line=0, character=1)
     )

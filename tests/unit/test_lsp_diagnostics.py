@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from lsprotocol import types
 
+from torchscope.analysis import Device, Finding, Report, Verdict
+from torchscope.analysis.lines import LineStats
 from torchscope.lsp.diagnostics import diagnostics_for
-from torchscope.lsp.results import ProfiledFunction, ResultStore
+from torchscope.lsp.results import Profile, ProfiledFunction, ResultStore
 
 SOURCE = "import torch\n\n\ndef f(x):\n    y = x @ x\n    torch.cuda.synchronize()\n    return y\n"
 
 
-def report(file: str) -> dict[str, Any]:
-    return {
-        "target": {"file": file, "qualname": "f", "line": 4},
-        "verdict": {"id": "sync-bound", "headline": "sync-bound: 1.8 ms of 2.1 ms waiting"},
-        "findings": [
-            {"rule": "sync", "line": 6, "file": None, "severity": "warning", "message": "sync here"},
-            {"rule": "hidden-copy", "line": 5, "file": "/elsewhere/other.py", "severity": "warning", "message": "not ours"},
-            {"rule": "cold-start", "line": None, "file": None, "severity": "information", "message": "no line"},
-        ],
-        "lines": [{"line": 6, "share": 0.8, "cpu_us": 1800.0}, {"line": 5, "share": 0.02, "cpu_us": 40.0}],
-        "trace_path": "/t.json.gz",
-    }
+def _line(line: int, share: float, cpu_us: float) -> LineStats:
+    return LineStats(line, share, cpu_us, 0.0, 1.0, cpu_us, cpu_us, cpu_us)
+
+
+def report(file: str) -> Profile:
+    findings = [
+        Finding("sync", "warning", "sync here", 0.0, line=6),
+        Finding("hidden-copy", "warning", "not ours", 0.0, line=5, file="/elsewhere/other.py"),
+        Finding("cold-start", "information", "no line", 0.0),
+    ]
+    verdict = Verdict("sync-bound", "sync-bound: 1.8 ms of 2.1 ms waiting", 2100.0, 0.0)
+    analysed = Report(
+        device=Device("cuda", "GPU"),
+        verdict=verdict,
+        timing=None,
+        profiler_overhead_us=None,
+        findings=findings,
+        top_ops=[],
+        steps=[],
+        lines=[_line(6, 0.8, 1800.0), _line(5, 0.02, 40.0)],
+    )
+    return Profile(analysed, file, "/t.json.gz")
 
 
 def function(file: str) -> ProfiledFunction:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .columns import median
 from .context import Context
-from .metrics import median
 from .normalise import LINE_MARKER_PREFIX
 from .source import is_library, parse_frame
 

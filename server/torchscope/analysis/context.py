@@ -19,7 +19,7 @@ from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
 from .model import Span, Trace
 from .nesting import Nesting, build_nesting
-from .report import Measurements, StepMetrics, TopOp
+from .report import Measurements
 from .segment import Step, find_steps
 from .source import SourceMap
 
@@ -88,7 +88,9 @@ def assign(steps: list[Step], times: list[float]) -> list[int]:
 
 @dataclass
 class Context:
-    """The shared, read-only state of one analysis."""
+    """The trace's indexes, shared by every later stage: ``build_context`` fills it, and after
+    that nothing assigns its fields. Stage results (:class:`~.stages.Metrics`) are passed
+    explicitly; the underscore fields are memoised columns of the trace, caches only."""
 
     trace: Trace
     nest: Nesting
@@ -110,10 +112,6 @@ class Context:
     """Runtime calls that are CUDA lazy initialisation."""
     blocking: list[bool] = field(default_factory=list)
     """Per runtime call: does it block the CPU until the device catches up?"""
-    step_metrics: list[StepMetrics] = field(default_factory=list)
-    top_ops: list[TopOp] = field(default_factory=list)
-    op_calls: dict[str, int] = field(default_factory=dict)
-    """Op name → calls inside the steps (filled with the op table; rules use it to skip)."""
     _op_kernels: dict[int, list[int]] | None = None
     _ops_by_name: dict[str, list[int]] | None = None
     _columns: dict[tuple[int, str], Any] = field(default_factory=dict)

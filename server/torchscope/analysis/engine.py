@@ -11,11 +11,13 @@ import gc
 import os
 
 from .callees import callee_stats
+from .columns import median
 from .context import Context, build_context
 from .lines import line_stats
-from .metrics import median, step_metrics, top_kernels, top_ops
+from .metrics import measure
 from .model import Trace
 from .normalise import load_trace
+from .op_table import top_kernels
 from .report import Device, Measurements, Report, Timing
 from .rules import run_rules
 from .verdict import decide
@@ -55,12 +57,10 @@ def _devices(ctx: Context) -> tuple[Device, list[Device]]:
 def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
     """Analyse an already loaded trace."""
     ctx = build_context(trace, measurements)
-    metrics = step_metrics(ctx)
-    ctx.step_metrics = metrics
-    ops = top_ops(ctx)
-    ctx.top_ops = ops
+    measured = measure(ctx)
+    metrics, ops = list(measured.steps), list(measured.top_ops)
     verdict = decide(ctx, metrics, ops)
-    findings, skipped = run_rules(ctx)
+    findings, skipped = run_rules(ctx, measured)
     timing: Timing | None = None
     overhead: float | None = None
     if measurements is not None and measurements.call_us:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .columns import median
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
-from .metrics import median
 from .normalise import LINE_MARKER_PREFIX
 
 #: Lines whose share of the function's time is at least this get an inlay hint by default

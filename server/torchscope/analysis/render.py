@@ -6,8 +6,8 @@ the same in a terminal, a CI log and a test assertion.
 
 from __future__ import annotations
 
+from .columns import median
 from .formatting import format_duration, format_share
-from .metrics import median
 from .report import Report, StepMetrics
 
 MAX_STEP_ROWS = 12

@@ -2,17 +2,19 @@
 
 The guide's central lesson: a small call is all dispatch (the CPU launching ops), a big one is
 all compute, and only measuring several sizes shows where the line is. Each point comes from a
-full profile (its ``profile --json`` object); this module reduces them to the table, finds the
+full profile (its typed :class:`.report.Report`); this module reduces them to the table, finds the
 crossover and renders the text. Pure Python, like the rest of ``analysis``.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
+from .columns import median
 from .formatting import format_duration, format_share
-from .metrics import median
+from .report import Report
 
 COMPUTE_SHARE_CROSSOVER = 0.5
 """A size is compute-bound once at least half of each call is compute. On CPU that is the CPU
@@ -47,45 +49,64 @@ class SweepPoint:
         return {"N": data.pop("n"), **data}
 
 
-def compute_share(report: dict[str, Any]) -> Optional[float]:
-    """Compute share of one profile's JSON object (see :data:`COMPUTE_SHARE_CROSSOVER`)."""
-    verdict = report.get("verdict") or {}
-    timing = report.get("timing") or {}
-    call_us = timing.get("median_us")
-    if (report.get("device") or {}).get("kind") == "cuda":
-        device_us = verdict.get("device_us")
-        if (
-            isinstance(call_us, (int, float))
-            and call_us > 0
-            and isinstance(device_us, (int, float))
-        ):
+def _finite(value: Optional[float]) -> Optional[float]:
+    """The number as the JSON carries it: NaN and inf are no number."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def compute_share(report: Report) -> Optional[float]:
+    """Compute share of one profile (see :data:`COMPUTE_SHARE_CROSSOVER`)."""
+    call_us = _finite(report.timing.median_us) if report.timing else None
+    if report.device.kind == "cuda":
+        device_us = _finite(report.verdict.device_us)
+        if call_us is not None and call_us > 0 and device_us is not None:
             return max(0.0, min(1.0, device_us / call_us))
         return None
-    overhead = verdict.get("overhead_share")
-    if isinstance(overhead, (int, float)):
+    overhead = _finite(report.verdict.overhead_share)
+    if overhead is not None:
         return max(0.0, min(1.0, 1.0 - overhead))
     return None
 
 
-def point_from_report(n: int, report: dict[str, Any]) -> SweepPoint:
-    timing = report.get("timing") or {}
-    verdict = report.get("verdict") or {}
-    steps = report.get("steps") or []
-    call_us = timing.get("median_us")
+def point_from_report(n: int, report: Report, trace_path: Optional[str] = None) -> SweepPoint:
+    """One size's point from its profile's report."""
+    call_us = _finite(report.timing.median_us) if report.timing else None
     share = compute_share(report)
-    gpu = (report.get("device") or {}).get("kind") == "cuda"
-    device_us = verdict.get("device_us") if gpu else 0.0
+    gpu = report.device.kind == "cuda"
     return SweepPoint(
         n=n,
         median_us=call_us,
-        cpu_us=median([s["cpu_op_us"] for s in steps]) if steps else None,
-        device_us=device_us,
+        cpu_us=median([s.cpu_op_us for s in report.steps]) if report.steps else None,
+        device_us=_finite(report.verdict.device_us) if gpu else 0.0,
         compute_share=share,
         compute_us=call_us * share if share is not None and call_us is not None else None,
-        verdict=str(verdict.get("id", "")),
-        headline=str(verdict.get("headline", "")),
-        trace_path=report.get("trace_path"),
+        verdict=report.verdict.id,
+        headline=report.verdict.headline,
+        trace_path=trace_path,
     )
+
+
+@dataclass
+class Sweep:
+    """One function across sizes: the points, the crossover and where the chart was written."""
+
+    name: str
+    """The size's placeholder name (``N``)."""
+    call: str
+    """The call template holding ``{name}``."""
+    points: list[SweepPoint] = field(default_factory=list)
+    crossover: Optional[int] = None
+    chart_path: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``sweep`` object of ``profile --sweep --json``."""
+        return {
+            "name": self.name,
+            "call": self.call,
+            "points": [p.to_dict() for p in self.points],
+            "crossover": self.crossover,
+            "chart_path": self.chart_path,
+        }
 
 
 def failed_point(n: int, error: str) -> SweepPoint:

@@ -8,10 +8,10 @@ so at 8×8 the guide's ``fn`` runs ~2.7 µs per call but shows 20-80 µs per pro
 
 from __future__ import annotations
 
+from .columns import median
 from .context import Context
 from .formatting import format_duration, format_share
 from .link import is_launch
-from .metrics import median
 from .report import StepMetrics, TopOp, Verdict
 
 # -- CPU-only runs -----------------------------------------------------------------------

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
-from torchscope.analysis.compare import CompileMeta, Inventory, compare_runs, inventory
+from torchscope.analysis.compare import compare_runs
+from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
+from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.normalise import load_trace
 from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
@@ -31,14 +33,14 @@ class CompareOutcome:
     """The eager profile plus the comparison; ``to_json`` is ``profile --json`` + ``compare``."""
 
     profile: ProfileOutcome
-    compare: dict[str, Any]
+    compare: Comparison
     compiled_report: Optional[Report] = None
     compile_traceback: str = ""
     output: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = self.profile.to_json()
-        data["compare"] = self.compare
+        data["compare"] = self.compare.to_dict()
         return data
 
 
@@ -99,9 +101,15 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             file=target.file,
             line=target.def_line,
         )
-        compare["eager"]["trace_path"] = eager.trace_path
-        if compare.get("compiled") is not None and compiled is not None:
-            compare["compiled"]["trace_path"] = compiled.trace_path
+        compare = dataclasses.replace(
+            compare,
+            eager=dataclasses.replace(compare.eager, trace_path=eager.trace_path),
+            compiled=(
+                dataclasses.replace(compare.compiled, trace_path=compiled.trace_path)
+                if compare.compiled is not None and compiled is not None
+                else compare.compiled
+            ),
+        )
         profile = ProfileOutcome(target, call, eager, eager_report, output)
         return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)
 

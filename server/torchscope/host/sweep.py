@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope.analysis.sweep import (
+    Sweep,
     SweepPoint,
     crossover,
     failed_point,
@@ -130,14 +131,13 @@ class SweepOutcome:
     def device(self) -> str:
         return self.outcomes[-1].report.device.kind if self.outcomes else "cpu"
 
+    @property
+    def sweep(self) -> Sweep:
+        """The typed result the table, the chart and the JSON are made from."""
+        return Sweep(self.name, self.template, self.points, self.crossover, self.chart_path)
+
     def sweep_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "call": self.template,
-            "points": [p.to_dict() for p in self.points],
-            "crossover": self.crossover,
-            "chart_path": self.chart_path,
-        }
+        return self.sweep.to_dict()
 
     def to_json(self) -> dict[str, Any]:
         """The largest size's ``profile --json`` object plus ``sweep``."""
@@ -233,7 +233,7 @@ async def sweep(
             points.append(failed_point(size, failure.message))
             continue
         outcomes.append(outcome)
-        points.append(point_from_report(size, outcome.to_json()))
+        points.append(point_from_report(size, outcome.report, outcome.result.trace_path))
     result = SweepOutcome(target, template, name, points, crossover(points), None, outcomes)
     folder = profiler.trace_store.folder
     if outcomes:

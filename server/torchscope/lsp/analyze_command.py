@@ -10,16 +10,9 @@ from typing import Any
 from lsprotocol import types
 
 from torchscope.analysis import TraceError, analyze_trace
-from torchscope.lsp.constants import CMD_ANALYZE_TRACE, SOURCE
-from torchscope.lsp.diagnostics import line_range
+from torchscope.lsp.constants import CMD_ANALYZE_TRACE
+from torchscope.lsp.diagnostics import finding_diagnostic, line_range
 from torchscope.lsp.server import TorchscopeServer
-
-_SEVERITY = {
-    "error": types.DiagnosticSeverity.Error,
-    "warning": types.DiagnosticSeverity.Warning,
-    "information": types.DiagnosticSeverity.Information,
-    "hint": types.DiagnosticSeverity.Hint,
-}
 
 
 def _workspace_file(ls: TorchscopeServer, file: str) -> Path | None:
@@ -50,24 +43,16 @@ async def analyze(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
     data = report.to_dict()
     data["trace_path"] = path
     by_uri: dict[str, list[types.Diagnostic]] = {}
-    for finding in data["findings"]:
-        file, line = finding.get("file"), finding.get("line")
-        target = _workspace_file(ls, file) if isinstance(file, str) and file else None
-        if target is None or not isinstance(line, int):
+    for finding in report.findings:
+        file, line = finding.file, finding.line
+        target = _workspace_file(ls, file) if file else None
+        if target is None or line is None:
             continue
         uri = target.as_uri()
-        lines = ls.document_lines(uri)
+        range_ = line_range(ls.document_lines(uri), line)
+        # trace_path: for the "Open trace" code action
         by_uri.setdefault(uri, []).append(
-            types.Diagnostic(
-                range=line_range(lines, line),
-                message=f"{finding['message']} (from {Path(path).name})",
-                severity=_SEVERITY.get(
-                    str(finding.get("severity")), types.DiagnosticSeverity.Information
-                ),
-                source=SOURCE,
-                code=finding["rule"],
-                data={"trace_path": path},  # for the "Open trace" code action
-            )
+            finding_diagnostic(finding, range_, f" (from {Path(path).name})", trace_path=path)
         )
     previous = set(ls.trace_findings)
     ls.trace_findings = by_uri
@@ -75,7 +60,7 @@ async def analyze(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         ls.publish(uri)
     ls.show(
         types.MessageType.Info,
-        f"torchscope: {Path(path).name}: {data['verdict']['headline']} "
+        f"torchscope: {Path(path).name}: {report.verdict.headline} "
         f"({sum(len(d) for d in by_uri.values())} findings mapped to workspace lines)",
     )
     return {"ok": True, "report": data}

@@ -13,15 +13,16 @@ from lsprotocol import types
 
 from torchscope.lsp.constants import SOURCE
 from torchscope.lsp.presentation import CLIENT_OPEN_TRACE, CLIENT_PROFILE
+from torchscope.lsp.results import Profile
 from torchscope.lsp.server import TorchscopeServer
 
 KIND = types.CodeActionKind.QuickFix
 
 
-def _trace_path(data: dict[str, Any], report: Optional[dict[str, Any]]) -> Optional[str]:
+def _trace_path(data: dict[str, Any], profile: Optional[Profile]) -> Optional[str]:
     path = data.get("trace_path")
-    if not isinstance(path, str) and report is not None:
-        path = report.get("trace_path")
+    if not isinstance(path, str) and profile is not None:
+        path = profile.trace_path
     return path if isinstance(path, str) and path else None
 
 

@@ -49,23 +49,22 @@ def _mode(raw: dict[str, Any]) -> str:
 def _publish_compare(
     ls: TorchscopeServer, located: Located, outcome: CompareOutcome
 ) -> dict[str, Any]:
-    data = outcome.to_json()
-    publish_profile(ls, located, data)
+    reply = publish_profile(ls, located, outcome)
     qualname = located.target.qualname
-    error = outcome.compare.get("error")
+    error = outcome.compare.error
     if error:
-        first = str(error["message"]).strip().splitlines()[0]
+        first = error.message.strip().splitlines()[0]
         ls.show(
             types.MessageType.Warning,
             f"torchscope: {first} — the eager profile of {qualname} is shown "
             "(the compiler's full message is in the hover and the log)",
         )
-        ls.log(str(error["message"]), types.MessageType.Warning)
+        ls.log(error.message, types.MessageType.Warning)
         if outcome.compile_traceback:
             ls.log(outcome.compile_traceback, types.MessageType.Warning)
-    else:
-        ls.log(f"{qualname}: {outcome.compare['verdict']['headline']}")
-    return {"ok": True, "report": data}
+    elif outcome.compare.verdict is not None:
+        ls.log(f"{qualname}: {outcome.compare.verdict.headline}")
+    return reply
 
 
 COMPARE_COMMAND: JobCommand[str, CompareOutcome] = JobCommand(

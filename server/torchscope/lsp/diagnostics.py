@@ -4,19 +4,19 @@ on their own lines, failures where they happened."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from lsprotocol import types
 
-from torchscope.analysis import format_duration
+from torchscope.analysis import Finding, format_duration
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.lsp.constants import SOURCE
-from torchscope.lsp.results import ProfiledFunction
+from torchscope.lsp.results import Profile, ProfiledFunction
 
 #: Verdicts that say "this is as fast as the hardware allows" are information, not warnings.
 INFORMATIONAL_VERDICTS = ("compute-bound",)
 
-_SEVERITY = {
+SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
     "warning": types.DiagnosticSeverity.Warning,
     "information": types.DiagnosticSeverity.Information,
@@ -35,20 +35,35 @@ def line_range(lines: list[str], line: int) -> types.Range:
     )
 
 
+def finding_diagnostic(
+    finding: Finding, range_: types.Range, suffix: str = "", trace_path: Optional[str] = None
+) -> types.Diagnostic:
+    """One finding as a diagnostic (its rule id as the code, its severity mapped); the one
+    place a finding becomes a ``Diagnostic``."""
+    return types.Diagnostic(
+        range=range_,
+        message=finding.message + suffix,
+        severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Information),
+        source=SOURCE,
+        code=finding.rule,
+        data={"trace_path": trace_path} if trace_path is not None else None,
+    )
+
+
 def _related_hot_lines(
-    result: ProfiledFunction, report: dict[str, Any], lines: list[str], threshold: float
+    result: ProfiledFunction, profile: Profile, lines: list[str], threshold: float
 ) -> list[types.DiagnosticRelatedInformation]:
     related = []
-    for line in report.get("lines", [])[:3]:
-        if line["share"] < threshold:
+    for line in profile.report.lines[:3]:
+        if line.share < threshold:
             break
         related.append(
             types.DiagnosticRelatedInformation(
                 location=types.Location(
-                    uri=result.uri, range=line_range(lines, result.current_line(line["line"]))
+                    uri=result.uri, range=line_range(lines, result.current_line(line.line))
                 ),
                 message=(
-                    f"hot line: {line['share'] * 100:.0f}% · {format_duration(line['cpu_us'])} CPU"
+                    f"hot line: {line.share * 100:.0f}% · {format_duration(line.cpu_us)} CPU"
                     " per call"
                 ),
             )
@@ -60,13 +75,13 @@ def verdict_diagnostic(
     result: ProfiledFunction, lines: list[str], threshold: float
 ) -> types.Diagnostic:
     assert result.report is not None
-    verdict = result.report["verdict"]
+    verdict = result.report.report.verdict
     severity = (
         types.DiagnosticSeverity.Information
-        if verdict["id"] in INFORMATIONAL_VERDICTS
+        if verdict.id in INFORMATIONAL_VERDICTS
         else types.DiagnosticSeverity.Warning
     )
-    message = verdict["headline"]
+    message = verdict.headline
     if result.stale:
         message += " (stale: the function changed — re-profile)"
     return types.Diagnostic(
@@ -74,9 +89,9 @@ def verdict_diagnostic(
         message=message,
         severity=severity,
         source=SOURCE,
-        code=verdict["id"],
+        code=verdict.id,
         related_information=_related_hot_lines(result, result.report, lines, threshold) or None,
-        data={"qualname": result.qualname, "trace_path": result.report.get("trace_path")},
+        data={"qualname": result.qualname, "trace_path": result.report.trace_path},
     )
 
 
@@ -84,24 +99,14 @@ def finding_diagnostics(result: ProfiledFunction, lines: list[str]) -> list[type
     """Line-level findings that point into this document (dropped once the function changed)."""
     if result.report is None or result.stale:
         return []
-    target_file = Path(result.report["target"]["file"]).resolve()
+    target_file = Path(result.report.target_file).resolve()
     found = []
-    for finding in result.report.get("findings", []):
-        line, file = finding.get("line"), finding.get("file")
+    for finding in result.report.report.findings:
+        line, file = finding.line, finding.file
         # A finding placed by a line marker names the line only: it is in the profiled file.
-        if not isinstance(line, int) or (file and Path(file).resolve() != target_file):
+        if line is None or (file and Path(file).resolve() != target_file):
             continue
-        found.append(
-            types.Diagnostic(
-                range=line_range(lines, result.current_line(line)),
-                message=finding["message"],
-                severity=_SEVERITY.get(
-                    finding.get("severity", ""), types.DiagnosticSeverity.Information
-                ),
-                source=SOURCE,
-                code=finding["rule"],
-            )
-        )
+        found.append(finding_diagnostic(finding, line_range(lines, result.current_line(line))))
     return found
 
 
@@ -111,8 +116,8 @@ def diagnostics_for(
     if result.report is None:
         return [result.failure] if result.failure is not None else []
     found = [verdict_diagnostic(result, lines, threshold)]
-    compare = result.report.get("compare")
-    if isinstance(compare, dict) and not result.stale:
+    compare = result.report.comparison
+    if compare is not None and not result.stale:
         from torchscope.lsp.compare_presentation import compare_diagnostic
 
         found.append(

@@ -8,6 +8,7 @@ from typing import Any, Optional
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from torchscope.analysis.lines import LineStats
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
@@ -17,7 +18,6 @@ from torchscope.lsp.presentation import (
     def_hover,
     headline_title,
     hot_lines,
-    is_gpu_run,
     line_hover,
     line_label,
 )
@@ -36,9 +36,9 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
     for result in ls.results.functions(uri):
         if result.report is None:
             continue
-        gpu = is_gpu_run(result.report)
+        gpu = result.report.gpu
         for line in hot_lines(result.report, ls.settings.hot_share):
-            index = result.current_line(line["line"]) - 1
+            index = result.current_line(line.line) - 1
             if not first <= index <= last or index >= len(lines):
                 continue
             hints.append(
@@ -46,7 +46,7 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
                     position=types.Position(line=index, character=len(lines[index])),
                     label=line_label(line, gpu, result.stale),
                     padding_left=True,
-                    data={"uri": uri, "qualname": result.qualname, "line": line["line"]},
+                    data={"uri": uri, "qualname": result.qualname, "line": line.line},
                 )
             )
     hints += callee_hints(ls, uri, lines, first, last)
@@ -65,9 +65,9 @@ def callee_hints(
         for results in ls.results.by_uri.values()
         for result in results.values()
         if result.report is not None
-        for callee in result.report.get("callees", [])
-        if callee["share"] >= ls.settings.hot_share
-        and (path == callee["file"] or path.endswith("/" + callee["file"].lstrip("./")))
+        for callee in result.report.report.callees
+        if callee.share >= ls.settings.hot_share
+        and (path == callee.file or path.endswith("/" + callee.file.lstrip("./")))
     ]
     if not wanted:
         return []
@@ -77,10 +77,10 @@ def callee_hints(
         return []
     hints = []
     for result, callee in wanted:
-        same_name = [f for f in functions if f.qualname.split(".")[-1] == callee["name"]]
+        same_name = [f for f in functions if f.qualname.split(".")[-1] == callee.name]
         if not same_name:
             continue
-        target = min(same_name, key=lambda f: abs(f.def_line - callee["line"]))
+        target = min(same_name, key=lambda f: abs(f.def_line - callee.line))
         index = target.def_line - 1
         if not first <= index <= last:
             continue
@@ -108,12 +108,12 @@ def resolve_inlay_hint(ls: TorchscopeServer, hint: types.InlayHint) -> types.Inl
     return hint
 
 
-def _line_entry(result: Optional[ProfiledFunction], profiled_line: Any) -> Optional[dict[str, Any]]:
+def _line_entry(result: Optional[ProfiledFunction], profiled_line: Any) -> Optional[LineStats]:
     if result is None or result.report is None:
         return None
-    for line in result.report.get("lines", []):
-        if line["line"] == profiled_line:
-            return dict(line)
+    for line in result.report.report.lines:
+        if line.line == profiled_line:
+            return line
     return None
 
 
@@ -161,7 +161,7 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
         title = headline_title(result.report if result else None, bool(result and result.stale))
         if result is None or result.report is None or title is None:
             continue
-        trace = {"path": result.report["trace_path"]}
+        trace = {"path": result.report.trace_path}
         lenses += [
             types.CodeLens(
                 range=line,
@@ -176,7 +176,7 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
             types.CodeLens(
                 range=line,
                 command=types.Command(
-                    title=lens_title(result.report) or "Compare with torch.compile",
+                    title=lens_title(result.report.comparison) or "Compare with torch.compile",
                     command=CLIENT_COMPARE_COMPILE,
                     arguments=[argument],
                 ),

@@ -17,11 +17,12 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.host.profile_run import ProfileFailure
+from torchscope.host.compare_run import CompareOutcome
+from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
 from torchscope.lsp.constants import NOTIFY_PROFILE_DONE
 from torchscope.lsp.diagnostics import failure_diagnostic
 from torchscope.lsp.progress import JobProgress
-from torchscope.lsp.results import ProfiledFunction, function_source
+from torchscope.lsp.results import Profile, ProfiledFunction, function_source
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.protocol import JobOptions, Output, Progress
 from torchscope.targets import Target, TargetError, function_at, read_source
@@ -229,7 +230,7 @@ def store_result(
     uri: str,
     source: str,
     target: Target,
-    report: Optional[dict[str, Any]] = None,
+    report: Optional[Profile] = None,
     failure: Optional[types.Diagnostic] = None,
 ) -> None:
     """Keep the result at the positions of the profiled (saved) source, then follow the
@@ -278,11 +279,15 @@ def refuse(ls: TorchscopeServer, exc: BadArguments) -> dict[str, Any]:
 
 
 def publish_profile(
-    ls: TorchscopeServer, located: Located, report: dict[str, Any]
+    ls: TorchscopeServer, located: Located, outcome: ProfileOutcome | CompareOutcome
 ) -> dict[str, Any]:
-    """Keep a finished profile, show it everywhere, and tell the client."""
+    """Keep a finished profile (typed), show it everywhere, and tell the client (JSON)."""
     uri = located.args.uri
-    store_result(ls, uri, located.source, located.target, report=report)
+    profile = outcome.profile if isinstance(outcome, CompareOutcome) else outcome
+    comparison = outcome.compare if isinstance(outcome, CompareOutcome) else None
+    kept = Profile(profile.report, profile.target.file, profile.result.trace_path, comparison)
+    store_result(ls, uri, located.source, located.target, report=kept)
     ls.refresh_views()
+    report = outcome.to_json()
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": uri, "report": report})
     return {"ok": True, "report": report}

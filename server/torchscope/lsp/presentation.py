@@ -1,7 +1,7 @@
 """Words and numbers for the editor: inlay labels, hover markdown, lens titles.
 
-Reads the profile JSON (the same object ``torchscope profile --json`` prints), so what the
-editor says and what the CLI says cannot drift apart.
+Reads the typed :class:`~torchscope.lsp.results.Profile` (the same report ``torchscope profile``
+renders), so what the editor says and what the CLI says cannot drift apart.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import urllib.parse
 from typing import Any, Optional
 
 from torchscope.analysis import format_duration
+from torchscope.analysis.callees import CalleeStats
+from torchscope.analysis.lines import LineStats
 
 # The client command ids live in lsp/constants.py; re-exported for the presentation modules.
 from torchscope.lsp.constants import CLIENT_COMPARE_COMPILE as CLIENT_COMPARE_COMPILE
@@ -18,32 +20,29 @@ from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE as CLIENT_OPEN_G
 from torchscope.lsp.constants import CLIENT_OPEN_TRACE as CLIENT_OPEN_TRACE
 from torchscope.lsp.constants import CLIENT_PROFILE as CLIENT_PROFILE
 from torchscope.lsp.constants import CLIENT_PROFILE_SIZES as CLIENT_PROFILE_SIZES
+from torchscope.lsp.results import Profile
 
 
-def is_gpu_run(report: dict[str, Any]) -> bool:
-    return bool(report.get("device", {}).get("kind") == "cuda")
-
-
-def line_label(line: dict[str, Any], gpu: bool, stale: bool) -> str:
+def line_label(line: LineStats, gpu: bool, stale: bool) -> str:
     """``  41% · 2.1 ms CPU · 0.4 ms GPU`` (per call; no GPU part on CPU-only runs)."""
-    parts = [f"{line['share'] * 100:.0f}%", f"{format_duration(line['cpu_us'])} CPU"]
+    parts = [f"{line.share * 100:.0f}%", f"{format_duration(line.cpu_us)} CPU"]
     if gpu:
-        parts.append(f"{format_duration(line['device_us'])} GPU")
+        parts.append(f"{format_duration(line.device_us)} GPU")
     label = "  " + " · ".join(parts)
     return label + " (stale)" if stale else label
 
 
-def callee_label(callee: dict[str, Any], caller: str, stale: bool) -> str:
+def callee_label(callee: CalleeStats, caller: str, stale: bool) -> str:
     """``  called by fn: 38% · 1.2 ms CPU per call`` on a callee's ``def`` line."""
     label = (
-        f"  called by {caller}: {callee['share'] * 100:.0f}% · "
-        f"{format_duration(callee['cpu_us'])} CPU per call"
+        f"  called by {caller}: {callee.share * 100:.0f}% · "
+        f"{format_duration(callee.cpu_us)} CPU per call"
     )
     return label + " (stale)" if stale else label
 
 
-def hot_lines(report: dict[str, Any], threshold: float) -> list[dict[str, Any]]:
-    return [line for line in report.get("lines", []) if line.get("share", 0.0) >= threshold]
+def hot_lines(profile: Profile, threshold: float) -> list[LineStats]:
+    return [line for line in profile.report.lines if line.share >= threshold]
 
 
 def command_link(title: str, command: str, argument: Any) -> str:
@@ -57,102 +56,97 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def line_hover(report: dict[str, Any], line: dict[str, Any], qualname: str, stale: bool) -> str:
+STALE_NOTE = "*The function changed since it was profiled: re-profile for current numbers.*"
+
+
+def _line_tables(line: LineStats) -> list[str]:
+    parts = []
+    if line.ops:
+        rows = [
+            [f"`{op.name}`", f"{op.calls:g}", format_duration(op.self_cpu_us), op.shapes]
+            for op in line.ops[:8]
+        ]
+        parts.append(_table(["op", "calls", "self CPU", "input shapes"], rows))
+    if line.kernels:
+        rows = [
+            [f"`{k.name[:80]}`", f"{k.calls:g}", format_duration(k.device_us)]
+            for k in line.kernels[:6]
+        ]
+        parts.append(_table(["kernel", "calls", "device time"], rows))
+    if line.copies:
+        rows = [
+            [c.kind, f"{c.calls:g}", f"{c.bytes:,.0f} B", format_duration(c.device_us)]
+            for c in line.copies
+        ]
+        parts.append(_table(["copy", "calls", "bytes", "device time"], rows))
+    return parts
+
+
+def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) -> str:
     """The ops, kernels, copies and syncs of one line, per call of the function."""
-    gpu = is_gpu_run(report)
+    gpu = profile.gpu
     title = (
-        f"**torchscope** · line {line['line']} · {line['share'] * 100:.0f}% of `{qualname}` · "
-        f"{format_duration(line['cpu_us'])} CPU"
-        + (f" · {format_duration(line['device_us'])} GPU" if gpu else "")
+        f"**torchscope** · line {line.line} · {line.share * 100:.0f}% of `{qualname}` · "
+        f"{format_duration(line.cpu_us)} CPU"
+        + (f" · {format_duration(line.device_us)} GPU" if gpu else "")
         + " per call"
     )
     parts = [title]
     if stale:
+        parts.append(STALE_NOTE)
+    if line.hits != 1:
+        parts.append(f"Runs {line.hits:g}× per call.")
+    parts += _line_tables(line)
+    if line.syncs:
         parts.append(
-            "*The function changed since it was profiled: re-profile for current numbers.*"
-        )
-    if line.get("hits", 1) not in (1, 1.0):
-        parts.append(f"Runs {line['hits']:g}× per call.")
-    if line.get("ops"):
-        rows = [
-            [
-                f"`{op['name']}`",
-                f"{op['calls']:g}",
-                format_duration(op["self_cpu_us"]),
-                op.get("shapes", ""),
-            ]
-            for op in line["ops"][:8]
-        ]
-        parts.append(_table(["op", "calls", "self CPU", "input shapes"], rows))
-    if line.get("kernels"):
-        rows = [
-            [f"`{k['name'][:80]}`", f"{k['calls']:g}", format_duration(k["device_us"])]
-            for k in line["kernels"][:6]
-        ]
-        parts.append(_table(["kernel", "calls", "device time"], rows))
-    if line.get("copies"):
-        rows = [
-            [c["kind"], f"{c['calls']:g}", f"{c['bytes']:,.0f} B", format_duration(c["device_us"])]
-            for c in line["copies"]
-        ]
-        parts.append(_table(["copy", "calls", "bytes", "device time"], rows))
-    if line.get("syncs"):
-        parts.append(
-            f"Synchronisations: {line['syncs']:g} per call, {format_duration(line['sync_us'])} "
+            f"Synchronisations: {line.syncs:g} per call, {format_duration(line.sync_us)} "
             "with the CPU waiting for the GPU."
         )
-    if line.get("profiled_cpu_us"):
+    if line.profiled_cpu_us:
         parts.append(
             f"CPU per call is this line's share of the unprofiled time; under the profiler it "
-            f"took {format_duration(line['profiled_cpu_us'])} (op times above are profiled)."
+            f"took {format_duration(line.profiled_cpu_us)} (op times above are profiled)."
         )
     parts.append(
         "Across steps (CPU): min "
-        f"{format_duration(line['cpu_us_min'])} · median {format_duration(line['cpu_us_median'])}"
-        f" · max {format_duration(line['cpu_us_max'])}"
+        f"{format_duration(line.cpu_us_min)} · median {format_duration(line.cpu_us_median)}"
+        f" · max {format_duration(line.cpu_us_max)}"
     )
     return "\n\n".join(parts)
 
 
-def def_hover(report: dict[str, Any], qualname: str, offset: int, stale: bool) -> str:
+def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
     """Verdict, timing (cold vs steady), top lines and a link to the trace."""
-    verdict = report["verdict"]
-    parts = [f"**torchscope** · `{qualname}` · {verdict['headline']}"]
+    report = profile.report
+    parts = [f"**torchscope** · `{qualname}` · {report.verdict.headline}"]
     if stale:
-        parts.append(
-            "*The function changed since it was profiled: re-profile for current numbers.*"
-        )
-    timing = report.get("timing")
+        parts.append(STALE_NOTE)
+    timing = report.timing
     if timing:
         parts.append(
-            f"Per call, without the profiler: median {format_duration(timing['median_us'])} "
-            f"(min {format_duration(timing['min_us'])}, max {format_duration(timing['max_us'])}, "
-            f"{timing['calls']} calls); first call {format_duration(timing['cold_us'])}."
+            f"Per call, without the profiler: median {format_duration(timing.median_us)} "
+            f"(min {format_duration(timing.min_us)}, max {format_duration(timing.max_us)}, "
+            f"{timing.calls} calls); first call {format_duration(timing.cold_us)}."
         )
-    overhead = report.get("profiler_overhead_us")
+    overhead = report.profiler_overhead_us
     if overhead is not None:
         parts.append(f"Profiler overhead: {format_duration(overhead)} per call (not your code's).")
-    lines = report.get("lines", [])[:3]
-    if lines:
+    if report.lines:
         rows = [
-            [
-                str(line["line"] + offset),
-                f"{line['share'] * 100:.0f}%",
-                format_duration(line["cpu_us"]),
-            ]
-            for line in lines
+            [str(line.line + offset), f"{line.share * 100:.0f}%", format_duration(line.cpu_us)]
+            for line in report.lines[:3]
         ]
         parts.append(_table(["line", "share", "CPU per call"], rows))
-    if isinstance(report.get("compare"), dict):
+    if profile.comparison is not None:
         from torchscope.lsp.compare_presentation import compare_hover
 
-        parts.append(compare_hover(report["compare"]))
-    parts.append(command_link("Open trace", CLIENT_OPEN_TRACE, {"path": report["trace_path"]}))
+        parts.append(compare_hover(profile.comparison))
+    parts.append(command_link("Open trace", CLIENT_OPEN_TRACE, {"path": profile.trace_path}))
     return "\n\n".join(parts)
 
 
-def headline_title(report: Optional[dict[str, Any]], stale: bool) -> Optional[str]:
-    if report is None:
+def headline_title(profile: Optional[Profile], stale: bool) -> Optional[str]:
+    if profile is None:
         return None
-    headline = str(report["verdict"]["headline"])
+    headline = profile.report.verdict.headline
     return f"{headline} (stale)" if stale else headline

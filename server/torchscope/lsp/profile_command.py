@@ -22,7 +22,7 @@ PROFILE_COMMAND: JobCommand[None, ProfileOutcome] = JobCommand(
     start=lambda ls, located, _, on_progress, on_output: ls.profiler.run_job(
         PROFILE, located.target, located.args.call, located.options, on_progress, on_output
     ),
-    publish=lambda ls, located, outcome: publish_profile(ls, located, outcome.to_json()),
+    publish=lambda ls, located, outcome: publish_profile(ls, located, outcome),
     done=lambda outcome: str(outcome.report.verdict.headline),
 )
 

@@ -14,7 +14,26 @@ from typing import Any, Optional
 
 from lsprotocol import types
 
+from torchscope.analysis import Report
+from torchscope.analysis.comparison import Comparison
 from torchscope.targets import TargetError, function_named
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the editor keeps of one finished profile: the typed report and what it needs
+    beside it (the JSON form is made only for the client, in ``jobs.publish_profile``)."""
+
+    report: Report
+    target_file: str
+    """The profiled file as the worker saw it (findings without a file are in it)."""
+    trace_path: str
+    comparison: Optional[Comparison] = None
+    """The eager vs ``torch.compile`` comparison, when the job was one."""
+
+    @property
+    def gpu(self) -> bool:
+        return self.report.device.kind == "cuda"
 
 
 @dataclass
@@ -26,7 +45,7 @@ class ProfiledFunction:
     first_line: int  # 1-based, current (after shifts): decorators included
     def_line: int
     end_line: int
-    report: Optional[dict[str, Any]] = None  # the profile JSON; None after a failure
+    report: Optional[Profile] = None  # None after a failure
     failure: Optional[types.Diagnostic] = None
     offset: int = 0
     """Lines inserted (+) or removed (-) above the function since it was profiled."""

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 from ..context import Context
 from ..report import Finding
+from ..stages import Metrics
 from . import (
     cold_start,
     comm_heavy,
+    compile_copy,
+    compile_slower,
     compile_tax,
     dataloader,
     dispatch_gap,
     fp32_matmul,
     gpu_idle,
+    graph_break,
     heavy_kernel,
     hidden_copy,
     hot_op,
@@ -26,12 +30,14 @@ from . import (
     pageable_copy,
     profiler_buffer,
     profiler_flush,
+    recompile,
     small_kernels,
     sync,
     unaligned_fp16,
     zero_grad,
 )
 from .base import Rule
+from .compare_base import CompareContext, CompareRule
 
 ALL_RULES: list[Rule] = [
     pageable_copy.RULE,
@@ -58,12 +64,30 @@ ALL_RULES: list[Rule] = [
     profiler_buffer.RULE,
 ]
 
-__all__ = ["ALL_RULES", "Rule", "rule_by_id", "run_rules"]
+COMPARE_RULES: list[CompareRule] = [
+    compile_slower.RULE,
+    compile_copy.RULE,
+    recompile.RULE,
+    graph_break.RULE,
+]
+"""Rules over an eager vs ``torch.compile`` comparison, in the order their findings are listed."""
+
+__all__ = [
+    "ALL_RULES",
+    "COMPARE_RULES",
+    "CompareContext",
+    "CompareRule",
+    "Rule",
+    "rule_by_id",
+    "run_compare_rules",
+    "run_rules",
+]
 
 
-def rule_by_id(rule_id: str) -> Rule:
+def rule_by_id(rule_id: str) -> Rule | CompareRule:
     """The registered rule with this id."""
-    for r in ALL_RULES:
+    candidates: list[Rule | CompareRule] = [*ALL_RULES, *COMPARE_RULES]
+    for r in candidates:
         if r.id == rule_id:
             return r
     raise KeyError(rule_id)
@@ -73,7 +97,7 @@ _SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}
 
 
 def run_rules(
-    ctx: Context, rules: list[Rule] | None = None
+    ctx: Context, metrics: Metrics, rules: list[Rule] | None = None
 ) -> tuple[list[Finding], dict[str, str]]:
     """Findings sorted by cost (largest first, then severity), and ``{rule id: why skipped}``.
 
@@ -84,12 +108,25 @@ def run_rules(
     skipped: dict[str, str] = {}
     for rule in ALL_RULES if rules is None else rules:
         try:
-            reason = rule.skip(ctx)
+            reason = rule.skip(ctx, metrics)
             if reason is not None:
                 skipped[rule.id] = reason
                 continue
-            findings.extend(rule.match(ctx))
+            findings.extend(rule.match(ctx, metrics))
         except Exception as exc:
             skipped[rule.id] = f"failed: {type(exc).__name__}: {exc}"
     findings.sort(key=lambda f: (-f.cost_us, _SEVERITY_RANK.get(f.severity, 9), f.rule))
+    return findings, skipped
+
+
+def run_compare_rules(cctx: CompareContext) -> tuple[list[Finding], dict[str, str]]:
+    """The comparison's findings in rule order, and ``{rule id: why skipped}``."""
+    findings: list[Finding] = []
+    skipped: dict[str, str] = {}
+    for rule in COMPARE_RULES:
+        reason = rule.skip(cctx)
+        if reason is not None:
+            skipped[rule.id] = reason
+            continue
+        findings.extend(rule.match(cctx))
     return findings, skipped

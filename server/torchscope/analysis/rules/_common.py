@@ -10,10 +10,10 @@ from itertools import groupby
 from operator import add, itemgetter, sub
 from typing import Any, TypeVar
 
+from ..columns import ByName, median
 from ..context import Context
 from ..intervals import Timeline
 from ..link import SYNC_CALLS, is_launch
-from ..metrics import ByName, median
 from ..model import Span
 
 T = TypeVar("T")

@@ -10,13 +10,15 @@ from typing import Any, ClassVar
 
 from ..context import Context
 from ..report import Finding
+from ..stages import Metrics
 
 #: The findings reference, relative to the repository root: one ``### <id>`` section per rule.
 FINDINGS_DOC = "docs/findings.md"
 
 
-class Rule(ABC):
-    """One finding type. Subclasses set the class attributes and implement ``match``."""
+class RuleBase:
+    """What every rule has, whatever it reads: an id, a title, a source, a README section,
+    and :meth:`finding` to stamp its findings."""
 
     id: ClassVar[str]
     title: ClassVar[str]
@@ -28,15 +30,6 @@ class Rule(ABC):
     def docs_anchor(self) -> str:
         """Link target of the rule's section in the findings reference."""
         return f"{FINDINGS_DOC}#{self.id}"
-
-    def skip(self, ctx: Context) -> str | None:
-        """Why this rule cannot judge the trace (None: it can)."""
-        del ctx
-        return None
-
-    @abstractmethod
-    def match(self, ctx: Context) -> list[Finding]:
-        """All findings of this rule in the trace."""
 
     def finding(
         self,
@@ -68,10 +61,24 @@ class Rule(ABC):
         )
 
 
+class Rule(RuleBase, ABC):
+    """One finding type over one trace. Subclasses set the class attributes and implement
+    ``match``; ``skip`` says why the rule cannot judge a trace."""
+
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        """Why this rule cannot judge the trace (None: it can)."""
+        del ctx, measured
+        return None
+
+    @abstractmethod
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        """All findings of this rule in the trace."""
+
+
 class LinkedKernelRule(Rule):
     """A rule about kernels and the launch calls that issued them (needs correlation ids)."""
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.trace.kernels:
             return "no kernels recorded"
         if ctx.links.linked == 0:

@@ -3,10 +3,11 @@ before measuring; the cost is real for code that runs once)."""
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 COLD_START_RATIO = 3.0
@@ -25,13 +26,13 @@ class ColdStart(Rule):
     severity = "information"
     source = "Hugging Face torch.profiler guide: warm up before measuring"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         m = ctx.measurements
         if m is None or not m.call_us:
             return "needs the worker's unprofiled timing (cold call and steady calls)"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         m = ctx.measurements
         assert m is not None
         steady = median(m.call_us)

@@ -12,11 +12,12 @@ from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import gt, itemgetter, not_
 
+from ..columns import ByName, is_comm_kernel, median
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..metrics import ByName, is_comm_kernel, median
 from ..report import Finding
+from ..stages import Metrics
 from ._common import distinct_names, picker
 from .base import Rule
 
@@ -73,14 +74,14 @@ class CommHeavy(Rule):
     severity = "information"
     source = "HolisticTraceAnalysis communication/computation overlap; DESIGN.md §3"
 
-    def skip(self, ctx: Context) -> str | None:
-        if any(s.comm_us > 0 for s in ctx.step_metrics):
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        if any(s.comm_us > 0 for s in measured.steps):
             return None  # the step metrics saw communication kernels: no need to look
         if not any(map(is_comm_kernel, distinct_names(ctx, ctx.trace.kernels))):
             return "no communication (NCCL) kernels in the trace"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         kernels = ctx.trace.kernels
         is_comm = list(map(ByName(is_comm_kernel).__getitem__, map(_NAME, kernels)))
         pick = picker(list(compress(range(len(kernels)), is_comm)))  # kernels sorted by start
@@ -112,7 +113,7 @@ class CommHeavy(Rule):
                     overlap += compute_tl.busy(a, b)
             comm.append(c)
             exposed.append(max(0.0, c - overlap))
-        wall = median([s.wall_us for s in ctx.step_metrics])
+        wall = median([s.wall_us for s in measured.steps])
         c, e = median(comm), median(exposed)
         if wall <= 0 or c / wall < COMM_HEAVY_SHARE:
             return []

@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from ._common import op_location, positions
 from .base import Rule
 
@@ -50,14 +51,14 @@ class CompileTax(Rule):
     severity = "information"
     source = "Hugging Face torch.profiler guide (measure torch.compile, don't assume)"
 
-    def skip(self, ctx: Context) -> str | None:
-        if not any(name.startswith(WRAPPER_PREFIXES) for name in ctx.op_calls):
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        if not any(name.startswith(WRAPPER_PREFIXES) for name in measured.op_calls):
             return "no torch.compile regions in the steps"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace, nest = ctx.trace, ctx.nest
-        names = {n for n in ctx.op_calls if n.startswith(WRAPPER_PREFIXES)}
+        names = {n for n in measured.op_calls if n.startswith(WRAPPER_PREFIXES)}
         wrappers = sorted(i for name in names for i in ctx.ops_by_name()[name])
         if not wrappers:
             return []
@@ -80,7 +81,7 @@ class CompileTax(Rule):
             key = trace.ops[i].name.split(":")[0]
             by_name[key] = by_name.get(key, 0.0) + own
         cost = median(totals)
-        wall = median([s.wall_us for s in ctx.step_metrics])
+        wall = median([s.wall_us for s in measured.steps])
         if cost < COMPILE_TAX_MIN_US or wall <= 0 or cost / wall < COMPILE_TAX_MIN_SHARE:
             return []
         n = max(1, len(ctx.steps))
@@ -88,7 +89,7 @@ class CompileTax(Rule):
             f"{k} {format_duration(v / n)}"
             for k, v in sorted(by_name.items(), key=lambda kv: -kv[1])
         )
-        candidates = set(ctx.op_calls) | {
+        candidates = set(measured.op_calls) | {
             a.name for a in trace.annotations if "CompiledFxGraph" in a.name
         }
         graphs = sorted({m.group(1) for name in candidates if (m := _GRAPH.search(name))})

@@ -7,10 +7,11 @@ input loading is on the critical path: raise ``num_workers``, use ``pin_memory=T
 
 from __future__ import annotations
 
+from ..columns import is_dataloader, median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import is_dataloader, median
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 DATALOADER_SHARE = 0.05
@@ -24,13 +25,13 @@ class DataLoaderTime(Rule):
     title = "Waiting for the DataLoader"
     source = "PyTorch TensorBoard profiler plugin (DataLoader > 5 % of step → num_workers)"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not any(is_dataloader(a.name) for a in ctx.trace.annotations):
             return "no DataLoader iteration in the trace"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
-        metrics = ctx.step_metrics
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        metrics = measured.steps
         wall = median([s.wall_us for s in metrics])
         loader = median([s.dataloader_us for s in metrics])
         if wall <= 0 or loader / wall < DATALOADER_SHARE:

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
+from ..columns import median
 from ..context import Context
+from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
-from ..metrics import cpu_index, median
 from ..report import Finding
 from ..source import marker_line
+from ..stages import Metrics
 from ._common import step_slices
 from .base import Rule
 
@@ -40,12 +42,12 @@ class DispatchGap(Rule):
     severity = "information"
     source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.trace.annotations:
             return "no annotations (ProfilerStep or record_function) to measure from"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace, nest = ctx.trace, ctx.nest
         # Top-level ops inside the steps, in time order: the CPU index of the step metrics
         # lists all top-level ops (ascending), cut here to each step's slice.

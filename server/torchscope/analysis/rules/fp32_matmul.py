@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from ._common import count_per_step, op_location, per_step_median
 from .base import Rule
 from .matmul_common import MATMUL_OPS, compute_capability, kernels_of_op, shapes_recorded
@@ -40,7 +41,7 @@ class Fp32MatMul(Rule):
     severity = "information"
     source = "TorchTidy (torch/profiler/_pattern_matcher.py) FP32MatMulPattern"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.device_run:
             return "no GPU activity"
         cc = compute_capability(ctx)
@@ -52,7 +53,7 @@ class Fp32MatMul(Rule):
             return "input types not recorded (profile with record_shapes=True)"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         hits: list[tuple[int, float]] = []
         first = -1

@@ -12,11 +12,13 @@ from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import itemgetter, le
 
+from ..columns import is_dataloader, median
 from ..context import Context
+from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..metrics import cpu_index, is_dataloader, median
 from ..report import Finding
+from ..stages import Metrics
 from ._common import distinct_names, gap_lengths
 from .base import Rule
 
@@ -80,12 +82,12 @@ class GpuIdle(Rule):
         "HolisticTraceAnalysis idle time breakdown; TensorBoard profiler plugin (GPU utilisation)"
     )
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if ctx.timeline() is None:
             return "no device activity recorded"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         timeline = ctx.timeline()
         assert timeline is not None
         explained: Timeline | None = None  # built when the first long gap needs it
@@ -111,7 +113,7 @@ class GpuIdle(Rule):
         dur, start, k = largest
         under = index.at(start + dur / 2)
         file, line = index.source(ctx, start + dur / 2)
-        wall = median([s.wall_us for s in ctx.step_metrics])
+        wall = median([s.wall_us for s in measured.steps])
         what = f" while the CPU runs {under}" if under else " while the CPU records no op"
         return [
             self.finding(

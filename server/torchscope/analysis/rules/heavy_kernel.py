@@ -14,6 +14,7 @@ from ..context import Context
 from ..formatting import format_duration
 from ..model import Span
 from ..report import Finding
+from ..stages import Metrics
 from ._common import (
     RT_GRAPH_LAUNCH,
     RT_LAUNCH,
@@ -55,12 +56,12 @@ class HeavyKernel(Rule):
     severity = "hint"
     source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if RT_QUERY not in runtime_kinds(ctx):
             return "no cudaOccupancyMaxActiveBlocksPerMultiprocessor calls in the trace"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         runtime = trace.runtime
         n = len(runtime)

@@ -14,6 +14,7 @@ from ..context import Context
 from ..formatting import format_bytes, format_duration
 from ..link import copy_kind
 from ..report import Finding
+from ..stages import Metrics
 from ._common import (
     count_per_step,
     distinct_names,
@@ -59,14 +60,14 @@ class HiddenCopy(Rule):
     severity = "information"
     source = "Hugging Face torch.profiler guide (torch.compile at 4096: the addmm bias copy)"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.trace.memcpys:
             return "no memcpy activity recorded"
         if not ctx.trace.ops:
             return "no CPU ops to attribute copies to"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         memcpys = trace.memcpys
         rts = ctx.links.memcpy_rt

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 HOT_OP_SHARE = 0.5
@@ -34,16 +35,16 @@ class HotOp(Rule):
     severity = "information"
     source = "Hugging Face torch.profiler guide (reading the profiler table)"
 
-    def skip(self, ctx: Context) -> str | None:
-        return None if ctx.top_ops else "no ops inside the steps"
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        return None if measured.top_ops else "no ops inside the steps"
 
-    def match(self, ctx: Context) -> list[Finding]:
-        ops = [o for o in ctx.top_ops if not _is_comm_op(o.name)]
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        ops = [o for o in measured.top_ops if not _is_comm_op(o.name)]
         if not ops:
             return []
         if ctx.device_run:
             # Against the whole non-communication device time per step (comm-heavy owns that).
-            steps = ctx.step_metrics
+            steps = measured.steps
             whole = sum(s.kernel_us + s.memcpy_us + s.memset_us - s.comm_us for s in steps) / max(
                 1, len(steps)
             )
@@ -51,7 +52,7 @@ class HotOp(Rule):
             best = max(ops, key=lambda o: o.device_us)
             value, what = best.device_us, "device"
         else:
-            total = sum(s.cpu_op_us for s in ctx.step_metrics) / max(1, len(ctx.step_metrics))
+            total = sum(s.cpu_op_us for s in measured.steps) / max(1, len(measured.steps))
             best = max(ops, key=lambda o: o.self_cpu_us)
             value, what = best.self_cpu_us, "CPU op"
         if total <= 0 or value / total <= HOT_OP_SHARE:

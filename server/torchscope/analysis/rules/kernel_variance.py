@@ -7,10 +7,11 @@ throttling, contention with another process, data-dependent work or allocator ef
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 KERNEL_VARIANCE_SPREAD = 0.5
@@ -34,14 +35,14 @@ class KernelVariance(Rule):
     severity = "information"
     source = "DESIGN.md §3 (min/median/max across steps); HTA kernel statistics"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if len(ctx.steps) < MIN_STEPS:
             return f"needs at least {MIN_STEPS} steps, the trace has {len(ctx.steps)}"
         if not ctx.trace.kernels:
             return "no kernels recorded"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         n = len(ctx.steps)
         per = ctx.kernel_table()
         out: list[Finding] = []

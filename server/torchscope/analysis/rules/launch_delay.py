@@ -16,6 +16,7 @@ from operator import lt
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from ._common import (
     count_per_step,
     gap_lengths,
@@ -40,7 +41,7 @@ class LaunchDelay(LinkedKernelRule):
     severity = "information"
     source = "HolisticTraceAnalysis: kernel launch statistics (launch delay > 100 µs)"
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         kernels = trace.kernels
         kernel_start = ctx.starts(kernels)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 
@@ -22,10 +23,10 @@ class LazyInit(Rule):
     severity = "hint"
     source = "CUDA C Programming Guide, lazy loading and context creation"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         return None if ctx.lazy_init else "no initialisation calls before or in the first step"
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         calls = [ctx.trace.runtime[i] for i in sorted(ctx.lazy_init)]
         total = sum(c.end - c.start for c in calls)
         longest = sorted(calls, key=lambda c: c.start - c.end)[:3]

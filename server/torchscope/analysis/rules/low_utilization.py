@@ -7,10 +7,11 @@ number as advice, so it has no cost of its own (the idle time is in the other fi
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 LOW_UTILIZATION_SHARE = 0.5
@@ -25,18 +26,16 @@ class LowUtilization(Rule):
     severity = "information"
     source = "PyTorch TensorBoard profiler plugin (GPU utilisation < 50 % → larger batch)"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         return (
-            None
-            if ctx.timeline() is not None and ctx.step_metrics
-            else "no device activity recorded"
+            None if ctx.timeline() is not None and measured.steps else "no device activity recorded"
         )
 
-    def match(self, ctx: Context) -> list[Finding]:
-        share = median([s.device_busy_share for s in ctx.step_metrics])
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        share = median([s.device_busy_share for s in measured.steps])
         if share >= LOW_UTILIZATION_SHARE:
             return []
-        wall = median([s.wall_us for s in ctx.step_metrics])
+        wall = median([s.wall_us for s in measured.steps])
         return [
             self.finding(
                 f"the GPU is busy {format_share(share)} of each step "

@@ -11,10 +11,11 @@ from collections.abc import Iterable
 from itertools import repeat
 from operator import lt
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from ._common import picker
 from .base import Rule
 
@@ -69,13 +70,13 @@ class ManyCalls(Rule):
         "Hugging Face torch.profiler guide (the Calls column); PyTorch foreach/fused optimizers"
     )
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         return None if ctx.trace.ops and ctx.steps else "no ops inside the steps"
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         n = max(1, len(ctx.steps))
-        wall = median([s.wall_us for s in ctx.step_metrics])
-        wanted = {name for name, c in ctx.op_calls.items() if c / n >= MANY_CALLS_PER_STEP}
+        wall = median([s.wall_us for s in measured.steps])
+        wanted = {name for name, c in measured.op_calls.items() if c / n >= MANY_CALLS_PER_STEP}
         if not wanted:
             return []
         # Sorted: equal-cost findings must come out in the same order on every run.

@@ -13,6 +13,7 @@ from ..context import Context
 from ..formatting import format_bytes, format_duration
 from ..link import copy_kind, is_pageable
 from ..report import Finding
+from ..stages import Metrics
 from ._common import per_step_median, rt_location, top_op_of_rt
 from .base import Rule
 
@@ -31,12 +32,12 @@ class PageableCopy(Rule):
     title = "Copy to or from pageable memory blocks the CPU"
     source = "Nsight Systems expert rule cuda_memcpy_async (pin memory)"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.trace.memcpys:
             return "no memcpy activity recorded"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         groups: dict[tuple[str, str, str | None, int | None, str], list[tuple[int, int]]] = {}
         for m, copy in enumerate(trace.memcpys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 
@@ -18,10 +19,10 @@ class ProfilerBuffer(Rule):
     severity = "hint"
     source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         return None if ctx.trace.overhead else "no profiler overhead events in the trace"
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         spans = ctx.trace.overhead
         total = sum(s.end - s.start for s in spans)
         names = sorted({s.name for s in spans})

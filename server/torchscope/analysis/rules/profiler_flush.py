@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from .base import Rule
 
 FLUSH_TINY_WORK_RATIO = 0.1
@@ -25,10 +26,10 @@ class ProfilerFlush(Rule):
     severity = "hint"
     source = "Hugging Face torch.profiler guide, trace reading cheatsheet"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         return None if ctx.flush else "no end-of-window cudaDeviceSynchronize found"
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         out: list[Finding] = []
         timeline = ctx.timeline()
         for r in sorted(ctx.flush):

@@ -10,10 +10,11 @@ from __future__ import annotations
 from itertools import compress, repeat
 from operator import and_, eq, itemgetter, le, lt, sub
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from ._common import RT_LAUNCH, add_per_step, picker, runtime_kinds, step_slices
 from .base import LinkedKernelRule
 
@@ -34,7 +35,7 @@ class SmallKernels(LinkedKernelRule):
     severity = "information"
     source = "HolisticTraceAnalysis: kernel launch statistics (short kernels)"
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         runtime = trace.runtime
         count = [0] * len(ctx.steps)

@@ -5,10 +5,11 @@ are the usual sources."""
 
 from __future__ import annotations
 
+from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..metrics import median
 from ..report import Finding
+from ..stages import Metrics
 from ._common import (
     RT_SYNC,
     count_per_step,
@@ -35,12 +36,12 @@ class Sync(Rule):
     title = "CPU waits for the GPU in a synchronising call"
     source = "Nsight Systems expert rule cuda_api_sync"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.trace.runtime:
             return "no CUDA runtime calls in the trace"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         groups: dict[tuple[str, str | None, int | None, str], list[int]] = {}
         runtime = ctx.trace.runtime
         # Synchronising calls are few: found by a C scan of the calls' kinds.
@@ -51,7 +52,7 @@ class Sync(Rule):
             op = top_op_of_rt(ctx, i)
             under = ctx.trace.ops[op].name if op >= 0 else ""
             groups.setdefault((runtime[i].name, file, line, under), []).append(i)
-        wall = median([s.wall_us for s in ctx.step_metrics]) if ctx.step_metrics else 0.0
+        wall = median([s.wall_us for s in measured.steps]) if measured.steps else 0.0
         out: list[Finding] = []
         for (name, file, line, under), calls in groups.items():
             cost = per_step_median(

@@ -12,6 +12,7 @@ from typing import Any
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from ._common import count_per_step, op_location, per_step_median
 from .base import Rule
 from .matmul_common import MATMUL_OPS, kernels_of_op, shapes_recorded
@@ -41,14 +42,14 @@ class UnalignedFp16(Rule):
     severity = "information"
     source = "TorchTidy (torch/profiler/_pattern_matcher.py) MatMulDimInFP16Pattern"
 
-    def skip(self, ctx: Context) -> str | None:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if not ctx.device_run:
             return "no GPU activity (tensor-core alignment is a GPU matter)"
         if not shapes_recorded(ctx):
             return "input shapes not recorded (profile with record_shapes=True)"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
         hits: list[tuple[int, float]] = []
         first = -1

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_duration
 from ..report import Finding
+from ..stages import Metrics
 from ._common import (
     count_per_step,
     distinct_names,
@@ -37,14 +38,14 @@ class ZeroGrad(Rule):
     severity = "information"
     source = "TorchTidy (torch/profiler/_pattern_matcher.py) GradNotSetToNonePattern"
 
-    def skip(self, ctx: Context) -> str | None:
-        if "aten::zero_" not in ctx.op_calls:
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        if "aten::zero_" not in measured.op_calls:
             return "no aten::zero_ calls in the steps"
         if not any(map(_is_zero_grad, distinct_names(ctx, ctx.trace.annotations))):
             return "no Optimizer.zero_grad annotation in the trace"
         return None
 
-    def match(self, ctx: Context) -> list[Finding]:
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace, nest = ctx.trace, ctx.nest
         annotations = trace.annotations
         zero_grad = set(

@@ -1,0 +1,112 @@
+"""The comparison in words: terminal text (the CLI) and Markdown (the editor's hover).
+
+Both read one :class:`.comparison.Comparison` and share the table rows, so the CLI and the
+editor show the same numbers under the same labels. (The editor adds its command links to the
+Markdown: those are the client's, not the analysis'.)
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from .comparison import CompareSide, Comparison
+from .formatting import format_bytes, format_duration
+
+ERROR_LINES = 12
+"""Lines of the compiler's message shown in the hover (the rest is in the log)."""
+
+
+def _us(value: Optional[float]) -> str:
+    return format_duration(float(value)) if value is not None else "—"
+
+
+def _copies_cell(side: CompareSide, code: Callable[[str], str]) -> str:
+    if not side.copies:
+        return "none"
+    return "; ".join(
+        f"{c.calls:g}× {format_bytes(c.bytes)} {c.kind}"
+        + (f" in {code(c.within)}" if c.within else "")
+        for c in side.copies
+    )
+
+
+def comparison_rows(
+    eager: CompareSide, compiled: CompareSide, code: Callable[[str], str] = str
+) -> list[tuple[str, str, str]]:
+    """Label, eager, compiled: the side-by-side table (``code`` marks op names)."""
+    return [
+        ("time per call (unprofiled)", _us(eager.median_us), _us(compiled.median_us)),
+        (
+            "  min … max",
+            f"{_us(eager.min_us)} … {_us(eager.max_us)}",
+            f"{_us(compiled.min_us)} … {_us(compiled.max_us)}",
+        ),
+        ("CPU op time per call (profiled)", _us(eager.cpu_us), _us(compiled.cpu_us)),
+        ("device time per call", _us(eager.device_us), _us(compiled.device_us)),
+        ("kernel launches per call", f"{eager.launches:g}", f"{compiled.launches:g}"),
+        ("copies per call", _copies_cell(eager, code), _copies_cell(compiled, code)),
+        ("ops per call", f"{eager.op_count:g}", f"{compiled.op_count:g}"),
+        ("first call", _us(eager.cold_us), f"{_us(compiled.cold_us)} (compile)"),
+    ]
+
+
+def render_comparison(compare: Comparison) -> str:
+    """The comparison as terminal text."""
+    compiled = compare.compiled
+    lines = [f"torch.compile (mode={compare.mode}) vs eager:"]
+    if compiled is None:
+        message = compare.error.message if compare.error else "no compiled run"
+        lines.append(f"  torch.compile failed — the eager profile above stands.\n  {message}")
+        return "\n".join(lines)
+    rows = [("", "eager", "compiled"), *comparison_rows(compare.eager, compiled)]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        lines.append(f"  {r[0].ljust(widths[0])}  {r[1].rjust(widths[1])}  {r[2].rjust(widths[2])}")
+    if compare.changes is not None and compare.changes.summary:
+        lines.append(f"  ops changed: {compare.changes.summary}")
+    info = compiled.compiled
+    for graph in info.graphs if info else []:
+        where = graph.code_path or "(generated code not found on disk)"
+        lines.append(f"  CompiledFxGraph {graph.hash[:12]}…: {where}")
+    if info is not None and info.recompiles:
+        lines.append(f"  recompiles during the measured calls: {info.recompiles}")
+    if compiled.trace_path:
+        lines.append(f"  compiled trace: {compiled.trace_path}")
+    if compare.verdict is not None:
+        lines.append(f"verdict: {compare.verdict.headline}")
+    for f in compare.findings:
+        lines.append(f"  [{f.rule}] {f.message}")
+    return "\n".join(lines)
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def comparison_markdown(compare: Comparison) -> str:
+    """The comparison as Markdown: verdict, side-by-side table, changed ops, findings; or the
+    compiler's error (its first :data:`ERROR_LINES` lines)."""
+    compiled = compare.compiled
+    if compiled is None:
+        message = compare.error.message if compare.error else "torch.compile failed"
+        lines = message.splitlines()
+        more = len(lines) - ERROR_LINES
+        tail = f"\n… ({more} more lines in the log)" if more > 0 else ""
+        shown = "\n".join(lines[:ERROR_LINES])
+        return (
+            f"**torch.compile** (mode={compare.mode}) failed — the eager numbers above stand."
+            f"\n\n```text\n{shown}{tail}\n```"
+        )
+    headline = compare.verdict.headline if compare.verdict else ""
+    parts = [f"**torch.compile** (mode={compare.mode}) · {headline}"]
+    table = ["| per call | eager | torch.compile |", "|---|---:|---:|"]
+    table += [
+        f"| {a.strip()} | {b} | {c} |"
+        for a, b, c in comparison_rows(compare.eager, compiled, _code)
+    ]
+    parts.append("\n".join(table))
+    if compare.changes is not None and compare.changes.summary:
+        parts.append(f"Ops changed: `{compare.changes.summary}`")
+    if compare.findings:
+        parts.append("\n".join(f"- `{f.rule}`: {f.message}" for f in compare.findings))
+    return "\n\n".join(parts)

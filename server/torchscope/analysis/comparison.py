@@ -1,0 +1,192 @@
+"""The eager vs ``torch.compile`` comparison as typed objects, and their JSON form.
+
+:func:`.compare.compare_runs` builds a :class:`Comparison`; the CLI and the language server
+hold it, and :meth:`Comparison.to_dict` is the ``compare`` object of
+``profile --compare-compile --json`` (the key order and the NaN/inf → ``null`` rule are part of
+that contract). Renderers are in :mod:`.compare_render`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from .report import Finding, _clean
+
+BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm"})
+"""GEMMs with an epilogue that first copies ``self`` (the bias) into the output."""
+
+VERDICTS = ("keep-eager", "compile-wins", "no-difference")
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One op name in the profiled steps; numbers per call of the function."""
+
+    name: str
+    calls: float
+    self_cpu_us: float
+    within: Optional[str] = None
+    """The nearest enclosing op that does work (e.g. ``aten::addmm`` for its ``copy_``)."""
+
+
+@dataclass(frozen=True)
+class CopyRow:
+    """Copies of one kind issued from one place; numbers per call."""
+
+    kind: str
+    """``cpu`` (a host ``aten::copy_``) or the device memcpy kind: ``DtoD``, ``HtoD``…"""
+    op: str
+    within: Optional[str]
+    calls: float
+    bytes: float
+    time_us: float
+    """Device time of the memcpys, or CPU self time of the host copy."""
+
+    @property
+    def is_bias_copy(self) -> bool:
+        return self.within in BIAS_OPS
+
+
+@dataclass(frozen=True)
+class CompileMeta:
+    """What the worker measured about the compile, beside the two traces."""
+
+    mode: str = "default"
+    compile_s: Optional[float] = None
+    error: str = ""
+    error_kind: str = ""
+    recompiles: int = 0
+    graph_breaks: list[str] = field(default_factory=list)
+    graph_code: dict[str, str] = field(default_factory=dict)
+    paired_ratios: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SideVerdict:
+    """One side's own profile verdict."""
+
+    id: str
+    headline: str
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One ``CompiledFxGraph`` and the generated code Inductor wrote for it."""
+
+    hash: str
+    code_path: Optional[str]
+
+
+@dataclass(frozen=True)
+class CompiledInfo:
+    """What only the compiled side has."""
+
+    compile_s: Optional[float]
+    graphs: list[Graph]
+    recompiles: int
+    compile_ids: list[str]
+    graph_breaks: list[str]
+
+
+@dataclass(frozen=True)
+class CompareSide:
+    """One side's numbers per call: unprofiled timing, profiled op time, copies, ops."""
+
+    median_us: Optional[float]
+    min_us: Optional[float]
+    max_us: Optional[float]
+    cold_us: Optional[float]
+    calls_timed: int
+    cpu_us: float
+    profiled_us: float
+    device_us: float
+    launches: float
+    copies: list[CopyRow]
+    copy_count: float
+    copy_bytes: float
+    op_count: float
+    ops: list[OpRow]
+    verdict: SideVerdict
+    compiled: Optional[CompiledInfo] = None
+    """Only on the compiled side; its fields are inline in the JSON."""
+    trace_path: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["compiled"], data["trace_path"]
+        if self.compiled is not None:
+            data.update(asdict(self.compiled))
+        if self.trace_path is not None:
+            data["trace_path"] = self.trace_path
+        return data
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """An op the compiled run dispatches more or less often than eager (per call)."""
+
+    name: str
+    eager: float
+    compiled: float
+
+
+@dataclass(frozen=True)
+class OpChanges:
+    removed: list[OpChange]
+    added: list[OpChange]
+    summary: str
+    """``aten::mm + aten::add → aten::addmm`` (trivial metadata ops left out); '' for none."""
+
+
+@dataclass(frozen=True)
+class CompareVerdict:
+    """``keep-eager`` / ``compile-wins`` / ``no-difference`` with its headline."""
+
+    id: str
+    headline: str
+    ratio: float
+    """Compiled / eager time per call (unprofiled)."""
+    band: float
+    """The no-difference band used: ±5 % or the measured noise, whichever is larger."""
+    noise: float = 0.0
+
+
+@dataclass(frozen=True)
+class CompareError:
+    kind: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Eager vs compiled; ``compiled``/``changes``/``verdict`` are None when the compile failed
+    (then ``error`` says why and the eager side still stands)."""
+
+    mode: str
+    eager: CompareSide
+    compiled: Optional[CompareSide] = None
+    changes: Optional[OpChanges] = None
+    verdict: Optional[CompareVerdict] = None
+    findings: list[Finding] = field(default_factory=list)
+    error: Optional[CompareError] = None
+    graph_breaks: Optional[list[str]] = None
+    """Only with ``error``: Dynamo's graph-break reasons before the compile failed."""
+    rules_skipped: dict[str, str] = field(default_factory=dict)
+    """Comparison rule id → why it did not apply (not part of the JSON)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``compare`` object of ``profile --compare-compile --json``."""
+        data: dict[str, Any] = {
+            "mode": self.mode,
+            "eager": self.eager.to_dict(),
+            "compiled": self.compiled.to_dict() if self.compiled else None,
+            "changes": asdict(self.changes) if self.changes else None,
+            "verdict": asdict(self.verdict) if self.verdict else None,
+            "findings": [asdict(f) for f in self.findings],
+            "error": asdict(self.error) if self.error else None,
+        }
+        if self.graph_breaks is not None:
+            data["graph_breaks"] = list(self.graph_breaks)
+        out: dict[str, Any] = _clean(data)
+        return out
