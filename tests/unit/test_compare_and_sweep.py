@@ -142,7 +142,7 @@ def test_the_gpu_compare_finds_the_dtod_bias_copy_before_the_gemm(
         "graph-break": "no graph breaks",
     }
     hidden = data["findings"][1]
-    assert hidden["docs"] == "README.md#compile-copy"
+    assert hidden["docs"] == "docs/findings.md#compile-copy"
     assert "64.0 MiB DtoD bias copy" in hidden["message"]
     assert hidden["line"] == 3 and hidden["file"] == "model.py"
     assert compiled["graphs"] == [
