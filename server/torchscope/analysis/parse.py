@@ -113,13 +113,9 @@ def parse_json(
             gc.enable()
 
 
-def load_raw_bytes(
-    name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
-) -> tuple[dict[str, Any], list[Any]]:
-    """``(top-level fields except traceEvents, the event list)`` of a trace file's bytes
-    (gzipped or not); ``name`` is for messages. With ``object_hook``, the event list holds
-    what the hook returned for each event."""
-    doc = parse_json(name, decompress(name, data), object_hook)
+def events_of(name: str, doc: Any) -> tuple[dict[str, Any], list[Any]]:
+    """``(top-level fields except traceEvents, the event list)`` of a parsed trace
+    document; ``name`` is for messages."""
     if isinstance(doc, list):
         # The Chrome "JSON Array Format": no metadata, only events.
         events: Any = doc
