@@ -14,7 +14,7 @@ from torchscope.analysis import TraceError, fastload, window
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.model import Trace
 from torchscope.analysis.normalise import EventSink, load_trace_bytes
-from torchscope.analysis.parse import decompress, events_of, parse_json
+from torchscope.analysis.parse import check_memory, decompress, events_of, parse_json
 
 TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))
 
@@ -89,7 +89,7 @@ def test_steps_keep_only_the_chosen_steps(
     data = (shared_traces / name).read_bytes()
     whole = load_trace_bytes(name, data)
     # Small chunks cut the array in many places, some of them inside args objects.
-    monkeypatch.setattr(window, "CHUNK_BYTES", chunk)
+    monkeypatch.setattr(fastload, "CHUNK_BYTES", chunk)
     part = load_trace_bytes(name, data, steps=(3, 4))
     steps = sorted(a.name for a in part.annotations if a.name.startswith("ProfilerStep#"))
     assert steps == ["ProfilerStep#3", "ProfilerStep#4"]
@@ -106,3 +106,9 @@ def test_steps_outside_the_trace_name_the_steps_it_has(shared_traces: Path) -> N
     name = "hta_ddp_v100_rank1.json.gz"
     with pytest.raises(TraceError, match=r"no ProfilerStep#40\.\.#50.*holds steps 2\.\.6"):
         load_trace_bytes(name, (shared_traces / name).read_bytes(), steps=(40, 50))
+
+
+def test_a_trace_too_large_for_memory_is_refused_naming_the_bound_and_steps() -> None:
+    check_memory("big.json", 2**30, available=8 * 2**30)  # 5 GiB needed: fine
+    with pytest.raises(TraceError, match=r"big\.json: too large.*5\.0 GiB.*--steps 10-20"):
+        check_memory("big.json", 2**30, available=4 * 2**30)

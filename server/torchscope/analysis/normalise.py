@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import TraceError
 from .model import DeviceProps, Span, Trace, Track
-from .parse import decompress, events_of, parse_json, read_bytes
+from .parse import check_memory, decompress, events_of, parse_json, read_bytes
 
 # Kinds, as indices into the per-kind lists built below.
 _OP, _ANN, _PY, _RT, _KERNEL, _MEMCPY, _MEMSET, _GPU_ANN, _GPU_SYNC, _RANGE, _OVERHEAD, _SPAN = (
@@ -351,6 +351,7 @@ def load_trace_bytes(name: str, data: bytes, steps: tuple[int, int] | None = Non
         if window is None:
             raise TraceError(f"{name}: --steps needs the msgspec package; pip install msgspec")
         return window.load_steps(name, text, steps)
+    check_memory(name, len(text))
     if fastload is not None:
         trace = fastload.load_fast(name, text)
         if trace is not None:

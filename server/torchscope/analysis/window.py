@@ -15,22 +15,17 @@ The report then covers exactly the chosen steps, with timestamps on the whole tr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any, Callable, TypeVar, Union
+from typing import Any, Union
 
 import msgspec
-from msgspec import UNSET, Raw, UnsetType
+from msgspec import UNSET, UnsetType
 
 from .errors import TraceError
-from .fastload import _ANY, _EVENTS, accept_all
+from .fastload import _EVENTS, accept_all, array_span, chunks
 from .model import Trace
 from .normalise import EventSink
 
-CHUNK_BYTES = 8 << 20
-"""Bytes of the event array decoded at a time."""
-
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
-_T = TypeVar("_T")
 
 
 class _Mark(msgspec.Struct, gc=False):
@@ -41,7 +36,6 @@ class _Mark(msgspec.Struct, gc=False):
 
 
 _MARKS = msgspec.json.Decoder(list[_Mark])
-_TOP = msgspec.json.Decoder(Union[dict[str, Raw], list[Raw]])
 
 
 def parse_steps(text: str) -> tuple[int, int]:
@@ -55,69 +49,19 @@ def parse_steps(text: str) -> tuple[int, int]:
     return first, last
 
 
-def _array_span(name: str, data: bytes) -> tuple[dict[str, Any], int, int]:
-    """The metadata and ``[lo, hi)`` of the event array's bytes (``data[lo] == b"["``)."""
-    try:
-        top = _TOP.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise TraceError(f"{name}: not a Kineto trace ({exc}); --steps reads only valid "
-                         "JSON traces; run analyze without --steps for details") from None
-    if isinstance(top, list):
-        lo = data.index(b"[")
-        return {}, lo, data.rindex(b"]") + 1
-    raw = top.pop("traceEvents", None)
-    if raw is None:
-        raise TraceError(f"{name}: not a Kineto trace: no 'traceEvents' list")
-    meta = {k: _ANY.decode(v) for k, v in top.items()}
-    view, size = memoryview(raw), len(raw)
-    at = data.find(b'"traceEvents"')
-    while at >= 0:  # the key, not a string that merely holds it: the bytes must match
-        lo = data.find(b"[", at)
-        if lo >= 0 and memoryview(data)[lo : lo + size] == view:
-            return meta, lo, lo + size
-        at = data.find(b'"traceEvents"', at + 1)
-    raise TraceError(f"{name}: 'traceEvents' is not a list; expected a Kineto trace")
-
-
-def _chunks(
-    data: bytes, lo: int, hi: int, decode: Callable[[bytes], list[_T]]
-) -> Iterator[list[_T]]:
-    """Decode the JSON array ``data[lo:hi]`` a chunk of whole elements at a time.
-
-    A chunk ends at a ``},`` at least :data:`CHUNK_BYTES` in. One inside a string or a
-    nested object leaves the chunk unbalanced, so it fails to decode and the cut moves on
-    to the next ``},``: a chunk that decodes is always a run of whole elements."""
-    a = lo + 1
-    end = hi - 1  # the closing bracket
-    while a < end:
-        b = data.find(b"},", min(a + CHUNK_BYTES, end), end)
-        while True:
-            stop = end if b < 0 else b + 1
-            try:
-                items = decode(b"[" + data[a:stop] + b"]")
-                break
-            except msgspec.DecodeError:
-                if b < 0:
-                    raise
-                b = data.find(b"},", b + 2, end)
-        yield items
-        a = end if b < 0 else b + 2
-
-
 def _find_window(
     name: str, data: bytes, lo: int, hi: int, first: int, last: int
 ) -> tuple[float, float, float, Any]:
     steps: dict[int, tuple[float, float]] = {}
     origin: Any = None
-    for marks in _chunks(data, lo, hi, _MARKS.decode):
-        for m in marks:
-            if m.ph != "X" or m.ts is UNSET:
-                continue
-            if origin is None and -1e18 < m.ts < 1e18:
-                origin = m.ts
-            if m.name is not UNSET and (hit := _STEP.match(m.name)):
-                end = m.ts + (0 if m.dur is UNSET else m.dur)
-                steps.setdefault(int(hit.group(1)), (m.ts, end))
+    for m in chunks(data, lo, hi, _MARKS.decode):
+        if m.ph != "X" or m.ts is UNSET:
+            continue
+        if origin is None and -1e18 < m.ts < 1e18:
+            origin = m.ts
+        if m.name is not UNSET and (hit := _STEP.match(m.name)):
+            end = m.ts + (0 if m.dur is UNSET else m.dur)
+            steps.setdefault(int(hit.group(1)), (m.ts, end))
     if not steps:
         raise TraceError(
             f"{name}: --steps needs ProfilerStep#N annotations (written by prof.step()), and "
@@ -137,17 +81,17 @@ def _find_window(
 
 def load_steps(name: str, data: bytes, steps: tuple[int, int]) -> Trace:
     """The :class:`Trace` of only ``ProfilerStep#first..#last`` of decompressed trace bytes."""
-    meta, lo, hi = _array_span(name, data)
     sink = EventSink()
-    not_events = 0
     try:
+        found = array_span(data)
+        if found is None:
+            raise TraceError(f"{name}: not a Kineto trace: no 'traceEvents' list")
+        meta, lo, hi = found
         window = _find_window(name, data, lo, hi, *steps)
-        for events in _chunks(data, lo, hi, _EVENTS.decode):
-            not_events += accept_all(sink, events, window)
+        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode), window)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceError(
             f"{name}: an event has a field of an unexpected type ({exc}); --steps reads only "
             "traces as Kineto writes them; analyse it without --steps"
         ) from None
     return sink.finish(name, meta, not_events)
-
