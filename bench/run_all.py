@@ -51,15 +51,28 @@ def analysis_rows(repeat: int) -> list[Row]:
         return float(statistics.median(r[key] for r in runs[kind]))
 
     for kind in analyze_speed.KINDS:
-        print(f"  {kind:11} wall {med(kind, 'total_s'):.3f} s, peak {med(kind, 'peak_mb'):.0f} MiB")
-    vs_hta = med("hta", "total_s") / med("torchscope", "total_s")
-    vs_floor = med("torchscope", "total_s") / med("floor", "total_s")
+        print(
+            f"  {kind:11} wall {med(kind, 'total_s'):.3f} s, CPU {med(kind, 'cpu_total_s'):.3f} s,"
+            f" peak {med(kind, 'peak_mb'):.0f} MiB"
+        )
+    rows: list[Row] = []
+    # CPU time is the fairer measure on a shared machine (other processes stretch wall time,
+    # not the process's CPU time); both are printed, imports included (what a user waits for).
+    for label, key in (("CPU", "cpu_total_s"), ("wall", "total_s")):
+        vs_hta = med("hta", key) / med("torchscope", key)
+        vs_floor = med("torchscope", key) / med("floor", key)
+        rows.append((f"analysis: HTA / torchscope ({label})", vs_hta, "≥ 10", vs_hta >= 10))
+        rows.append(
+            (
+                f"analysis: torchscope / json.loads floor ({label})",
+                vs_floor,
+                "≤ 0.5",
+                vs_floor <= 0.5,
+            )
+        )
     mem = med("torchscope", "peak_mb") / med("hta", "peak_mb")
-    return [
-        ("analysis: HTA time / torchscope time", vs_hta, "≥ 10", vs_hta >= 10),
-        ("analysis: torchscope / stdlib json floor", vs_floor, "≤ 0.5", vs_floor <= 0.5),
-        ("analysis: peak memory torchscope / HTA", mem, "≤ 0.5", mem <= 0.5),
-    ]
+    rows.append(("analysis: peak memory torchscope / HTA", mem, "≤ 0.5", mem <= 0.5))
+    return rows
 
 
 def synthesise(events_wanted: int, out: Path) -> int:
