@@ -97,6 +97,12 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze = commands.add_parser("analyze", help="analyse a trace file written by torch.profiler")
     analyze.add_argument("trace", type=Path, help="a Chrome-trace .json or .json.gz")
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
+    analyze.add_argument(
+        "--steps",
+        metavar="FIRST-LAST",
+        help="analyse only ProfilerStep#FIRST..#LAST (e.g. 10-20): for traces too large to "
+        "analyse whole",
+    )
     add_open_arguments(analyze)
 
     serve = commands.add_parser("serve", help="run the language server on stdio")
@@ -151,13 +157,27 @@ def _mcp(args: argparse.Namespace) -> int:
     return run_mcp(args.python, args.timeout, args.trace_dir.resolve() if args.trace_dir else None)
 
 
+def _analyze_steps(trace: Path, steps: str) -> Any:
+    from torchscope.analysis import TraceError
+    from torchscope.analysis.engine import analyze
+    from torchscope.analysis.normalise import load_trace
+    from torchscope.analysis.window import parse_steps
+
+    try:
+        first_last = parse_steps(steps)
+    except ValueError as exc:
+        raise TraceError(f"--steps {exc}") from None
+    return analyze(load_trace(trace, first_last))
+
+
 def _analyze(args: argparse.Namespace) -> int:
     from torchscope.analysis import TraceError, analyze_trace, render_report
 
     trace: Path = args.trace
     as_json: bool = args.json
     try:
-        report = analyze_trace(trace)
+        steps = args.steps
+        report = analyze_trace(trace) if steps is None else _analyze_steps(trace, steps)
     except TraceError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -639,6 +639,7 @@ async function main() {
     await page.goto(`${url}/?folder=${encodeURIComponent(WORKSPACE)}`, { timeout: remaining(60000) });
     await page.locator(".monaco-workbench").waitFor({ timeout: remaining(90000) });
     await page.locator(".part.statusbar").waitFor({ timeout: remaining(60000) });
+    result.firstClick = { windowOpen: Date.now() };
   });
   await screenshot("workbench");
   await step(`open ${EXAMPLE} at the hot line`, () => openFileAtLine(EXAMPLE, hotLine, hotText));
@@ -649,10 +650,14 @@ async function main() {
   });
   await screenshot("server-running");
   const logOffset = logSize();
+  result.firstClick.rightClick = Date.now();
   await step("right-click > Profile this function", () => profileFromContextMenu(hotText));
   result.checks.inputBoxShown = await step("answer the input box if shown", () => answerInputBoxIfShown("fn", logOffset));
   await screenshot("profiling");
   result.checks.problemsRow = await step("Problems panel lists the verdict from torchscope", () => problemsPanelVerdict(logOffset));
+  // Issue 16's first-click target: window open -> right-click -> diagnostic (test_vscode_e2e.py
+  // compares it with the hand-written script, run in the same test).
+  result.firstClick.diagnostic = Date.now();
   await screenshot("problems-panel");
   if (CHECK_HOT_LINES) {
     result.checks.inlayHint = await step("hot line shows an inlay hint", () => inlayHintOnHotLine(hotText));

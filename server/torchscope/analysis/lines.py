@@ -14,6 +14,7 @@ their number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +84,7 @@ def _marker_line(name: str) -> int | None:
 
 
 def _shapes(args: Any) -> str:
-    dims = args.get("Input Dims") if isinstance(args, dict) else None
+    dims = args.get("Input Dims") if isinstance(args, Mapping) else None
     if not isinstance(dims, list):
         return ""
     shown = [f"[{', '.join(str(d) for d in dim)}]" for dim in dims if isinstance(dim, list) and dim]
@@ -178,7 +179,7 @@ def line_stats(ctx: Context) -> list[LineStats]:
             else:
                 span = trace.memcpys[index] if kind == "memcpy" else trace.memsets[index]
                 duration = span.end - span.start
-                size = span.args.get("bytes", 0) if isinstance(span.args, dict) else 0
+                size = span.args.get("bytes", 0) if isinstance(span.args, Mapping) else 0
                 label = copy_kind(span.name) if kind == "memcpy" else "Memset"
                 stat_c = entry.copies.setdefault(label, [0.0, 0.0, 0.0])
                 stat_c[0] += 1

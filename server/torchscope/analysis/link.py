@@ -8,6 +8,7 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
@@ -93,7 +94,7 @@ class Links:
 
 
 def _ext(args: object) -> int | None:
-    if not isinstance(args, dict):
+    if not isinstance(args, Mapping):
         return None
     c = args.get("External id", args.get("external id"))
     return c if isinstance(c, int) and not isinstance(c, bool) else None

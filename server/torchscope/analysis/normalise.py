@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import TraceError
 from .model import DeviceProps, Span, Trace, Track
-from .parse import load_raw_bytes, read_bytes
+from .parse import check_memory, decompress, events_of, parse_json, read_bytes
 
 # Kinds, as indices into the per-kind lists built below.
 _OP, _ANN, _PY, _RT, _KERNEL, _MEMCPY, _MEMSET, _GPU_ANN, _GPU_SYNC, _RANGE, _OVERHEAD, _SPAN = (
@@ -328,17 +328,35 @@ def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
     return sink.finish(path, meta, not_events)
 
 
-def load_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and normalise one trace file (``.json`` or ``.json.gz``)."""
+def load_trace(path: str | os.PathLike[str], steps: tuple[int, int] | None = None) -> Trace:
+    """Read and normalise one trace file (``.json`` or ``.json.gz``); with ``steps``
+    (first, last ``ProfilerStep`` number), only the events of those steps."""
     name = os.fspath(path)
-    return load_trace_bytes(name, read_bytes(name))
+    return load_trace_bytes(name, read_bytes(name), steps)
 
 
-def load_trace_bytes(name: str, data: bytes) -> Trace:
+def load_trace_bytes(name: str, data: bytes, steps: tuple[int, int] | None = None) -> Trace:
     """Read and normalise a trace held in memory (``name`` is used in messages only).
 
-    The events are normalised while the JSON is parsed (see :class:`EventSink`), so what
-    the parser leaves in ``traceEvents`` is ``None`` for every event it handed over."""
+    msgspec's typed decode reads every trace Kineto writes (``fastload``); a document it
+    does not take (odd field types, invalid JSON), or an install without msgspec, is read by
+    stdlib ``json`` with the events normalised while they are parsed (:class:`EventSink`),
+    which skips what it cannot place and words every parse error."""
+    text = decompress(name, data)
+    del data
+    try:
+        from . import fastload, window
+    except ImportError:  # msgspec missing (a bundle built for another Python): stdlib path
+        fastload = window = None  # type: ignore[assignment]
+    if steps is not None:
+        if window is None:
+            raise TraceError(f"{name}: --steps needs the msgspec package; pip install msgspec")
+        return window.load_steps(name, text, steps)
+    check_memory(name, len(text))
+    if fastload is not None:
+        trace = fastload.load_fast(name, text)
+        if trace is not None:
+            return trace
     sink = EventSink()
-    meta, events = load_raw_bytes(name, data, sink.accept)
+    meta, events = events_of(name, parse_json(name, text, sink.accept))
     return sink.finish(name, meta, len(events) - events.count(None))

@@ -113,13 +113,9 @@ def parse_json(
             gc.enable()
 
 
-def load_raw_bytes(
-    name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
-) -> tuple[dict[str, Any], list[Any]]:
-    """``(top-level fields except traceEvents, the event list)`` of a trace file's bytes
-    (gzipped or not); ``name`` is for messages. With ``object_hook``, the event list holds
-    what the hook returned for each event."""
-    doc = parse_json(name, decompress(name, data), object_hook)
+def events_of(name: str, doc: Any) -> tuple[dict[str, Any], list[Any]]:
+    """``(top-level fields except traceEvents, the event list)`` of a parsed trace
+    document; ``name`` is for messages."""
     if isinstance(doc, list):
         # The Chrome "JSON Array Format": no metadata, only events.
         events: Any = doc
@@ -149,3 +145,34 @@ def load_raw_bytes(
             "check that the profiled code ran inside the active steps of the schedule"
         )
     return meta, events
+
+
+MEMORY_FACTOR = 5
+"""Peak memory of analysing a whole trace, in multiples of its uncompressed size (measured
+4× for a 1M-event trace by bench/run_all.py, plus headroom)."""
+
+
+def _available_memory() -> int | None:
+    """``MemAvailable`` in bytes (Linux), else ``None``."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(name: str, size: int, available: int | None = None) -> None:
+    """Refuse, before parsing, a whole-trace analysis that would run out of memory."""
+    available = _available_memory() if available is None else available
+    need = MEMORY_FACTOR * size
+    if available is not None and need > available:
+        raise TraceError(
+            f"{name}: too large to analyse whole: {size / 2**30:.1f} GiB of JSON needs about "
+            f"{need / 2**30:.1f} GiB of memory ({MEMORY_FACTOR}× its size) and "
+            f"{available / 2**30:.1f} GiB is available; analyse some steps of it with "
+            "--steps FIRST-LAST (e.g. --steps 10-20), which needs about the file's size plus "
+            "those steps' events"
+        )

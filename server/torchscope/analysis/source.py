@@ -15,6 +15,7 @@ Frames from ``with_stack`` carry the def line of a function in some torch versio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from .model import Trace
@@ -60,7 +61,7 @@ def marker_line(name: str) -> tuple[str | None, int] | None:
 
 
 def _from_call_stack(args: Any) -> tuple[str, int] | None:
-    stack = args.get("Call stack") if isinstance(args, dict) else None
+    stack = args.get("Call stack") if isinstance(args, Mapping) else None
     if not isinstance(stack, str) or not stack:
         return None
     for frame in stack.split(";"):

@@ -1,0 +1,281 @@
+"""The fast path of reading a trace: msgspec decodes the events into typed structs in C,
+leaving each event's ``args`` undecoded (:class:`LazyArgs`) until a rule reads it.
+
+It gives exactly the :class:`Trace` that :class:`~.normalise.EventSink` builds from stdlib
+``json`` (the snapshot tests hold the reports byte-identical), for every document whose
+fields have the types Kineto writes. Anything else (a ``ts`` that is a string, a ``pid``
+that is a float, ``NaN``, a number beyond float64, invalid JSON) makes the typed decode fail
+as a whole, and :func:`load_fast` returns ``None``: the caller then reads the document the
+stdlib way, which skips and counts odd events and words parse errors (see ``parse.py``).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Callable, Optional, TypeVar, Union
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .model import Span, Trace
+from .normalise import (
+    _ANN,
+    _CATEGORY_KIND,
+    _DEVICE_KINDS,
+    _OP,
+    _OVERHEAD,
+    ANNOTATION_PREFIXES,
+    LEGACY_CATEGORIES,
+    LINE_MARKER_PREFIX,
+    PROFILER_OVERHEAD_NAMES,
+    EventSink,
+)
+
+_ANY = msgspec.json.Decoder()
+
+
+class LazyArgs(Mapping[str, Any]):
+    """An event's ``args`` object, decoded on first read (most events' never are)."""
+
+    __slots__ = ("_dict", "_raw")
+
+    def __init__(self, raw: Raw) -> None:
+        self._raw: Raw | None = raw
+        self._dict: dict[str, Any] | None = None
+
+    def _decoded(self) -> dict[str, Any]:
+        d = self._dict
+        if d is None:
+            d = self._dict = _ANY.decode(self._raw)  # type: ignore[arg-type]
+            self._raw = None  # no longer pins the decoded chunk
+        return d
+
+    def __getitem__(self, key: str) -> Any:
+        return self._decoded()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._decoded().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._decoded()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._decoded())
+
+    def __repr__(self) -> str:
+        return f"LazyArgs({self._decoded()!r})"
+
+
+class _Event(msgspec.Struct, gc=False):
+    """The fields of one trace event the analysis reads; ``UNSET`` where the key is absent."""
+
+    ph: Union[str, UnsetType] = UNSET
+    cat: Union[str, UnsetType] = UNSET
+    name: Union[str, UnsetType] = UNSET
+    pid: Union[int, str, None] = None
+    tid: Union[int, str, None] = None
+    ts: Union[int, float, UnsetType] = UNSET
+    dur: Union[int, float, UnsetType] = UNSET
+    args: Raw = Raw()
+
+
+class _Head(msgspec.Struct, gc=False):
+    """What every event's ``args`` is read for while normalising (the rest stays raw)."""
+
+    correlation: Any = None
+
+
+_EVENTS = msgspec.json.Decoder(list[_Event])
+_TOP = msgspec.json.Decoder(Union[dict[str, Raw], list[Raw]])
+_HEAD = msgspec.json.Decoder(Optional[_Head])
+_EMPTY: dict[str, Any] = {}
+_T = TypeVar("_T")
+
+
+CHUNK_BYTES = 8 << 20
+"""Bytes of the event array decoded at a time: one chunk's structs are normalised while
+they are still in cache, and the whole event list never exists at once."""
+
+
+def array_span(data: bytes) -> tuple[dict[str, Any], int, int] | None:
+    """The metadata and ``[lo, hi)`` of the event array's bytes in a trace document
+    (``data[lo:lo+1] == b"["``), or ``None`` when there is no event list.
+
+    Raises ``msgspec.DecodeError`` for invalid JSON (the whole document is validated)."""
+    top = _TOP.decode(data)
+    if isinstance(top, list):  # the Chrome "JSON Array Format": only events
+        lo = data.index(b"[")
+        return {}, lo, data.rindex(b"]") + 1
+    raw = top.pop("traceEvents", None)
+    if raw is None:
+        return None
+    meta = {k: _ANY.decode(v) for k, v in top.items()}
+    view, size = memoryview(raw), len(raw)
+    at = data.find(b'"traceEvents"')
+    while at >= 0:  # the key, not a string that merely holds it: the bytes must match
+        lo = data.find(b"[", at)
+        if lo >= 0 and memoryview(data)[lo : lo + size] == view:
+            return meta, lo, lo + size
+        at = data.find(b'"traceEvents"', at + 1)
+    return None  # not a list
+
+
+def chunks(data: bytes, lo: int, hi: int, decode: Callable[[bytes], list[_T]]) -> Iterator[_T]:
+    """The elements of the JSON array ``data[lo:hi]``, decoded a chunk at a time.
+
+    A chunk ends at a ``},`` at least :data:`CHUNK_BYTES` in. One inside a string or a
+    nested object leaves the chunk unbalanced, so it fails to decode and the cut moves on
+    to the next ``},``: a chunk that decodes is always a run of whole elements."""
+    a = lo + 1
+    end = hi - 1  # the closing bracket
+    while a < end:
+        b = data.find(b"},", min(a + CHUNK_BYTES, end), end)
+        while True:
+            stop = end if b < 0 else b + 1
+            try:
+                items = decode(b"[" + data[a:stop] + b"]")
+                break
+            except msgspec.DecodeError:
+                if b < 0:
+                    raise
+                b = data.find(b"},", b + 2, end)
+        yield from items
+        del items
+        a = end if b < 0 else b + 2
+
+
+def load_fast(name: str, data: bytes) -> Trace | None:
+    """The :class:`Trace` of decompressed trace bytes, or ``None`` when the document is not
+    one the typed decode takes (then the stdlib path reads it and words any error).
+
+    The collector is paused meanwhile: the spans built here cannot be garbage yet, and its
+    passes over them would add half again to the normalising loop."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        found = array_span(data)
+        if found is None or found[2] - found[1] < 3:
+            return None  # the stdlib path words the missing or empty event list
+        meta, lo, hi = found
+        sink = EventSink()
+        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
+        if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
+            return None  # possibly an empty list with whitespace: let the stdlib path judge
+        return sink.finish(name, meta, not_events)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def accept_all(
+    sink: EventSink, events: Iterable[_Event], window: tuple[float, float, float, Any] | None = None
+) -> int:
+    """:meth:`EventSink.accept`'s logic over decoded structs (kept in step with it, line for
+    line; ``test_analysis_fastload`` holds the two equal); returns the non-event count.
+
+    One long loop on purpose: it runs once per event, and every call or attribute lookup
+    hoisted out of it is a measurable share of the whole analysis."""
+    appends = [lst.append for lst in sink.lists]
+    track_ids, track_kinds, track_keys = sink.track_ids, sink.track_kinds, sink.track_keys
+    track_first_args = sink.track_first_args
+    thread_names = sink.thread_names
+    kind_of = _CATEGORY_KIND.get
+    head = _HEAD.decode
+    ann_prefixes, marker = ANNOTATION_PREFIXES, LINE_MARKER_PREFIX
+    legacy_cats, overhead_names = LEGACY_CATEGORIES, PROFILER_OVERHEAD_NAMES
+    new = tuple.__new__
+    names: dict[str, str] = {}
+    same_name = names.setdefault
+    # ``--steps``: keep CPU events starting in [lo, hi) and device events in [lo, hi_dev)
+    # (absolute trace µs), with the origin the whole trace would have.
+    windowed = window is not None
+    lo, hi, hi_dev, origin = window if window is not None else (0.0, 0.0, 0.0, None)
+    last_pid: object = None
+    last_tid: object = None
+    last_track = -1
+    skipped = not_events = 0
+    legacy = False
+    for e in events:
+        ph = e.ph
+        if ph != "X":
+            if ph is UNSET:
+                not_events += 1
+            elif ph == "M" and e.name == "thread_name" and e.args:
+                a = _ANY.decode(e.args)
+                if isinstance(a, dict) and isinstance(a.get("name"), str):
+                    thread_names[(e.pid, e.tid)] = a["name"]
+            continue
+        ts = e.ts
+        if origin is None and ts is not UNSET and -1e18 < ts < 1e18:  # type: ignore[operator]
+            origin = ts
+        cat = e.cat
+        if cat is UNSET:
+            skipped += 1
+            continue
+        kind = kind_of(cat)  # type: ignore[arg-type]
+        if kind is None:
+            continue
+        name = e.name
+        if name is UNSET or ts is UNSET or origin is None:
+            skipped += 1
+            continue
+        if windowed and not lo <= ts < (hi_dev if kind in _DEVICE_KINDS else hi):  # type: ignore[operator]
+            continue  # outside the chosen steps
+        start = ts - origin  # type: ignore[operator]
+        dur = e.dur
+        end = start + (0.0 if dur is UNSET else dur)  # type: ignore[operator]
+        raw = e.args
+        if raw:
+            try:
+                h = head(raw)
+            except msgspec.ValidationError:  # args is not an object: not placeable
+                skipped += 1
+                continue
+            if h is None:
+                args: Any = _EMPTY
+                corr = None
+            else:
+                # Windowed, each kept event copies its args out of the chunk, which is freed.
+                args = LazyArgs(raw.copy() if windowed else raw)
+                corr = h.correlation
+        else:
+            args, corr = _EMPTY, None
+        if not -1e18 < start <= end < 1e18:
+            skipped += 1
+            continue
+        if kind == _OP:
+            if cat in legacy_cats:
+                legacy = True
+                if name.startswith(ann_prefixes):  # type: ignore[union-attr]
+                    kind = _ANN
+            elif name.startswith(marker):  # type: ignore[union-attr]
+                kind = _ANN
+        elif cat in legacy_cats:
+            legacy = True
+        if name in overhead_names:
+            kind = _OVERHEAD
+        name = same_name(name, name)  # type: ignore[arg-type]
+        pid = e.pid
+        tid = e.tid
+        if tid == last_tid and pid == last_pid and last_track >= 0:
+            track = last_track
+        else:
+            key = (pid, tid)
+            found = track_ids.get(key)
+            if found is None:
+                found = track_ids[key] = len(track_keys)
+                track_keys.append(key)
+                track_kinds.append(kind)
+                track_first_args.append(args)
+            track = last_track = found
+            last_pid, last_tid = pid, tid
+        appends[kind](new(Span, (start, end, name, track, args, corr)))
+    sink.flags["skipped"] += skipped
+    sink.flags["legacy"] = sink.flags["legacy"] or legacy
+    return not_events

@@ -1,0 +1,114 @@
+"""msgspec's typed decode (``fastload``) gives the same trace as the stdlib ``json`` path, falls
+back to it for documents with odd field types, and ``--steps`` (``window``) keeps exactly the
+chosen steps of a trace, decoding it a chunk at a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from torchscope.analysis import TraceError, fastload, window
+from torchscope.analysis.engine import analyze
+from torchscope.analysis.model import Trace
+from torchscope.analysis.normalise import EventSink, load_trace_bytes
+from torchscope.analysis.parse import check_memory, decompress, events_of, parse_json
+
+TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))
+
+
+def _stdlib(name: str, text: bytes) -> Trace:
+    sink = EventSink()
+    meta, events = events_of(name, parse_json(name, text, sink.accept))
+    return sink.finish(name, meta, len(events) - events.count(None))
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_fast_and_stdlib_paths_give_the_same_trace(shared_traces: Path, name: str) -> None:
+    text = decompress(name, (shared_traces / name).read_bytes())
+    fast = fastload.load_fast(name, text)
+    assert fast is not None, "every shared trace is one the typed decode takes"
+    slow = _stdlib(name, text)
+    assert vars(fast) == vars(slow)
+    assert any(isinstance(s.args, fastload.LazyArgs) for s in fast.ops + fast.kernels)
+
+
+def _doc(**changes: Any) -> bytes:
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10}
+    event.update({"dur": 5, "args": {"correlation": 4, "Input Dims": [[2, 2]]}})
+    event.update(changes)
+    plain = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 20}
+    return json.dumps({"traceEvents": [event, plain]}).encode()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"ts": "10"}, {"pid": 1.5}, {"args": [1, 2]}, {"name": None}, {"ph": None}, {"dur": True}],
+)
+def test_odd_field_types_take_the_stdlib_path(changes: dict[str, Any]) -> None:
+    text = _doc(**changes)
+    assert fastload.load_fast("odd.json", text) is None or changes == {"args": [1, 2]}
+    try:
+        expected: Trace | str = _stdlib("odd.json", text)
+    except TraceError as exc:
+        expected = str(exc)
+    try:
+        got: Trace | str = load_trace_bytes("odd.json", text)
+    except TraceError as exc:
+        got = str(exc)
+    assert (vars(got) if isinstance(got, Trace) else got) == (
+        vars(expected) if isinstance(expected, Trace) else expected
+    )
+
+
+def test_lazy_args_read_like_the_dict() -> None:
+    trace = load_trace_bytes("t.json", _doc())
+    args = trace.ops[0].args
+    assert isinstance(args, fastload.LazyArgs)
+    assert trace.ops[0].correlation == 4
+    assert dict(args) == {"correlation": 4, "Input Dims": [[2, 2]]}
+    assert args.get("Input Dims") == [[2, 2]] and "correlation" in args and len(args) == 2
+    assert trace.ops[1].args == {}
+
+
+def test_parse_steps() -> None:
+    assert window.parse_steps("10-20") == (10, 20)
+    assert window.parse_steps("7") == (7, 7)
+    for bad in ("20-10", "a-b", "-3"):
+        with pytest.raises(ValueError):
+            window.parse_steps(bad)
+
+
+@pytest.mark.parametrize("chunk", [4096, 1 << 20])
+def test_steps_keep_only_the_chosen_steps(
+    shared_traces: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    name = "hta_ddp_v100_rank1.json.gz"
+    data = (shared_traces / name).read_bytes()
+    whole = load_trace_bytes(name, data)
+    # Small chunks cut the array in many places, some of them inside args objects.
+    monkeypatch.setattr(fastload, "CHUNK_BYTES", chunk)
+    part = load_trace_bytes(name, data, steps=(3, 4))
+    steps = sorted(a.name for a in part.annotations if a.name.startswith("ProfilerStep#"))
+    assert steps == ["ProfilerStep#3", "ProfilerStep#4"]
+    ann = {a.name: a for a in whole.annotations}
+    lo, hi = ann["ProfilerStep#3"].start, ann["ProfilerStep#4"].end
+    assert part.ops == [o for o in whole.ops if lo <= o.start < hi]
+    assert part.runtime == [r for r in whole.runtime if lo <= r.start < hi]
+    assert 0 < len(part.kernels) < len(whole.kernels)
+    report = analyze(part)
+    assert len(report.steps) == 2
+
+
+def test_steps_outside_the_trace_name_the_steps_it_has(shared_traces: Path) -> None:
+    name = "hta_ddp_v100_rank1.json.gz"
+    with pytest.raises(TraceError, match=r"no ProfilerStep#40\.\.#50.*holds steps 2\.\.6"):
+        load_trace_bytes(name, (shared_traces / name).read_bytes(), steps=(40, 50))
+
+
+def test_a_trace_too_large_for_memory_is_refused_naming_the_bound_and_steps() -> None:
+    check_memory("big.json", 2**30, available=8 * 2**30)  # 5 GiB needed: fine
+    with pytest.raises(TraceError, match=r"big\.json: too large.*5\.0 GiB.*--steps 10-20"):
+        check_memory("big.json", 2**30, available=4 * 2**30)
