@@ -171,6 +171,36 @@ class CompareResult(Message):
 
 
 @dataclass
+class DiffRequest(ProfileRequest):
+    """The function as it is on disk against an earlier version of its file, in one job.
+
+    ``before_source`` is the earlier file's text (``git show REV:path``, or the source the
+    editor kept from the last run); the worker loads it under a private module name so both
+    versions coexist, evaluates the same call expression for each, times them in interleaved
+    rounds and profiles both (the earlier side's trace goes to ``before_trace_path``).
+    """
+
+    TYPE: ClassVar[str] = "diff"
+    before_source: str = ""
+    before_label: str = "HEAD"
+    before_trace_path: str = ""
+
+
+@dataclass
+class DiffResult(Message):
+    """Both sides of a before/after comparison; ``before``/``after`` are ``ProfileResult``
+    fields. Their ``call_us`` are the interleaved rounds: index ``i`` of each is one round."""
+
+    TYPE: ClassVar[str] = "diff_result"
+    job_id: int
+    before: dict[str, Any]
+    after: dict[str, Any]
+    before_label: str = "HEAD"
+    before_file: str = ""
+    """Where the worker wrote the earlier source (its tracebacks and line numbers point there)."""
+
+
+@dataclass
 class Shutdown(Message):
     """Ask the worker to exit cleanly."""
 
@@ -188,6 +218,8 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
         JobError,
         CompareRequest,
         CompareResult,
+        DiffRequest,
+        DiffResult,
         Shutdown,
     )
 }

@@ -21,6 +21,7 @@ from torchscope.protocol import (
     PROTOCOL_VERSION,
     CompareRequest,
     CompareResult,
+    DiffResult,
     FrameDecoder,
     Hello,
     JobError,
@@ -222,7 +223,7 @@ class WorkerProcess:
         job_id: int,
         on_progress: Optional[ProgressCallback],
         on_output: Optional[OutputCallback],
-    ) -> Union[ProfileResult, CompareResult, JobError]:
+    ) -> Union[ProfileResult, CompareResult, DiffResult, JobError]:
         while True:
             message = await self._next_message()
             if isinstance(message, Progress) and on_progress:
@@ -230,7 +231,7 @@ class WorkerProcess:
             elif isinstance(message, Output) and on_output:
                 on_output(message)
             elif (
-                isinstance(message, (ProfileResult, CompareResult, JobError))
+                isinstance(message, (ProfileResult, CompareResult, DiffResult, JobError))
                 and message.job_id == job_id
             ):
                 return message

@@ -24,6 +24,8 @@ from typing import Any, Callable, Optional, Union
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
+    DiffRequest,
+    DiffResult,
     JobError,
     ProfileRequest,
     ProfileResult,
@@ -420,8 +422,12 @@ def _code_path(graph: Any) -> Optional[str]:
 
 def run_request(
     request: ProfileRequest, send: Callable[[Any], None], cuda: bool
-) -> Union[ProfileResult, CompareResult]:
-    """Run a profile or a compare job; a ``JobFailed`` propagates to the main loop."""
+) -> Union[ProfileResult, CompareResult, DiffResult]:
+    """Run a profile, compare or diff job; a ``JobFailed`` propagates to the main loop."""
+    if isinstance(request, DiffRequest):
+        from torchscope.worker.diff_job import run_diff
+
+        return run_diff(request, send, cuda)
     if isinstance(request, CompareRequest):
         if request.mode not in MODES:
             raise JobFailed(

@@ -8,6 +8,7 @@ folders with ``__init__.py``), so package-relative imports work; ``__name__`` is
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
@@ -73,6 +74,27 @@ def import_fresh(path: Path, workspace_root: Optional[Path]) -> ModuleType:
             f"importing {module_name!r} loaded {loaded_from!r} instead of {str(path)!r}: "
             f"another module of that name shadows the file — rename the file"
         )
+    return module
+
+
+def import_source(source: str, path: Path, private_name: str, like: ModuleType) -> ModuleType:
+    """Import ``source`` (an earlier version of ``like``'s file, written to ``path``) as the
+    module ``private_name``, beside ``like``: both versions coexist. Package-relative imports
+    resolve as they do in ``like`` (to today's sibling modules)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8")
+    sys.modules.pop(private_name, None)
+    spec = importlib.util.spec_from_file_location(private_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = like.__package__
+    sys.modules[private_name] = module  # dataclasses and pickling look the module up
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(private_name, None)
+        raise
     return module
 
 
