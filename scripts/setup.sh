@@ -3,6 +3,7 @@
 #   - a virtual environment at .venv/ (unless one is already active) with a pinned CPU torch
 #     (when the interpreter has no usable torch), torchscope in editable mode and the dev tools;
 #   - the VS Code extension's Node dependencies and build (when npm is available);
+#   - Debian's neovim for the Neovim client's test (when missing, as root with apt-get);
 #   - `torchscope profile examples/matmul_add.py::fn`, which prints each directive's verdict.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,22 @@ if command -v npm >/dev/null 2>&1 && [ -f package.json ]; then
   npm run --silent package
 else
   say "npm not found: skipping the VS Code extension build (the CLI and the server work without it)"
+fi
+
+# Neovim 0.7+ for tests/nvim (the editors/nvim client): Debian's package, when we may install it.
+if ! command -v nvim >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+  fi
+  if { [ "$(id -u)" = 0 ] || [ -n "$SUDO" ]; } && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's neovim (for the Neovim client's test)"
+    { $SUDO apt-get update -qq \
+      && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null; } \
+      || say "could not install neovim: tests/nvim will be skipped"
+  else
+    say "nvim not found, and no apt-get as root: tests/nvim will be skipped (install neovim >= 0.7)"
+  fi
 fi
 
 say "profiling examples/matmul_add.py::fn (each '# torchscope:' directive in turn)"

@@ -1,6 +1,6 @@
 /**
  * The torch.compile comparison as the client shows it (pure logic, no `vscode` import): the
- * `compare` object of the server's report (see the README's `--compare-compile --json`) read
+ * `compare` object of the server's report (see docs/compile-and-sweeps.md, `--compare-compile --json`) read
  * defensively, a one-line summary for the notification, and a small HTML table for the panel.
  */
 

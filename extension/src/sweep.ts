@@ -89,7 +89,7 @@ export function validateSweepCall(text: string, name: string = SIZE_NAME): strin
   return undefined;
 }
 
-/** One point of the server's `sweep` object (see the README's `--sweep --json`). */
+/** One point of the server's `sweep` object (see docs/compile-and-sweeps.md, `--sweep --json`). */
 export interface SweepPointInfo {
   N: number;
   median_us: number | null;

@@ -1,4 +1,4 @@
-"""``torchscope profile | analyze | serve`` — the terminal's way into the same code paths.
+"""``torchscope profile | analyze | serve | mcp`` — the terminal's way into the same code paths.
 
 Thin on purpose: argument parsing and printing live here; profiling lives in ``host``, trace
 reading in ``analysis``, the language server in ``lsp``.
@@ -81,6 +81,11 @@ def _build_parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the language server on stdio")
     serve.add_argument("--log-level", default="INFO")
+
+    mcp = commands.add_parser("mcp", help="run an MCP server on stdio (for coding agents)")
+    mcp.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
+    mcp.add_argument("--timeout", type=float, default=120.0, help="seconds per job (default 120)")
+    mcp.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     return parser
 
 
@@ -101,6 +106,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_OK
     if args.command == "analyze":
         return _analyze(args)
+    if args.command == "mcp":
+        return _mcp(args)
     import asyncio  # only profiling needs it; `analyze` starts faster without
 
     if args.command == "diff":
@@ -115,6 +122,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from torchscope.cli_profile import run_profile_command
 
     return asyncio.run(run_profile_command(args))
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    try:
+        from torchscope.mcp_server import run_mcp
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("mcp"):
+            raise
+        print(
+            "torchscope: `torchscope mcp` needs the MCP Python SDK (Python >= 3.10): "
+            "pip install 'torchscope[mcp]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    return run_mcp(args.python, args.timeout, args.trace_dir.resolve() if args.trace_dir else None)
 
 
 def _analyze(args: argparse.Namespace) -> int:

@@ -37,11 +37,11 @@ def test_every_rule_has_id_title_docs_and_source() -> None:
     assert len(ids) == len(set(ids))
     for r in ALL_RULES:
         assert r.title and r.source
-        assert r.docs_anchor == f"README.md#{r.id}"
+        assert r.docs_anchor == f"docs/findings.md#{r.id}"
         assert r.severity in ("error", "warning", "information", "hint")
-    docs = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "findings.md").read_text()
     for r in ALL_RULES:
-        assert f"### {r.id}\n" in docs, f"README.md's Findings section lacks {r.id}"
+        assert f"### {r.id}\n" in docs, f"docs/findings.md lacks a section for {r.id}"
 
 
 # -- sync -------------------------------------------------------------------------------

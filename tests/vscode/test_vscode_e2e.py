@@ -145,6 +145,10 @@ def test_profile_this_function_in_vscode() -> None:
     if result.get("hotLinesChecked"):
         assert checks.get("inlayHint"), "no inlay hint text"
         assert "aten::mm" in checks.get("hover", "")
+        # The README's screenshot comes from this run: written under the test output, and to
+        # docs/images/vscode-profile.png with TORCHSCOPE_UPDATE_SCREENSHOTS=1.
+        shot = REPO / checks.get("docsScreenshot", "missing")
+        assert shot.name == "vscode-profile.png" and shot.stat().st_size > 10_000, checks
         # Open trace: a Perfetto panel whose UI (a local stub) received the whole trace file.
         opened = checks["openTrace"]
         assert opened["received"] == opened["size"] > 0, opened

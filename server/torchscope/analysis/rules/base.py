@@ -11,7 +11,8 @@ from typing import Any, ClassVar
 from ..context import Context
 from ..report import Finding
 
-README = "README.md"
+#: The findings reference, relative to the repository root: one ``### <id>`` section per rule.
+FINDINGS_DOC = "docs/findings.md"
 
 
 class Rule(ABC):
@@ -25,8 +26,8 @@ class Rule(ABC):
 
     @property
     def docs_anchor(self) -> str:
-        """Link target of the rule's section in the README."""
-        return f"{README}#{self.id}"
+        """Link target of the rule's section in the findings reference."""
+        return f"{FINDINGS_DOC}#{self.id}"
 
     def skip(self, ctx: Context) -> str | None:
         """Why this rule cannot judge the trace (None: it can)."""

@@ -1,0 +1,228 @@
+"""``torchscope mcp``: an MCP server on stdio, so a coding agent can profile the function the
+user points at.
+
+Tools: ``profile_function``, ``analyze_trace``, ``compare_compile`` and ``explain_finding``.
+Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
+summary for the model (``mcp_summary``). The user's code runs only in the worker, through the
+host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
+is an error result (``isError``) naming the problem, and the server keeps serving.
+
+Imported only by the ``mcp`` subcommand: the MCP SDK is an optional extra (``torchscope[mcp]``)
+and the other commands should not pay for importing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, ContentBlock, TextContent
+from pydantic import Field
+
+from torchscope import __version__
+from torchscope.analysis import TraceError
+from torchscope.analysis import analyze_trace as analyze_trace_file
+from torchscope.host.compare_run import compare_compile as run_compare
+from torchscope.host.profile_run import (
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    ProfileFailure,
+    ProfileOptions,
+    Profiler,
+)
+from torchscope.host.trace_store import TraceStore
+from torchscope.mcp_summary import compare_summary, explain, output_tail, report_summary
+from torchscope.protocol import COMPILE_MODES
+from torchscope.targets import Target, TargetError, function_named, read_source
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "torchscope profiles one PyTorch function with torch.profiler and says why it is slow: a "
+    "verdict (compute-, overhead-, input-, sync- or copy-bound) with its numbers, findings "
+    "sorted by cost, the hot lines and the trace file. profile_function runs the user's code "
+    "in a separate worker process (file, qualname, and a call expression when the function "
+    "needs arguments and has no `# torchscope:` directive above its def). compare_compile "
+    "measures eager against torch.compile; analyze_trace reads a trace recorded elsewhere; "
+    "explain_finding(rule) returns the documentation of a finding or verdict id."
+)
+
+
+def _text(*parts: str) -> list[ContentBlock]:
+    return [TextContent(type="text", text="\n\n".join(p for p in parts if p))]
+
+
+def _ok(data: dict[str, Any], summary: str) -> CallToolResult:
+    return CallToolResult(content=_text(summary), structured_content=data)
+
+
+def _error(message: str, detail: str = "") -> CallToolResult:
+    return CallToolResult(content=_text(message, detail), is_error=True)
+
+
+@dataclass
+class Settings:
+    """``torchscope mcp`` options: the interpreter that runs the user's code, and the limits."""
+
+    python: str = sys.executable
+    timeout_s: float = 120.0
+    trace_dir: Optional[Path] = None
+    workspace_root: Path = field(default_factory=Path.cwd)
+
+
+class Jobs:
+    """The one place that talks to ``host``: one long-lived worker, one job at a time."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.profiler = Profiler(
+            settings.python,
+            TraceStore(settings.trace_dir),
+            cwd=str(settings.workspace_root),
+            on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
+        )
+
+    def target(self, file: str, qualname: str) -> Target:
+        path = Path(file).expanduser()
+        if not path.is_absolute():
+            path = self.settings.workspace_root / path
+        return function_named(read_source(path), str(path), qualname)
+
+    def options(self, steps: Optional[int], warmup: Optional[int]) -> ProfileOptions:
+        return ProfileOptions(
+            steps=steps or DEFAULT_STEPS,
+            warmup=DEFAULT_WARMUP if warmup is None else warmup,
+            timeout_s=self.settings.timeout_s,
+            workspace_root=str(self.settings.workspace_root),
+        )
+
+    async def profile(
+        self, target: Target, call: Optional[str], options: ProfileOptions
+    ) -> tuple[dict[str, Any], list[str]]:
+        outcome = await self.profiler.profile(target, call, options)
+        return outcome.to_json(), outcome.output
+
+    async def compare(
+        self, target: Target, call: Optional[str], options: ProfileOptions, mode: str
+    ) -> tuple[dict[str, Any], list[str]]:
+        outcome = await run_compare(self.profiler, target, call, options, mode)
+        return outcome.to_json(), outcome.output
+
+    async def close(self) -> None:
+        await self.profiler.close()
+
+
+def _failure(target: Target, failure: ProfileFailure) -> CallToolResult:
+    where = f"{target.file}:{failure.line}" if failure.line else target.file
+    detail = failure.traceback.strip()
+    return _error(f"{failure.kind}: {where}: {failure.message}", detail)
+
+
+File = Annotated[str, Field(description="the Python file, absolute or relative to the workspace")]
+Qualname = Annotated[str, Field(description="the function's qualified name: fn, Model.forward")]
+Call = Annotated[
+    Optional[str],
+    Field(
+        description="call expression evaluated in the module, e.g. "
+        "'fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))'; default: the first "
+        "`# torchscope:` directive above the def, or fn() when it needs no arguments"
+    ),
+]
+Steps = Annotated[Optional[int], Field(ge=1, le=100, description="profiled calls (default 5)")]
+Warmup = Annotated[Optional[int], Field(ge=0, le=100, description="warmup calls (default 3)")]
+
+
+def build_server(jobs: Jobs) -> MCPServer:
+    server: MCPServer = MCPServer(
+        "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+
+    @server.tool()
+    async def profile_function(
+        file: File, qualname: Qualname, call: Call = None, steps: Steps = None,
+        warmup: Warmup = None,
+    ) -> CallToolResult:
+        """Profile one PyTorch function in a worker process: the verdict with its numbers,
+        findings by cost, hot lines, top ops and the trace path (the `torchscope profile
+        --json` object)."""
+        try:
+            target = jobs.target(file, qualname)
+        except TargetError as exc:
+            return _error(str(exc))
+        try:
+            data, output = await jobs.profile(target, call, jobs.options(steps, warmup))
+        except ProfileFailure as failure:
+            return _failure(target, failure)
+        return _ok(data, "\n\n".join(p for p in (report_summary(data), output_tail(output)) if p))
+
+    @server.tool()
+    async def compare_compile(
+        file: File, qualname: Qualname, call: Call = None,
+        mode: Annotated[str, Field(description="torch.compile mode: " + ", ".join(COMPILE_MODES))]
+        = "default",
+        steps: Steps = None,
+    ) -> CallToolResult:
+        """Profile a function eagerly and as torch.compile(fn) in one worker job and compare
+        them: time per call, ops, copies, the compile time and a keep-eager / compile-wins /
+        no-difference verdict (the `torchscope profile --compare-compile --json` object)."""
+        if mode not in COMPILE_MODES:
+            return _error(f"unknown mode {mode!r}: use one of {', '.join(COMPILE_MODES)}")
+        try:
+            target = jobs.target(file, qualname)
+        except TargetError as exc:
+            return _error(str(exc))
+        try:
+            data, output = await jobs.compare(target, call, jobs.options(steps, None), mode)
+        except ProfileFailure as failure:
+            return _failure(target, failure)
+        return _ok(data, "\n\n".join(p for p in (compare_summary(data), output_tail(output)) if p))
+
+    @server.tool()
+    async def analyze_trace(
+        path: Annotated[str, Field(description="a torch.profiler Chrome trace, .json or .json.gz")],
+    ) -> CallToolResult:
+        """Analyse a trace recorded elsewhere (torch.profiler's export_chrome_trace): verdict and
+        findings (the `torchscope analyze --json` object). Runs no user code."""
+        trace = Path(path).expanduser()
+        if not trace.is_absolute():
+            trace = jobs.settings.workspace_root / trace
+        try:
+            report = await asyncio.to_thread(analyze_trace_file, trace)
+        except TraceError as exc:
+            return _error(str(exc))
+        data = report.to_dict()
+        data["trace_path"] = str(trace)
+        return _ok(data, report_summary(data))
+
+    @server.tool()
+    def explain_finding(
+        rule: Annotated[str, Field(description="a finding's rule or a verdict id, e.g. sync")],
+    ) -> CallToolResult:
+        """What a finding or verdict means, its threshold, what to do about it and where the rule
+        comes from: its section of torchscope's findings reference."""
+        section, where = explain(rule)
+        if section is None:
+            return _error(where)
+        return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
+
+    return server
+
+
+async def serve(settings: Settings) -> None:
+    jobs = Jobs(settings)
+    try:
+        await build_server(jobs).run_stdio_async()
+    finally:
+        await jobs.close()
+
+
+def run_mcp(python: str, timeout_s: float, trace_dir: Optional[Path]) -> int:
+    """``torchscope mcp``: serve on stdin/stdout until the client closes them."""
+    settings = Settings(python=python, timeout_s=timeout_s, trace_dir=trace_dir)
+    asyncio.run(serve(settings))
+    return 0

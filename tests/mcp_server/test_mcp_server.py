@@ -1,0 +1,115 @@
+"""``torchscope mcp`` driven by the MCP SDK's own stdio client: a real server subprocess, the
+real worker on real torch."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters  # the dev extra installs the MCP SDK
+from mcp.types import CallToolResult
+
+from tests.conftest import REPO, SHARED_TRACES
+
+SMALL = "fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))"
+
+
+@asynccontextmanager
+async def torchscope_mcp(trace_dir: Path) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "torchscope", "mcp", "--trace-dir", str(trace_dir), "--timeout", "120"],
+        env={**os.environ, "PYTHONPATH": str(REPO / "server")},
+        cwd=REPO,
+    )
+    async with Client(params, read_timeout_seconds=300) as client:
+        yield client
+
+
+def text(result: CallToolResult) -> str:
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path: Path) -> None:
+    boom = tmp_path / "boom.py"
+    boom.write_text("import torch\n\n\ndef boom():\n    x = torch.ones(2)\n    raise ValueError('no luck')\n")
+    async with torchscope_mcp(trace_dir) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert set(tools) == {"profile_function", "analyze_trace", "compare_compile", "explain_finding"}
+        schema = tools["profile_function"].input_schema
+        assert set(schema["properties"]) >= {"file", "qualname", "call", "steps"}
+        assert schema["required"] == ["file", "qualname"]
+
+        args: dict[str, Any] = {"file": "examples/matmul_add.py", "qualname": "fn", "call": SMALL, "steps": 3}
+        result = await client.call_tool("profile_function", args)
+        assert not result.is_error, text(result)
+        report = result.structured_content
+        assert report["verdict"]["id"] == "overhead-bound", report["verdict"]
+        assert report["target"] == {"file": str(REPO / "examples" / "matmul_add.py"), "qualname": "fn", "line": 14}
+        assert report["call"] == SMALL and Path(report["trace_path"]).is_file()
+        assert f"verdict: {report['verdict']['headline']}" in text(result)
+        assert report["trace_path"] in text(result)
+
+        failed = await client.call_tool("profile_function", {"file": str(boom), "qualname": "boom"})
+        assert failed.is_error and failed.structured_content is None
+        assert f"{boom}:6" in text(failed) and "ValueError" in text(failed) and "no luck" in text(failed)
+
+        missing = await client.call_tool("profile_function", {"file": "examples/matmul_add.py", "qualname": "nope"})
+        assert missing.is_error and "nope" in text(missing)
+
+        again = await client.call_tool("profile_function", {"file": "examples/matmul_add.py", "qualname": "fn"})
+        assert not again.is_error, text(again)
+        assert again.structured_content["call"] == SMALL  # the first directive
+        assert again.structured_content["verdict"]["id"].endswith("-bound")
+
+
+async def test_analyze_trace_is_analyze_json_and_findings_are_explained(trace_dir: Path) -> None:
+    name = "hta_cuda_event_sync_a100.json.gz"
+    snapshot = json.loads((REPO / "tests" / "data" / "snapshots" / f"{name}.report.json").read_text())
+    async with torchscope_mcp(trace_dir) as client:
+        result = await client.call_tool("analyze_trace", {"path": f"tests/data/traces/{name}"})
+        assert not result.is_error, text(result)
+        report = dict(result.structured_content)
+        assert report.pop("trace_path") == str(SHARED_TRACES / name)
+        snapshot.pop("trace_path")
+        assert report == snapshot  # the same object as `torchscope analyze --json`
+        assert report["verdict"]["headline"] in text(result)
+
+        rule = report["findings"][0]["rule"]
+        explained = await client.call_tool("explain_finding", {"rule": rule})
+        assert not explained.is_error
+        assert text(explained).startswith(f"### {rule}\n") and "What to do" in text(explained)
+        assert explained.structured_content["docs"] == report["findings"][0]["docs"]
+
+        verdict = await client.call_tool("explain_finding", {"rule": "overhead-bound"})
+        assert "dispatch" in text(verdict)
+        unknown = await client.call_tool("explain_finding", {"rule": "slow-ness"})
+        assert unknown.is_error and "overhead-bound" in text(unknown) and "sync" in text(unknown)
+
+        bad = await client.call_tool("analyze_trace", {"path": "README.md"})
+        assert bad.is_error and "README.md" in text(bad)
+
+
+@pytest.mark.slow
+async def test_compare_compile(trace_dir: Path) -> None:
+    async with torchscope_mcp(trace_dir) as client:
+        bad = await client.call_tool(
+            "compare_compile", {"file": "examples/matmul_add.py", "qualname": "fn", "mode": "fast"}
+        )
+        assert bad.is_error and "reduce-overhead" in text(bad)
+        args = {"file": "examples/matmul_add.py", "qualname": "fn", "call": SMALL, "steps": 3}
+        result = await client.call_tool("compare_compile", args)
+        assert not result.is_error, text(result)
+        compare = result.structured_content["compare"]
+        assert result.structured_content["verdict"]["id"].endswith("-bound")  # the eager profile
+        if compare["error"] is None:
+            assert compare["verdict"]["id"] in {"keep-eager", "compile-wins", "no-difference"}
+            assert f"torch.compile (mode=default): {compare['verdict']['headline']}" in text(result)
+        else:  # no C++ compiler for Inductor: the eager profile still comes back
+            assert compare["error"]["message"] in text(result)

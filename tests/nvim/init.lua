@@ -1,0 +1,10 @@
+-- Minimal Neovim config for tests/nvim: only torchscope's plugin, started with the test's
+-- interpreter on the worktree's server (TORCHSCOPE_NVIM_* set by test_neovim.py).
+vim.cmd("filetype on")
+vim.opt.swapfile = false
+vim.opt.shadafile = "NONE"
+local plugin = dofile(vim.env.TORCHSCOPE_NVIM_PLUGIN)
+plugin.setup({
+  python = vim.env.TORCHSCOPE_NVIM_PYTHON,
+  settings = { steps = 3, warmup = 1, trace_dir = vim.env.TORCHSCOPE_NVIM_TRACES },
+})
