@@ -9,8 +9,10 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from torchscope.lsp.compare_presentation import lens_title
+from torchscope.lsp.diff_command import lens_title as diff_lens_title
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
+    CLIENT_COMPARE_LAST_COMMIT,
     CLIENT_OPEN_TRACE,
     CLIENT_PROFILE,
     callee_label,
@@ -158,6 +160,16 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
             )
         )
         result = ls.results.latest(uri, target.qualname)
+        lenses.append(
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title=diff_lens_title(result.report if result else None),
+                    command=CLIENT_COMPARE_LAST_COMMIT,
+                    arguments=[argument],
+                ),
+            )
+        )
         title = headline_title(result.report if result else None, bool(result and result.stale))
         if result is None or result.report is None or title is None:
             continue

@@ -18,6 +18,7 @@ CLIENT_PROFILE = "torchscope.profileFunction"
 #: Client commands (not ``torchscope.compareCompile``: that id is the server's command, which
 #: vscode-languageclient registers as a VS Code command of the same name).
 CLIENT_COMPARE_COMPILE = "torchscope.compareWithCompile"
+CLIENT_COMPARE_LAST_COMMIT = "torchscope.compareWithLastCommit"
 CLIENT_PROFILE_SIZES = "torchscope.profileSizes"
 CLIENT_OPEN_GENERATED_CODE = "torchscope.openGeneratedCode"
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
 from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE
+from torchscope.lsp.diff_command import before_edit, earlier_source
 from torchscope.lsp.jobs import (
     BadArguments,
     ProfileArgs,
@@ -34,6 +35,7 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
     if located is None:
         return failed or {"ok": False, "error": "no function"}
     target = located.target
+    earlier = earlier_source(ls, args.uri, located)
 
     def headline(outcome: ProfileOutcome) -> str:
         return str(outcome.report.verdict.headline)
@@ -52,7 +54,10 @@ async def profile(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         return report_failure(ls, args.uri, failure, target.def_line, located.source, target)
     if outcome is None:
         return {"ok": False, "error": cancelled or "cancelled"}
-    return publish_profile(ls, args.uri, located, outcome.to_json())
+    data = outcome.to_json()
+    if earlier is not None:  # re-profiled after an edit: measured against the earlier source
+        data["diff"] = await before_edit(ls, args, located, earlier)
+    return publish_profile(ls, args.uri, located, data)
 
 
 def clear(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str, Any]:

@@ -166,6 +166,7 @@ def create_server() -> TorchscopeServer:
         analyze_command,
         code_actions,
         compare_command,
+        diff_command,
         documents,
         editor_features,
         profile_command,
@@ -176,6 +177,7 @@ def create_server() -> TorchscopeServer:
     analyze_command.register(server)
     code_actions.register(server)
     compare_command.register(server)
+    diff_command.register(server)
     documents.register(server)
     editor_features.register(server)
     profile_command.register(server)
