@@ -20,6 +20,7 @@ that fails on one side is reported and skipped instead).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -153,6 +154,15 @@ async def _check_one(
     return CheckRow(entry, "regressed" if regressed else "ok", verdict["headline"], outcome.diff)
 
 
+def _row_json(row: CheckRow) -> dict[str, Any]:
+    return {
+        "target": row.entry.target,
+        "status": row.status,
+        "message": row.message,
+        "diff": row.diff,
+    }
+
+
 def markdown(rows: list[CheckRow], base: str, threshold: float) -> str:
     icon = {"ok": "✅", "regressed": "❌", "error": "⚠️", "skipped": "➖"}
     out = [
@@ -208,7 +218,10 @@ async def run_check_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     rows = [await _check_one(args, config, entry, base) for entry in config.entries]
     table = markdown(rows, base, config.threshold)
-    print(table)
+    if args.json:
+        print(json.dumps({"check": [_row_json(r) for r in rows], "base": base}, ensure_ascii=False))
+    else:
+        print(table)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as out:

@@ -120,6 +120,13 @@ async def diff_function(
             reply.kind, reply.message, reply.line or target.def_line, reply.traceback
         )
     assert isinstance(reply, DiffResult)
+    return await _analyzed(reply, target, chosen, before_source, output)
+
+
+async def _analyzed(
+    reply: DiffResult, target: Target, call: Optional[str], before_source: str, output: list[str]
+) -> DiffOutcome:
+    """Both traces analysed (in a thread), then compared."""
     after, before = _result(reply.after), _result(reply.before)
     loop = asyncio.get_running_loop()
     after_source = Path(target.file).read_text(encoding="utf-8")
@@ -131,5 +138,5 @@ async def diff_function(
     except TraceError as exc:
         raise ProfileFailure("analysis", str(exc), target.def_line) from exc
     diff = diff_runs(before_side, after_side)
-    profile = ProfileOutcome(target, chosen, after, after_side.report, output)
+    profile = ProfileOutcome(target, call, after, after_side.report, output)
     return DiffOutcome(profile, diff, output)
