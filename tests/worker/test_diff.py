@@ -48,6 +48,20 @@ count."""
 def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", str(THREADS))
 
+@pytest.fixture
+def worker_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The workers' temp folder: where a diff job writes the earlier source, and must not
+    leave it (nor anything else) behind."""
+    folder = tmp_path / "worker-tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    return folder
+
+
+def _left_behind(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.startswith("torchscope-before-")]
+
+
 HEADER = "import torch\n\nW = torch.randn(64, 16)\n\n\n# torchscope: fn(torch.randn(16))\n"
 LOOP = HEADER + "def fn(x):\n    for i in range(64):\n        x = x + W[i]\n    return x\n"
 VECTORISED = HEADER + "def fn(x):\n    return x + W.sum(0)\n"
@@ -226,11 +240,14 @@ def _check(repo: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.Complete
     return done, summary
 
 
-def test_doubled_work_is_slower_and_fails_the_check(tmp_path: Path, trace_dir: Path) -> None:
+def test_doubled_work_is_slower_and_fails_the_check(
+    tmp_path: Path, trace_dir: Path, worker_tmp: Path
+) -> None:
     file = make_repo(tmp_path / "repo", MM, MM_TWICE)
     verdict = _diff(file, trace_dir).diff.verdict
     assert verdict.id == "slower", verdict
     assert 1.5 < verdict.ratio < 2.6 and verdict.ci_low > 1.05
+    assert _left_behind(worker_tmp) == []  # the earlier source's folder went with the job
 
     repo = file.parent
     _pyproject(repo, '[{ target = "mod.py::fn" }]')
@@ -243,13 +260,16 @@ def test_doubled_work_is_slower_and_fails_the_check(tmp_path: Path, trace_dir: P
     assert suite.find("testcase/failure") is not None
 
 
-def test_function_on_one_side_only_is_a_clear_message(tmp_path: Path, trace_dir: Path) -> None:
+def test_function_on_one_side_only_is_a_clear_message(
+    tmp_path: Path, trace_dir: Path, worker_tmp: Path
+) -> None:
     file = make_repo(tmp_path / "repo", MM, NEW_FN)
     with pytest.raises(ProfileFailure) as failed:
         _diff(file, trace_dir, qualname="new_fn")
     assert failed.value.kind == "target-missing"
     assert "new_fn does not exist in mod.py at HEAD" in failed.value.message
     assert "(it has: A, fn, torch)" in failed.value.message
+    assert _left_behind(worker_tmp) == []  # a failed job leaves nothing either
 
     repo = file.parent
     # Gone from the working copy: the CLI says so before any worker starts.
