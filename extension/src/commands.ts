@@ -91,6 +91,7 @@ export class Commands {
       }),
       reg(ClientCommands.compareCompile, (arg) => this.compare.compareCompile(arg)),
       reg(ClientCommands.profileSizes, (arg) => this.compare.profileSizes(arg)),
+      reg(ClientCommands.compareLastCommit, (arg) => this.compare.compareLastCommit(arg)),
       reg(ClientCommands.openGeneratedCode, (arg) => this.compare.openGeneratedCode(arg)),
     ];
   }

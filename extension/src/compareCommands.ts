@@ -150,6 +150,32 @@ export class CompareCommands {
     showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, renderCompareHtml(target.qualname, compare));
   }
 
+  /** **Compare with last commit**: the function as saved vs the file at HEAD, interleaved in one
+   * job; the server shows the verdict as a message, the lens title and `report.diff`. */
+  async compareLastCommit(arg: unknown): Promise<void> {
+    const started = await this.start(arg, "compare it with the last commit");
+    if (started === undefined) {
+      return;
+    }
+    const { client, located, target } = started;
+    const chosen = await this.call(located, target);
+    if (chosen === undefined) {
+      return;
+    }
+    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
+    const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, chosen.call, settings), rev: "HEAD" };
+    traceInfo(`compare ${target.qualname} with HEAD: ${JSON.stringify(args)}`);
+    const result = await this.runJob(client, target.qualname, "vs HEAD", "before and after (HEAD)", ServerCommands.diff, args);
+    if (result === undefined) {
+      return;
+    }
+    const report = result.report as unknown as { diff?: { verdict?: { headline?: unknown } } } | undefined;
+    const headline = report?.diff?.verdict?.headline;
+    const text = typeof headline === "string" ? headline : "compared with HEAD";
+    traceInfo(`compare ${target.qualname} with HEAD: ${text}`);
+    this.status.set({ kind: "idle", detail: `${target.qualname}: ${text}` });
+  }
+
   async profileSizes(arg: unknown): Promise<void> {
     const started = await this.start(arg, "profile it across sizes");
     if (started === undefined) {

@@ -21,6 +21,8 @@ export const ServerCommands = {
   compareCompile: "torchscope.compareCompile",
   /** `{uri, line, call (with {N}), sizes: number[], name?, …}` → `{ok, sweep?, report?, error?}`. */
   sweep: "torchscope.sweep",
+  /** `{uri, line, call?, rev?, …}` → `{ok, report (with diff)?, error?}`: the function on disk vs the file at `rev` (HEAD). */
+  diff: "torchscope.diff",
 } as const;
 
 /** Custom requests. */
@@ -50,6 +52,8 @@ export const ClientCommands = {
   showLog: "torchscope.showLog",
   /** `[{uri, line, mode?}]` from the server's code lens, or the cursor (asks for the mode). */
   compareCompile: "torchscope.compareWithCompile",
+  /** `[{uri, line}]` from the server's code lens, or the cursor: before/after against HEAD. */
+  compareLastCommit: "torchscope.compareWithLastCommit",
   /** Asks for a call with `{N}` and the sizes; shows the sweep's table and chart. */
   profileSizes: "torchscope.profileSizes",
   /** `{path}` from the comparison hover: the code Inductor generated for a compiled graph. */

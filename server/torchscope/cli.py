@@ -105,6 +105,12 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     add_open_arguments(analyze)
 
+    from torchscope.cli_check import add_check_parser
+    from torchscope.cli_diff import add_diff_parser
+
+    add_diff_parser(commands)
+    add_check_parser(commands)
+
     serve = commands.add_parser("serve", help="run the language server on stdio")
     serve.add_argument("--log-level", default="INFO")
 
@@ -135,6 +141,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "mcp":
         return _mcp(args)
     import asyncio  # only profiling needs it; `analyze` starts faster without
+
+    if args.command == "diff":
+        from torchscope.cli_diff import run_diff_command
+
+        return asyncio.run(run_diff_command(args))
+    if args.command == "check":
+        from torchscope.cli_check import run_check_command
+
+        return asyncio.run(run_check_command(args))
 
     from torchscope.cli_profile import run_profile_command
 

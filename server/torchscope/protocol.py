@@ -104,7 +104,12 @@ class JobOptions:
     )
     workspace_root: Optional[str] = _option(None, "folder whose files count as the user's")
     timing_calls: int = _option(20, "calls the unprofiled timing pass aims for", minimum=1)
-    timing_budget_s: float = _option(2.0, "seconds the timing pass may take", minimum=0)
+    timing_budget_s: float = _option(
+        2.0,
+        "seconds the unprofiled timing pass may take (per side in a comparison)",
+        flag="--timing-budget",
+        minimum=0,
+    )
 
     def updated(self, values: Mapping[str, Any]) -> JobOptions:
         """A copy with the fields named in ``values`` applied (other keys are ignored).
@@ -249,13 +254,44 @@ class CompareResult(Message):
 
 
 @dataclass
+class DiffRequest(JobRequest):
+    """The function as it is on disk against an earlier version of its file, in one job.
+
+    ``before_source`` is the earlier file's text (``git show REV:path``, or the source the
+    editor kept from the last run); the worker loads it under a private module name so both
+    versions coexist, evaluates the same call expression for each, times them in interleaved
+    rounds and profiles both (the earlier side's trace goes to ``before_trace_path``). The
+    options are ``JobOptions``' (``timing_budget_s`` is per side: the rounds take twice it).
+    """
+
+    TYPE: ClassVar[str] = "diff"
+    before_source: str = ""
+    before_label: str = "HEAD"
+    before_trace_path: str = ""
+
+
+@dataclass
+class DiffResult(Message):
+    """Both sides of a before/after comparison; ``before``/``after`` are ``ProfileResult``
+    fields. Their ``call_us`` are the interleaved rounds: index ``i`` of each is one round."""
+
+    TYPE: ClassVar[str] = "diff_result"
+    job_id: int
+    before: dict[str, Any]
+    after: dict[str, Any]
+    before_label: str = "HEAD"
+
+
+@dataclass
 class Shutdown(Message):
     """Ask the worker to exit cleanly."""
 
     TYPE: ClassVar[str] = "shutdown"
 
 
-JOB_KINDS: dict[str, type[JobRequest]] = {cls.TYPE: cls for cls in (ProfileRequest, CompareRequest)}
+JOB_KINDS: dict[str, type[JobRequest]] = {
+    cls.TYPE: cls for cls in (ProfileRequest, CompareRequest, DiffRequest)
+}
 """Job kind → its request type. The worker serves each kind with one module under
 ``worker/jobs/``; a sweep is not a kind (``host/sweep.py`` runs one profile job per size)."""
 
@@ -273,6 +309,8 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
         JobError,
         CompareRequest,
         CompareResult,
+        DiffRequest,
+        DiffResult,
         Shutdown,
     )
 }

@@ -10,6 +10,8 @@ from pygls.uris import to_fs_path
 
 from torchscope.analysis.lines import LineStats
 from torchscope.lsp.compare_presentation import lens_title
+from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
+from torchscope.lsp.diff_command import lens_title as diff_lens_title
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
     CLIENT_OPEN_TRACE,
@@ -158,6 +160,18 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
             )
         )
         result = ls.results.latest(uri, target.qualname)
+        lenses.append(
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title=diff_lens_title(
+                        result.report if result else None, bool(result and result.stale)
+                    ),
+                    command=CLIENT_COMPARE_LAST_COMMIT,
+                    arguments=[argument],
+                ),
+            )
+        )
         title = headline_title(result.report if result else None, bool(result and result.stale))
         if result is None or result.report is None or title is None:
             continue
