@@ -9,7 +9,9 @@ rounds; its 95 % interval is a paired bootstrap — rounds are resampled with re
 pairs (a load spike hits both sides of a round), and the ratio of medians recomputed each
 time. The verdict is ``no-difference`` when that interval reaches into 1.0 ± the noise band
 (±5 %, or the measured noise of the per-round ratios when that is larger: bursts of load
-longer than a round are not independent, which the bootstrap assumes).
+longer than a round are not independent, which the bootstrap assumes). The band is capped at
+±``MAX_NOISE_BAND``: one long burst on a shared machine can make the two halves of the rounds
+disagree by more than 100 %, and a 2× change must still be reported as one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from .inventory import Inventory
 from .report import Report, _clean
 
 VERDICTS = ("faster", "slower", "no-difference")
+
+#: The widest no-difference band the measured noise may set (a ratio beyond 1.5× or below
+#: 1/1.5 with its whole interval is always a verdict).
+MAX_NOISE_BAND = 0.5
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 1000
@@ -106,7 +112,7 @@ def decide(
     interval: RatioInterval, label: str, before_us: float, after_us: float
 ) -> DiffVerdict:
     """``faster`` / ``slower`` / ``no-difference`` with its headline; see the module docstring."""
-    band = max(NO_DIFFERENCE_BAND, interval.noise)
+    band = max(NO_DIFFERENCE_BAND, min(interval.noise, MAX_NOISE_BAND))
     ratio, low, high = interval.ratio, interval.low, interval.high
     times = f"{format_duration(before_us)} → {format_duration(after_us)} per call"
     plus_minus = (high - low) / 2 * 100
