@@ -12,6 +12,7 @@ import os
 
 from .callees import callee_stats
 from .context import Context, build_context
+from .efficiency import annotate_lines, annotate_ops, efficiency_of
 from .lines import line_stats
 from .metrics import median, step_metrics, top_kernels, top_ops
 from .model import Trace
@@ -57,7 +58,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
     ctx = build_context(trace, measurements)
     metrics = step_metrics(ctx)
     ctx.step_metrics = metrics
-    ops = top_ops(ctx)
+    ops = annotate_ops(ctx, top_ops(ctx))
     ctx.top_ops = ops
     verdict = decide(ctx, metrics, ops)
     findings, skipped = run_rules(ctx)
@@ -75,6 +76,8 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         if metrics:
             overhead = median([s.wall_us for s in metrics]) - timing.median_us
     device, devices = _devices(ctx)
+    lines = line_stats(ctx)
+    annotate_lines(ctx, lines)
     notes: list[str] = []
     for rule_id, why in skipped.items():
         if why.startswith("failed:"):
@@ -97,8 +100,9 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=line_stats(ctx),
+        lines=lines,
         callees=callee_stats(ctx),
+        peaks=efficiency_of(ctx).peaks,
     )
 
 

@@ -34,6 +34,9 @@ class LineOp:
     calls: float
     self_cpu_us: float
     shapes: str = ""
+    gflops: float | None = None
+    gbps: float | None = None
+    efficiency: float | None = None
 
 
 @dataclass

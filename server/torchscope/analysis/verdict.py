@@ -13,6 +13,7 @@ from .formatting import format_duration, format_share
 from .link import is_launch
 from .metrics import median
 from .report import StepMetrics, TopOp, Verdict
+from .roofline import judge_efficiency
 
 # -- CPU-only runs -----------------------------------------------------------------------
 OVERHEAD_BOUND_DISPATCH_SHARE = 0.5
@@ -229,7 +230,11 @@ def no_kernels_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
 
 
 def decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
-    """Pick the verdict for the whole trace."""
+    """Pick the verdict for the whole trace, with its efficiency (see ``roofline``)."""
+    return judge_efficiency(ctx, _decide(ctx, metrics, ops), ops)
+
+
+def _decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
     if not metrics:
         return Verdict(
             "no-activity", "no-activity: the trace recorded no steps, ops or device work", 0.0, 0.0
