@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope import __version__
+from torchscope.cli_calibrate import add_calibrate_parser, calibrate_command
 from torchscope.cli_compare import add_compare_arguments
 from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
 
@@ -73,6 +74,8 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
     add_open_arguments(analyze)
 
+    add_calibrate_parser(commands)
+
     serve = commands.add_parser("serve", help="run the language server on stdio")
     serve.add_argument("--log-level", default="INFO")
     return parser
@@ -95,6 +98,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_OK
     if args.command == "analyze":
         return _analyze(args)
+    if args.command == "calibrate":
+        return calibrate_command(args)
     import asyncio  # only profiling needs it; `analyze` starts faster without
 
     from torchscope.cli_profile import run_profile_command

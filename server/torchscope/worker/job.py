@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 from torchscope.protocol import JobError, ProfileRequest, ProfileResult, Progress
 from torchscope.worker.attribution import marked_call
+from torchscope.worker.calibrate import peaks as calibrated_peaks
 from torchscope.worker.call_expression import (
     CallExpressionError,
     PreparedCall,
@@ -73,6 +74,7 @@ class ProfileJob:
         self.use_cuda = cuda and request.device != "cpu"
         self.module: Any = None
         self.target: Any = None
+        self.gemm_dtypes: list[str] = []
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
@@ -172,6 +174,7 @@ class ProfileJob:
         floor = statistics.median(samples.floor_us)
         self._stage("profile", f"profiling {request.steps} calls with line markers")
         attribution_note = self._profile(prepared)
+        peaks = self._peaks()
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
@@ -188,7 +191,23 @@ class ProfileJob:
             def_line=def_line,
             torch_version=torch.__version__,
             attribution_note=attribution_note,
+            peaks=peaks,
+            threads=samples.threads,
+            single_thread_us=samples.single_thread_us,
         )
+
+    def _peaks(self) -> dict[str, Any]:
+        """This machine's peaks for the dtypes the GEMMs used; measured (and said so) the
+        first time, from the cache after that. A failure costs the efficiencies, not the job."""
+        device = "cuda" if self.use_cuda else "cpu"
+
+        def say(message: str) -> None:
+            self._send(Progress(self.request.job_id, "calibrate", message, 0.95))
+
+        try:
+            return calibrated_peaks(device, self.gemm_dtypes, on_calibrate=say)
+        except Exception:  # an odd build (no BLAS, no copy) must not fail jobs
+            return {}
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.
@@ -203,7 +222,7 @@ class ProfileJob:
         if marked is not None:
             try:
                 with marked.active():
-                    profile_calls(
+                    self.gemm_dtypes = profile_calls(
                         marked.invoke,
                         request.steps,
                         self.use_cuda,
@@ -215,7 +234,9 @@ class ProfileJob:
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
-            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path, name)
+            self.gemm_dtypes = profile_calls(
+                prepared.invoke, request.steps, self.use_cuda, request.trace_path, name
+            )
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
