@@ -83,12 +83,14 @@ def _memory_headline(
 
 
 def _suffix(rates: Rates, peaks: Peaks | None) -> str:
-    if rates.gflops is None:
+    """`` — 165 GFLOP/s, 81 % of this CPU's measured peak`` (only with a peak to hold it to:
+    a trace analysed without one keeps its headline)."""
+    if rates.gflops is None or rates.efficiency is None or peaks is None:
         return ""
-    text = f" — {format_rate(rates.gflops)}"
-    if rates.efficiency is not None and peaks is not None:
-        text += f", {format_share(rates.efficiency)} of {peak_phrase(peaks, 'CPU')}"
-    return text
+    return (
+        f" — {format_rate(rates.gflops)}, {format_share(rates.efficiency)} of "
+        f"{peak_phrase(peaks, 'CPU')}"
+    )
 
 
 def judge_efficiency(ctx: Context, verdict: Verdict, ops: list[TopOp]) -> Verdict:

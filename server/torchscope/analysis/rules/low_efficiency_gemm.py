@@ -26,6 +26,10 @@ never what the step waits for."""
 
 THIN = 64
 
+MIN_GEMM_FLOPS = 1e6
+"""GEMMs under 1 MFLOP per call (an 8×8 matmul is 1 kFLOP) are dispatch, not math: the verdict
+(overhead-bound) already says what to do about them."""
+
 
 def _dims(args: object) -> list[list[int]]:
     dims = args.get("Input Dims") if isinstance(args, dict) else None
@@ -73,7 +77,7 @@ class LowEfficiencyGemm(Rule):
         groups: dict[tuple[str, str, str], list[int]] = {}
         for i in eff.time_us:
             w = eff.work[i]
-            if w.kind == "gemm":
+            if w.kind == "gemm" and w.flops >= MIN_GEMM_FLOPS:
                 key = (ops[i].name, repr(_dims(ops[i].args)), eff.peak_key.get(i, w.dtype))
                 groups.setdefault(key, []).append(i)
         steps = max(1, len(ctx.steps))
