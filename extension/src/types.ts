@@ -59,6 +59,8 @@ export interface Verdict {
   device_us: number | null;
   overhead_share: number | null;
   basis: string;
+  /** achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known */
+  efficiency?: number | null;
 }
 
 /** analysis.report.Timing */

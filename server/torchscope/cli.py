@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope import __version__
+from torchscope.cli_calibrate import add_calibrate_parser, calibrate_command
 from torchscope.cli_compare import add_compare_arguments
 from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
 from torchscope.protocol import JobOptions
@@ -110,6 +111,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_diff_parser(commands)
     add_check_parser(commands)
+    add_calibrate_parser(commands)
 
     serve = commands.add_parser("serve", help="run the language server on stdio")
     serve.add_argument("--log-level", default="INFO")
@@ -140,6 +142,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _analyze(args)
     if args.command == "mcp":
         return _mcp(args)
+    if args.command == "calibrate":
+        return calibrate_command(args)
     import asyncio  # only profiling needs it; `analyze` starts faster without
 
     if args.command == "diff":

@@ -199,6 +199,11 @@ class ProfileResult(Message):
     torch_version: str = ""
     attribution_note: str = ""  # why lines are not attributed ("" when they are)
     timed_calls: int = 0  # calls behind ``call_us`` (fast functions are timed in batches)
+    peaks: dict[str, Any] = field(default_factory=dict)
+    """This machine's calibrated peaks (``worker/calibrate.py``); empty when not measured."""
+    threads: int = 0  # intra-op threads of the timing pass
+    single_thread_us: list[float] = field(default_factory=list)
+    """Timing samples at one intra-op thread, interleaved with ``call_us`` (CPU, threads > 1)."""
 
 
 @dataclass

@@ -19,7 +19,10 @@ from tests.lsp.conftest import SERVER_COMMAND, SERVER_ENV
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-HINT_LABEL = re.compile(r"^  \d+% · [\d.]+ (µs|ms|s) CPU$")
+HINT_LABEL = re.compile(
+    r"^  \d+% · [\d.]+ (µs|ms|s) CPU"
+    r"( · [\d.]+ (GFLOP/s|TFLOP/s|GB/s)( · \d+ % of (spec-sheet )?(peak|bandwidth))?)?$"
+)
 
 
 class Refreshes:
@@ -180,10 +183,17 @@ async def test_profile_shows_hints_hovers_and_lenses(
 
     hot_hover = await hover_text(client, uri, hot_index)
     assert "aten::mm" in hot_hover and "[512, 512]" in hot_hover
+    # The matmul's achieved rate against this CPU's measured peak: in the inlay and the hover.
+    [mm] = [op for op in report["lines"][0]["ops"] if op["name"] == "aten::mm"]
+    assert mm["gflops"] > 0 and 0 < mm["efficiency"] <= 1
+    rate = f"{mm['gflops']:.3g} GFLOP/s · {mm['efficiency'] * 100:.0f} % of peak"
+    assert hint.label.endswith(rate), hint.label
+    assert "achieved" in hot_hover and rate in hot_hover
     def_hover = await hover_text(client, uri, def_index)
     assert (
         report["verdict"]["headline"] in def_hover and "command:torchscope.openTrace" in def_hover
     )
+    assert "Peaks: matmul float32" in def_hover and "(measured on this CPU)" in def_hover
 
     after = [title for _, title in await lens_titles(client, uri)]
     assert report["verdict"]["headline"] in after

@@ -541,3 +541,56 @@ def test_shape_rules_say_when_shapes_were_not_recorded(kineto: Any, tmp_path: Pa
     report = run(b, tmp_path)
     assert "record_shapes=True" in report.rules_skipped["fp32-matmul"]
     assert "record_shapes=True" in report.rules_skipped["unaligned-fp16"]
+
+
+# -- low-efficiency-gemm, memory-bound-chain (need peaks: a calibrated CPU) ------------------
+
+
+def _calibrated(call_us: float) -> Measurements:
+    from torchscope.analysis.report import Peaks
+
+    peaks = Peaks({"float32": 200.0}, 20.0, "measured", "cpu:2t")
+    return Measurements(cold_us=call_us, call_us=[call_us] * 5, dispatch_floor_us=2.0, peaks=peaks)
+
+
+def one_gemm(b: KinetoBuilder, a: list[int], w: list[int], dur: float) -> KinetoBuilder:
+    b.step(1, 0, dur + 100)
+    b.op("aten::mm", 50, dur, **{"Input Dims": [a, w], "Input type": ["float", "float"]})
+    return b
+
+
+def test_thin_gemm_far_below_the_peak(kineto: Any, tmp_path: Path) -> None:
+    # 2·4096·4096·8 = 268 MFLOP in 5 ms: 54 GFLOP/s, 27 % of the 200 GFLOP/s peak.
+    b = one_gemm(kineto(gpu=False), [4096, 8], [8, 4096], 5000)
+    f = only(run(b, tmp_path, _calibrated(5100)), "low-efficiency-gemm")
+    assert f.details["efficiency"] == pytest.approx(268435456 / 5000 / 1e3 / 200)
+    assert "thin matrix" in f.message and "measured peak" in f.message
+
+
+def test_square_gemm_near_the_peak_is_fine(kineto: Any, tmp_path: Path) -> None:
+    # 2·1024³ = 2.1 GFLOP in 15 ms: 143 GFLOP/s, 72 % of the peak.
+    b = one_gemm(kineto(gpu=False), [1024, 1024], [1024, 1024], 15000)
+    report = run(b, tmp_path, _calibrated(15100))
+    assert "low-efficiency-gemm" not in rules(report)
+    assert report.verdict.efficiency == pytest.approx(2 * 1024**3 / 15000 / 1e3 / 200)
+
+
+def elementwise(b: KinetoBuilder, n: int) -> KinetoBuilder:
+    """``n`` in-place ``mul_`` on one 4096×4096 float tensor, 10 ms each: 134 MB moved each,
+    13.4 GB/s, 67 % of the 20 GB/s bandwidth."""
+    b.step(1, 0, n * 10_000 + 100)
+    for i in range(n):
+        dims = {"Input Dims": [[4096, 4096], []], "Input type": ["float", "Scalar"]}
+        b.op("aten::mul_", 50 + i * 10_000, 9_990, **dims)
+    return b
+
+
+def test_memory_bound_chain_of_three(kineto: Any, tmp_path: Path) -> None:
+    f = only(run(elementwise(kineto(gpu=False), 3), tmp_path, _calibrated(30_100)), "memory-bound-chain")
+    assert f.details["ops"] == 3 and "torch.compile" in f.message
+    assert f.details["gbps"] == pytest.approx(2 * 4096 * 4096 * 4 / 9_990 / 1e3)
+
+
+def test_two_elementwise_ops_are_no_chain(kineto: Any, tmp_path: Path) -> None:
+    report = run(elementwise(kineto(gpu=False), 2), tmp_path, _calibrated(20_100))
+    assert "memory-bound-chain" not in rules(report)

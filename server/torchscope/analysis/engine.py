@@ -13,6 +13,7 @@ import os
 from .callees import callee_stats
 from .columns import median
 from .context import Context, build_context
+from .efficiency import annotate_lines
 from .lines import line_stats
 from .metrics import measure
 from .model import Trace
@@ -59,7 +60,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
     ctx = build_context(trace, measurements)
     measured = measure(ctx)
     metrics, ops = list(measured.steps), list(measured.top_ops)
-    verdict = decide(ctx, metrics, ops)
+    verdict = decide(ctx, metrics, ops, measured.efficiency)
     findings, skipped = run_rules(ctx, measured)
     timing: Timing | None = None
     overhead: float | None = None
@@ -97,8 +98,9 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=line_stats(ctx),
+        lines=annotate_lines(ctx, measured.efficiency, line_stats(ctx)),
         callees=callee_stats(ctx),
+        peaks=measured.efficiency.peaks,
     )
 
 

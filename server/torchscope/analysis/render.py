@@ -9,6 +9,7 @@ from __future__ import annotations
 from .columns import median
 from .formatting import format_duration, format_share
 from .report import Report, StepMetrics
+from .roofline import achieved_text, peaks_text
 
 MAX_STEP_ROWS = 12
 """Longer step lists show the first and last few rows plus the min/median/max summary."""
@@ -61,6 +62,29 @@ def _steps_table(report: Report) -> list[str]:
     return lines
 
 
+def _top_ops_table(report: Report) -> list[str]:
+    """The op table per step, with an ``achieved`` column when any op's rate is known."""
+    if not report.top_ops:
+        return []
+    n = max(1, len(report.steps))
+    device = report.device.kind != "cpu"
+    achieved = [achieved_text(o.gflops, o.gbps, o.efficiency, report.peaks) for o in report.top_ops]
+    head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
+    head += ["achieved"] if any(achieved) else []
+    rows = []
+    for o, rate in zip(report.top_ops, achieved):
+        row = [
+            o.name[:60],
+            f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
+            format_duration(o.self_cpu_us),
+            format_duration(o.cpu_us),
+        ]
+        row += [format_duration(o.device_us)] if device else []
+        rows.append(row + ([rate or "-"] if any(achieved) else []))
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return ["", "top ops (per step):", _row(head, widths), *(_row(r, widths) for r in rows)]
+
+
 def render_report(report: Report) -> str:
     """Human-readable multi-line text of ``report``."""
     out: list[str] = []
@@ -68,6 +92,8 @@ def render_report(report: Report) -> str:
     devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
     out.append(f"device: {report.device.kind} ({devices})")
     out.append(f"verdict: {v.headline}")
+    if report.peaks is not None:
+        out.append(f"peaks: {peaks_text(report.peaks, report.device.kind)}")
     if report.timing is not None:
         t = report.timing
         out.append(
@@ -94,24 +120,7 @@ def render_report(report: Report) -> str:
             out.append(f"  [{f.severity}] {f.rule}{where}: {f.message}{cost}")
     else:
         out.append("findings: none")
-    if report.top_ops:
-        out.append("")
-        out.append("top ops (per step):")
-        n = max(1, len(report.steps))
-        device = report.device.kind != "cpu"
-        head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
-        rows = []
-        for o in report.top_ops:
-            row = [
-                o.name[:60],
-                f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
-                format_duration(o.self_cpu_us),
-                format_duration(o.cpu_us),
-            ]
-            rows.append(row + ([format_duration(o.device_us)] if device else []))
-        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        out.append(_row(head, widths))
-        out.extend(_row(r, widths) for r in rows)
+    out.extend(_top_ops_table(report))
     if report.top_kernels:
         out.append("")
         out.append("top kernels (device time per step, across steps):")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
+from torchscope.analysis.report import Peaks
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import JobCancelled, WorkerError, WorkerProcess
 from torchscope.protocol import (
@@ -110,6 +111,23 @@ def measurements_of(result: ProfileResult) -> Measurements:
         device_kind=result.device_kind,
         device_name=result.device_name,
         calls=result.timed_calls,
+        peaks=peaks_of(result.peaks),
+        threads=result.threads,
+        single_thread_us=list(result.single_thread_us),
+    )
+
+
+def peaks_of(data: dict[str, Any]) -> Optional[Peaks]:
+    """The worker's calibration (``worker/calibrate.py``), as the analysis takes it."""
+    gflops = data.get("matmul_gflops")
+    if not isinstance(gflops, dict):
+        return None
+    bandwidth = data.get("bandwidth_gbps")
+    return Peaks(
+        matmul_gflops={str(k): float(v) for k, v in gflops.items()},
+        bandwidth_gbps=float(bandwidth) if isinstance(bandwidth, (int, float)) else None,
+        source=str(data.get("source", "measured")),
+        device=str(data.get("device", "")),
     )
 
 

@@ -46,7 +46,7 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
             hints.append(
                 types.InlayHint(
                     position=types.Position(line=index, character=len(lines[index])),
-                    label=line_label(line, gpu, result.stale),
+                    label=line_label(line, gpu, result.stale, result.report.report.peaks),
                     padding_left=True,
                     data={"uri": uri, "qualname": result.qualname, "line": line.line},
                 )

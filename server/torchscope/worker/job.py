@@ -74,6 +74,7 @@ class ProfileJob:
         self.use_cuda = cuda and request.options.device != "cpu"
         self.module: Any = None
         self.target: Any = None
+        self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
@@ -189,6 +190,8 @@ class ProfileJob:
             def_line=def_line,
             torch_version=torch.__version__,
             attribution_note=attribution_note,
+            threads=samples.threads,
+            single_thread_us=samples.single_thread_us,
         )
 
     def _profile(self, prepared: PreparedCall) -> str:
@@ -204,7 +207,7 @@ class ProfileJob:
         if marked is not None:
             try:
                 with marked.active():
-                    profile_calls(
+                    self.gemm_dtypes = profile_calls(
                         marked.invoke,
                         request.options.steps,
                         self.use_cuda,
@@ -216,7 +219,7 @@ class ProfileJob:
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
-            profile_calls(
+            self.gemm_dtypes = profile_calls(
                 prepared.invoke, request.options.steps, self.use_cuda, request.trace_path, name
             )
         except Exception as exc:

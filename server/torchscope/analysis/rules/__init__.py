@@ -25,14 +25,17 @@ from . import (
     kernel_variance,
     launch_delay,
     lazy_init,
+    low_efficiency_gemm,
     low_utilization,
     many_calls,
+    memory_bound_chain,
     pageable_copy,
     profiler_buffer,
     profiler_flush,
     recompile,
     small_kernels,
     sync,
+    thread_contention,
     unaligned_fp16,
     zero_grad,
 )
@@ -62,6 +65,9 @@ ALL_RULES: list[Rule] = [
     lazy_init.RULE,
     profiler_flush.RULE,
     profiler_buffer.RULE,
+    low_efficiency_gemm.RULE,
+    memory_bound_chain.RULE,
+    thread_contention.RULE,
 ]
 
 COMPARE_RULES: list[CompareRule] = [
