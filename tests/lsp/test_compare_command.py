@@ -149,7 +149,8 @@ async def test_a_compile_failure_shows_the_compiler_error_and_keeps_the_eager_pr
     result = await execute(client, "torchscope.compareCompile", {"uri": uri, "line": line})
     assert result["ok"], result
     report = result["report"]
-    assert report["verdict"]["id"] in ("overhead-bound", "compute-bound")  # eager still shown
+    # the eager profile is still shown (a pointwise op: memory-bound at large sizes)
+    assert report["verdict"]["id"] in ("overhead-bound", "compute-bound", "memory-bound")
     assert report["compare"]["compiled"] is None
     assert "No working C++ compiler" in report["compare"]["error"]["message"]
     diagnostics = [d for d in client.diagnostics[uri] if d.source == "torchscope"]
