@@ -11,6 +11,9 @@ temporary folder as ``rank<i>.json.gz`` and times, alternating, in the same sess
 
 Each run is a fresh Python process, timed from outside. Prints every round, the medians and
 the ratio parallel / sequential; the target (issue 17) is at most 0.7 on a 2-core machine.
+The ratio needs idle cores: with the kernel's autogroup scheduling (Linux desktops and this
+machine), every process of one terminal session shares one CPU share, so on a machine busy with
+other sessions (the load average is printed) a pool cannot get more than the session's share.
 
     .venv/bin/python bench/analyze_ranks.py [TRACE] [--ranks 8] [--repeat 3]
 """
@@ -61,7 +64,8 @@ def main() -> int:
     try:
         for i in range(args.ranks):
             shutil.copy(args.trace, folder / f"rank{i}.json.gz")
-        print(f"{args.ranks} copies of {args.trace.name}, {os.cpu_count()} cores")
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"{args.ranks} copies of {args.trace.name}, {os.cpu_count()} cores, load {load}")
         seq: list[float] = []
         par: list[float] = []
         for round_ in range(args.repeat):

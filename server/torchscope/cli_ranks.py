@@ -6,8 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 from torchscope.cli_open import open_in_perfetto
+from torchscope.host.profile_run import ProfileFailure
+from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import JobOptions
+from torchscope.targets import Target
 
 
 def analyze_folder_command(args: argparse.Namespace) -> int:
@@ -39,4 +44,49 @@ def analyze_folder_command(args: argparse.Namespace) -> int:
         slowest = Path(view.ranks[[r.rank for r in view.ranks].index(view.slowest)].trace_path)
         out = sys.stderr if as_json else sys.stdout
         return 0 if open_in_perfetto(slowest, args.perfetto_origin, args.open_timeout, out) else 1
+    return 0
+
+
+async def profile_ranks_command(
+    args: argparse.Namespace,
+    target: Target,
+    call: Optional[str],
+    options: JobOptions,
+    cuda_available: bool,
+) -> int:
+    """``profile --nproc N``: run the ranks, print the cross-rank view (or ``--json``); 0 on
+    success, 1 when a rank failed (its traceback on stderr)."""
+    from torchscope.analysis import render_report
+    from torchscope.analysis.ranks import render_ranks
+    from torchscope.host.rank_profile import profile_ranks, resolve_backend
+
+    nproc, backend = options.nproc, resolve_backend(options, cuda_available)
+    store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
+
+    def show(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    show(f"[torchscope] {nproc} ranks ({backend}) under torch.distributed.run")
+    try:
+        done = await profile_ranks(
+            args.python, store, target, call, options, cuda_available, str(Path.cwd()), show
+        )
+    except ProfileFailure as failure:
+        where = f"{target.file}:{failure.line}" if failure.line else target.file
+        print(f"torchscope: {where}: {failure.message}", file=sys.stderr)
+        if failure.traceback:
+            print(failure.traceback, file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(done.to_json(), ensure_ascii=False), flush=True)
+        return 0
+    view = done.view
+    print(f"== {target.qualname} ({target.file}:{target.def_line}) on {nproc} ranks")
+    print(f"   call: {call or target.qualname + '()'}")
+    print(render_ranks(view))
+    print()
+    print(f"== rank {view.slowest} (the slowest) ==")
+    print(render_report(view.reports[view.slowest]))
+    print(f"\ntraces: {done.trace_dir}", flush=True)
     return 0

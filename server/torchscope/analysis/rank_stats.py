@@ -16,10 +16,11 @@ from typing import Any
 
 from .engine import analyze
 from .intervals import Timeline
-from .metrics import is_comm_kernel
+from .columns import is_comm_kernel
 from .model import Span, Trace
 from .normalise import load_trace
 from .rank_model import RankStats
+from .report import Measurements
 from .segment import Step, find_steps
 
 #: Prefixes of the CPU-side ranges the process-group backends record per collective
@@ -110,9 +111,11 @@ def _keys(spans: list[Span]) -> tuple[list[object], bool]:
     return keys, False
 
 
-def measure_rank(trace: Trace, rank: int, path: str) -> RankStats:
+def measure_rank(
+    trace: Trace, rank: int, path: str, measurements: Measurements | None = None
+) -> RankStats:
     """Analyse one rank's trace and measure its steps (see ``rank_model`` for the meanings)."""
-    report = analyze(trace)
+    report = analyze(trace, measurements)
     coll = collectives_of(trace)
     comm = Timeline.from_sorted((s.start, s.end) for s in coll)
     compute = _compute_of(trace, on_device=bool(trace.kernels))
@@ -132,7 +135,9 @@ def measure_rank(trace: Trace, rank: int, path: str) -> RankStats:
     return stats
 
 
-def measure_rank_file(path: str, fallback_rank: int) -> RankStats:
+def measure_rank_file(
+    path: str, fallback_rank: int, measurements: Measurements | None = None
+) -> RankStats:
     """Load and measure one trace file (the pool's task; the collector paused as in
     ``analyze_trace``)."""
     enabled = gc.isenabled()
@@ -140,7 +145,7 @@ def measure_rank_file(path: str, fallback_rank: int) -> RankStats:
     try:
         trace = load_trace(path)
         rank, source = rank_of(trace, path)
-        stats = measure_rank(trace, fallback_rank if rank is None else rank, path)
+        stats = measure_rank(trace, fallback_rank if rank is None else rank, path, measurements)
         stats.rank_source = source
         return stats
     finally:

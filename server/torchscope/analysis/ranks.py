@@ -14,7 +14,10 @@ communication into waiting for the others and the rest.
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
 import os
+import sys
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -23,10 +26,10 @@ from typing import Any
 
 from .errors import TraceError
 from .formatting import format_duration, format_share
-from .metrics import median
+from .columns import median
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_stats import measure_rank_file
-from .report import Finding, Report
+from .report import Finding, Measurements, Report
 from .report import _clean as clean
 from .rules.rank_rules import run_rank_rules
 
@@ -98,15 +101,22 @@ def trace_files(folder: Path) -> list[Path]:
     return found
 
 
-def _measure_all(paths: Sequence[str], workers: int) -> list[RankStats]:
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """``fork`` where this process runs one thread (the CLI): no start-up cost, and the
+    caller's ``__main__`` is not run again. ``spawn`` where other threads run (the language
+    server analyses in a thread): a forked child could inherit a lock another thread holds."""
+    if sys.platform == "linux" and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _measure_all(
+    paths: Sequence[str], workers: int, measurements: Sequence[Measurements | None]
+) -> list[RankStats]:
     if workers <= 1 or len(paths) <= 1:
-        return [measure_rank_file(p, i) for i, p in enumerate(paths)]
-    # spawn, not fork: the language server calls this from a thread, and a forked child of a
-    # threaded process may inherit a held lock. The analysis imports no torch: a spawned
-    # process starts in ~0.1 s.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(measure_rank_file, paths, range(len(paths))))
+        return [measure_rank_file(p, i, m) for i, (p, m) in enumerate(zip(paths, measurements))]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        return list(pool.map(measure_rank_file, paths, range(len(paths)), measurements))
 
 
 def _unique_ranks(stats: list[RankStats], notes: list[str]) -> None:
@@ -168,15 +178,18 @@ def combine(stats: list[RankStats]) -> RanksReport:
 
 
 def analyze_ranks(
-    paths: Sequence[str | os.PathLike[str]], workers: int | None = None
+    paths: Sequence[str | os.PathLike[str]],
+    workers: int | None = None,
+    measurements: Sequence[Measurements | None] | None = None,
 ) -> RanksReport:
     """Analyse every rank's trace (``workers`` processes; default one per core) and combine
-    them. Raises :class:`TraceError` naming the trace that could not be read."""
+    them; ``measurements[i]`` are the unprofiled numbers of ``paths[i]``'s rank, if any.
+    Raises :class:`TraceError` naming the trace that could not be read."""
     names = [str(p) for p in paths]
     if not names:
         raise TraceError("no per-rank traces to analyse")
     n = min(len(names), workers if workers is not None else (os.cpu_count() or 1))
-    return combine(_measure_all(names, n))
+    return combine(_measure_all(names, n, measurements or [None] * len(names)))
 
 
 def analyze_folder(folder: str | os.PathLike[str], workers: int | None = None) -> RanksReport:

@@ -9,7 +9,7 @@ are sharded unevenly). HolisticTraceAnalysis' temporal breakdown across ranks sh
 from __future__ import annotations
 
 from ..formatting import format_duration, format_share
-from ..metrics import median
+from ..columns import median
 from ..rank_model import RankContext
 from ..report import Finding
 from .rank_base import RankRule

@@ -11,7 +11,7 @@ TraceLens flag stragglers the same way, from collective wait times.
 from __future__ import annotations
 
 from ..formatting import format_duration, format_share
-from ..metrics import median
+from ..columns import median
 from ..rank_model import RankContext
 from ..report import Finding
 from .rank_base import RankRule

@@ -1,0 +1,81 @@
+"""``torchscope profile --nproc 2`` for real: torchrun, gloo, two CPU ranks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.conftest import REPO
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "server")}
+CONTRACT = {"rank", "wall_us", "compute_us", "comm_us", "wait_us", "exposed_comm_us", "trace_path"}
+
+
+def _leftovers() -> set[str]:
+    """What torchrun or a backend could leave behind: store/log folders and shared memory."""
+    tmp = {p.name for p in Path(tempfile.gettempdir()).iterdir()}
+    shm = (
+        {f"shm:{p.name}" for p in Path("/dev/shm").iterdir()}
+        if Path("/dev/shm").is_dir()
+        else set()
+    )
+    return {n for n in tmp if n.startswith(("torchelastic_", "torchscope-ranks-"))} | shm
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(f"{proc.name}: {cmdline}")
+    return found
+
+
+def _profile(trace_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", "profile", *args, "--trace-dir", str(trace_dir)],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+
+
+def test_two_gloo_ranks_name_the_straggler(trace_dir: Path) -> None:
+    before = _leftovers()
+    run = _profile(trace_dir, "examples/ranks.py::step", "--json", "--steps", "3", "--warmup", "1")
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    ranks = data["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1] and all(set(r) == CONTRACT for r in ranks)
+    for row in ranks:
+        assert row["comm_us"] > 0, row  # gloo's all_reduce on both ranks
+        assert Path(row["trace_path"]).is_file()
+        assert Path(row["trace_path"]).parent.parent == trace_dir
+    straggler = [f for f in data["findings"] if f["rule"] == "straggler"]
+    assert [f["rank"] for f in straggler] == [1], data["findings"]
+    assert data["rank"] == 1 and "rank 1" in data["verdict"]["headline"]
+    assert all("rank" in f for f in data["findings"])
+    # rank 0 waits inside the all_reduce for rank 1's extra work
+    assert ranks[0]["wait_us"] > ranks[1]["wait_us"]
+    assert _leftovers() <= before
+
+
+def test_an_exception_on_rank_0_stops_every_rank(trace_dir: Path) -> None:
+    before = _leftovers()
+    run = _profile(trace_dir, "examples/ranks.py::broken_on_rank_0", "--steps", "2")
+    assert run.returncode == 1
+    assert "rank 0 of 2" in run.stderr and "ValueError: rank 0 has no data" in run.stderr
+    assert 'examples/ranks.py", line 25, in broken_on_rank_0' in run.stderr
+    assert _processes_mentioning(str(trace_dir)) == []  # launcher and ranks all gone
+    assert _leftovers() <= before
