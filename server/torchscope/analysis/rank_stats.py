@@ -14,9 +14,9 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from .columns import is_comm_kernel
 from .engine import analyze
 from .intervals import Timeline
-from .columns import is_comm_kernel
 from .model import Span, Trace
 from .normalise import load_trace
 from .rank_model import RankStats

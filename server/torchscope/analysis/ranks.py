@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .columns import median
 from .errors import TraceError
 from .formatting import format_duration, format_share
-from .columns import median
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_stats import measure_rank_file
 from .report import Finding, Measurements, Report
@@ -69,9 +69,13 @@ class RanksReport:
         data["rules_skipped"] = {**data.get("rules_skipped", {}), **self.rules_skipped}
         data["notes"] = [*data.get("notes", []), *self.notes]
         verdict = dict(data["verdict"])
-        verdict["headline"] = f"{self.headline()} — rank {slow}: {verdict['headline']}"
+        verdict["headline"] = self.titled(verdict["headline"])
         data["verdict"] = verdict
         return data
+
+    def titled(self, verdict_headline: str) -> str:
+        """The slowest rank's verdict headline, preceded by which rank it is."""
+        return f"{self.headline()} — rank {self.slowest}: {verdict_headline}"
 
     def headline(self) -> str:
         """``slowest of N ranks: rank R (busy X vs median Y)``."""

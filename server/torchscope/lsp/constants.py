@@ -9,6 +9,7 @@ CMD_CLEAR = "torchscope.clear"
 CMD_ANALYZE_TRACE = "torchscope.analyzeTrace"
 CMD_COMPARE_COMPILE = "torchscope.compareCompile"
 CMD_SWEEP = "torchscope.sweep"
+CMD_PROFILE_RANKS = "torchscope.profileRanks"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from torchscope.analysis import Report
 from torchscope.analysis.comparison import Comparison
+from torchscope.analysis.ranks import RanksReport
 from torchscope.targets import TargetError, function_named
 
 
@@ -30,6 +31,8 @@ class Profile:
     trace_path: str
     comparison: Optional[Comparison] = None
     """The eager vs ``torch.compile`` comparison, when the job was one."""
+    ranks: Optional[RanksReport] = None
+    """The cross-rank view of a multi-process profile (``report`` is the slowest rank's)."""
 
     @property
     def gpu(self) -> bool:

@@ -8,8 +8,8 @@ are sharded unevenly). HolisticTraceAnalysis' temporal breakdown across ranks sh
 
 from __future__ import annotations
 
-from ..formatting import format_duration, format_share
 from ..columns import median
+from ..formatting import format_duration, format_share
 from ..rank_model import RankContext
 from ..report import Finding
 from .rank_base import RankRule

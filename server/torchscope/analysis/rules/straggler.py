@@ -10,8 +10,8 @@ TraceLens flag stragglers the same way, from collective wait times.
 
 from __future__ import annotations
 
-from ..formatting import format_duration, format_share
 from ..columns import median
+from ..formatting import format_duration, format_share
 from ..rank_model import RankContext
 from ..report import Finding
 from .rank_base import RankRule
