@@ -21,6 +21,8 @@ export const ServerCommands = {
   compareCompile: "torchscope.compareCompile",
   /** `{uri, line, call (with {N}), sizes: number[], name?, …}` → `{ok, sweep?, report?, error?}`. */
   sweep: "torchscope.sweep",
+  /** `{uri, line, nproc, call?, backend?, …}` → `{ok, report (with ranks)?, error?}`: torchrun on this host. */
+  profileRanks: "torchscope.profileRanks",
 } as const;
 
 /** Custom requests. */
@@ -54,6 +56,8 @@ export const ClientCommands = {
   profileSizes: "torchscope.profileSizes",
   /** `{path}` from the comparison hover: the code Inductor generated for a compiled graph. */
   openGeneratedCode: "torchscope.openGeneratedCode",
+  /** Asks for N, then profiles the function on N ranks (`torchscope.profileRanks`). */
+  profileOnProcesses: "torchscope.profileOnProcesses",
 } as const;
 
 /** Client commands the server's hover markdown may run (command links). */

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,6 +70,24 @@ def test_two_gloo_ranks_name_the_straggler(trace_dir: Path) -> None:
     # rank 0 waits inside the all_reduce for rank 1's extra work
     assert ranks[0]["wait_us"] > ranks[1]["wait_us"]
     assert _leftovers() <= before
+    # Multi-node, as documented: gather every node's rank traces into one folder, analyse it.
+    gathered = trace_dir / "gathered"
+    gathered.mkdir()
+    for row in ranks:
+        shutil.copy(row["trace_path"], gathered / Path(row["trace_path"]).name)
+    folder = subprocess.run(
+        [sys.executable, "-m", "torchscope", "analyze", "--json", str(gathered)],
+        cwd=REPO,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    again = json.loads(folder.stdout)
+    assert [(r["rank"], r["comm_us"], r["wait_us"]) for r in again["ranks"]] == [
+        (r["rank"], r["comm_us"], r["wait_us"]) for r in ranks
+    ]
+    assert again["rank"] == 1
 
 
 def test_an_exception_on_rank_0_stops_every_rank(trace_dir: Path) -> None:
