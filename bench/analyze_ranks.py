@@ -11,6 +11,10 @@ temporary folder as ``rank<i>.json.gz`` and times, alternating, in the same sess
 
 Each run is a fresh Python process, timed from outside. Prints every round, the medians and
 the ratio parallel / sequential; the target (issue 17) is at most 0.7 on a 2-core machine.
+
+A control runs in the same rounds: a pure-Python busy loop, ``--ranks`` times in turn versus
+in a pool of the same kind. Its ratio is what the machine allows right now; an analysis ratio
+near the control's means the pool is doing what the cores let it.
 The ratio needs idle cores: with the kernel's autogroup scheduling (Linux desktops and this
 machine), every process of one terminal session shares one CPU share, so on a machine busy with
 other sessions (the load average is printed) a pool cannot get more than the session's share.
@@ -42,14 +46,28 @@ _PARALLEL = (
     "import sys; from torchscope.analysis.ranks import analyze_folder\n"
     "view = analyze_folder(sys.argv[1]); assert len(view.ranks) == int(sys.argv[2])\n"
 )
+_CONTROL = (
+    "import sys, os, multiprocessing as mp\n"
+    "def spin(_):\n"
+    "    s = 0\n"
+    "    for i in range(8_000_000): s += i\n"
+    "    return s\n"
+    "n = int(sys.argv[2])\n"
+    "if sys.argv[3] == 'seq': [spin(i) for i in range(n)]\n"
+    "else:\n"
+    "    with mp.get_context('fork').Pool(os.cpu_count()) as pool: pool.map(spin, range(n))\n"
+)
 
 
-def _run(script: str, folder: Path, ranks: int) -> float:
+def _run(script: str, folder: Path, ranks: int, *extra: str) -> float:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "server"), env.get("PYTHONPATH", "")])
     start = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", script, str(folder), str(ranks)], env=env, check=True, cwd=REPO
+        [sys.executable, "-c", script, str(folder), str(ranks), *extra],
+        env=env,
+        check=True,
+        cwd=REPO,
     )
     return time.perf_counter() - start
 
@@ -68,12 +86,15 @@ def main() -> int:
         print(f"{args.ranks} copies of {args.trace.name}, {os.cpu_count()} cores, load {load}")
         seq: list[float] = []
         par: list[float] = []
+        control: list[float] = []
         for round_ in range(args.repeat):
             seq.append(_run(_SEQUENTIAL, folder, args.ranks))
             par.append(_run(_PARALLEL, folder, args.ranks))
+            alone = _run(_CONTROL, folder, args.ranks, "seq")
+            control.append(_run(_CONTROL, folder, args.ranks, "pool") / alone)
             print(
                 f"round {round_ + 1}: sequential {seq[-1]:.2f} s, parallel {par[-1]:.2f} s, "
-                f"ratio {par[-1] / seq[-1]:.2f}"
+                f"ratio {par[-1] / seq[-1]:.2f} (control busy loop: {control[-1]:.2f})"
             )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -82,6 +103,10 @@ def main() -> int:
     verdict = "meets" if ratio <= TARGET else "misses"
     print(f"median: sequential {s:.2f} s, parallel {p:.2f} s")
     print(f"ratio parallel/sequential: {ratio:.2f} ({verdict} the target ≤ {TARGET})")
+    print(
+        f"control (busy loop, pool vs in turn): {statistics.median(control):.2f} "
+        "— what the machine's free cores allowed in the same rounds"
+    )
     return 0
 
 
