@@ -16,7 +16,7 @@ from torchscope.cli_open import open_command, open_in_perfetto
 from torchscope.cli_ranks import profile_ranks_command
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import Output, Progress
+from torchscope.protocol import Hello, Output, Progress
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
 
 
@@ -116,17 +116,11 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     try:
         _say(args.quiet, f"starting a worker in {args.python}")
         hello = await profiler.hello()
-        devices = ", ".join(hello.device_names)
-        torch = f"torch {hello.torch_version}, "
-        _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
+        _say_hello(args, hello)
         for call, nproc in _calls(args, target, hello.cuda_available):
             _say(args.quiet, f"profiling {call or target.qualname + '()'}")
             if nproc > 1:  # on N ranks under torchrun (cli_ranks)
-                ranks = options.updated({"nproc": nproc})
-                failed = await profile_ranks_command(
-                    args, target, call, ranks, hello.cuda_available
-                )
-                status = max(status, failed)
+                status = max(status, await profile_ranks_command(args, target, call, nproc, hello))
                 continue
             try:
                 outcome, compare = await profile_or_compare(
@@ -148,6 +142,12 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     if args.open and not _open_all(args, traces):
         status = EXIT_FAILED
     return status
+
+
+def _say_hello(args: argparse.Namespace, hello: Hello) -> None:
+    devices = ", ".join(hello.device_names)
+    torch = f"torch {hello.torch_version}, "
+    _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
 
 
 def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[tuple[Optional[str], int]]:

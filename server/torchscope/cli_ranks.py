@@ -11,7 +11,7 @@ from typing import Optional
 from torchscope.cli_open import open_in_perfetto
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import Hello
 from torchscope.targets import Target
 
 
@@ -51,16 +51,19 @@ async def profile_ranks_command(
     args: argparse.Namespace,
     target: Target,
     call: Optional[str],
-    options: JobOptions,
-    cuda_available: bool,
+    nproc: int,
+    hello: Hello,
 ) -> int:
     """``profile --nproc N``: run the ranks, print the cross-rank view (or ``--json``); 0 on
     success, 1 when a rank failed (its traceback on stderr)."""
     from torchscope.analysis import render_report
     from torchscope.analysis.ranks import render_ranks
+    from torchscope.cli import job_options
     from torchscope.host.rank_profile import profile_ranks, resolve_backend
 
-    nproc, backend = options.nproc, resolve_backend(options, cuda_available)
+    cuda_available = hello.cuda_available
+    options = job_options(args, workspace_root=str(Path.cwd())).updated({"nproc": nproc})
+    backend = resolve_backend(options, cuda_available)
     store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
 
     def show(line: str) -> None:

@@ -19,6 +19,8 @@ from torchscope.analysis.ranks import analyze_folder
 from torchscope.analysis.rules import ALL_RULES
 from torchscope.analysis.rules.rank_rules import RANK_RULES, run_rank_rules
 
+from .conftest import KinetoBuilder
+
 REPO = Path(__file__).resolve().parents[2]
 CONTRACT = {"rank", "wall_us", "compute_us", "comm_us", "wait_us", "exposed_comm_us", "trace_path"}
 
@@ -120,3 +122,35 @@ def test_comm_heavy_is_one_id_over_both_scopes() -> None:
     docs = (REPO / "docs" / "findings.md").read_text(encoding="utf-8")
     for rule in RANK_RULES:
         assert f"### {rule.id}" in docs, f"docs/findings.md lacks a section for {rule.id}"
+
+
+def _rank_trace(
+    kineto: type[KinetoBuilder], path: Path, rank: int, nccl: list[tuple[int, float, float]]
+) -> Path:
+    """One step [0, 1000] µs with a 200 µs compute kernel and NCCL kernels ``(seq, ts, dur)``."""
+    b = kineto()
+    b.meta["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+    b.step(1, 0.0, 1000.0)
+    b.kernel("volta_sgemm_128x64_nn", 10.0, 200.0, corr=1)
+    for i, (seq, ts, dur) in enumerate(nccl):
+        b.kernel("ncclKernel_AllReduce_RING_LL_Sum_float", ts, dur, corr=10 + i)
+        event = next(e for e in reversed(b.events) if e["ph"] == "X" and e["cat"] == "kernel")
+        event["args"].update({"Seq": seq, "Process Group Name": "0"})
+    return b.write(path / f"rank{rank}.json")
+
+
+def test_collectives_align_by_sequence_number(tmp_path: Path, kineto: type[KinetoBuilder]) -> None:
+    # Rank 1's profiler missed collective 7: by order its first kernel would pair with rank
+    # 0's collective 7; by sequence number it pairs with 8, where rank 0 waited 200 µs.
+    _rank_trace(kineto, tmp_path, 0, [(7, 300.0, 100.0), (8, 500.0, 300.0)])
+    _rank_trace(kineto, tmp_path, 1, [(8, 700.0, 100.0)])
+    view = analyze_folder(tmp_path, workers=1)
+    assert (view.alignment, view.aligned) == ("sequence", 1)
+    assert [(r.rank, r.comm_us, r.wait_us) for r in view.ranks] == [
+        (0, 400.0, 200.0),
+        (1, 100.0, 0.0),
+    ]
+    assert [(r.compute_us, r.exposed_comm_us) for r in view.ranks] == [
+        (200.0, 400.0),
+        (200.0, 100.0),
+    ]

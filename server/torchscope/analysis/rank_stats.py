@@ -90,10 +90,12 @@ def _step_index(steps: list[Step], starts: list[float], t: float) -> int:
 
 
 def _seq(span: Span) -> Any:
+    """``(process group, sequence number)`` from the collective's args (Kineto's ``Seq`` and
+    ``Process Group Name``: sequence numbers count per process group), else None."""
     for key in _SEQ_KEYS:
         value = span.args.get(key)
-        if isinstance(value, int):
-            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return (str(span.args.get("Process Group Name", "")), value)
     return None
 
 

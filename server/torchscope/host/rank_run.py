@@ -124,6 +124,51 @@ async def _pump(stream: Optional[asyncio.StreamReader], sink: Callable[[str], No
         sink(line.decode("utf-8", errors="replace").rstrip("\n"))
 
 
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+async def _launch(
+    cmd: list[str],
+    cwd: Optional[str],
+    timeout_s: float,
+    on_output: Callable[[str], None],
+) -> int:
+    """Run torchrun in a session of its own; its exit status. On a timeout or a cancel the
+    whole group is stopped; in every case nothing of it is left running on return."""
+    process = await asyncio.create_subprocess_exec(
+        *cmd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=_env(),
+        start_new_session=True,
+    )
+    pumps = asyncio.gather(_pump(process.stdout, on_output), _pump(process.stderr, on_output))
+    try:
+        await asyncio.wait_for(process.wait(), timeout_s)
+    except asyncio.TimeoutError:
+        await _stop(process)
+        raise RankFailure(
+            "timeout",
+            f"the ranks did not finish in {timeout_s:.0f} s: all were stopped "
+            "(raise --timeout, or look for a collective that not every rank calls)",
+            None,
+            None,
+            "",
+        ) from None
+    except BaseException:  # cancelled: never leave ranks behind
+        await _stop(process)
+        raise
+    finally:
+        _kill_group(process)  # stray grandchildren of a rank, if any
+        await pumps
+    return process.returncode if process.returncode is not None else -1
+
+
 async def run_ranks(
     python: str,
     request: ProfileRequest,
@@ -149,44 +194,15 @@ async def run_ranks(
     try:
         req = scratch / "request.json"
         req.write_text(json.dumps(dataclasses.asdict(request)), encoding="utf-8")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
-        env.setdefault("PYTHONUNBUFFERED", "1")
         cmd = _command(python, nproc, backend, scratch / "logs", req, trace_dir)
-        process = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-        )
-        pumps = asyncio.gather(_pump(process.stdout, on_output), _pump(process.stderr, on_output))
-        try:
-            await asyncio.wait_for(process.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            await _stop(process)
-            raise RankFailure(
-                "timeout",
-                f"the {nproc} ranks did not finish in {timeout_s:.0f} s: all were stopped "
-                "(raise --timeout, or look for a collective that not every rank calls)",
-                None,
-                None,
-                "",
-            ) from None
-        except BaseException:  # cancelled: never leave ranks behind
-            await _stop(process)
-            raise
-        finally:
-            _kill_group(process)  # stray grandchildren of a rank, if any
-            await pumps
+        status = await _launch(cmd, cwd, timeout_s, on_output)
         results, errors = _read_results(trace_dir, nproc)
         if errors:
             raise _first_failure(errors, nproc)
-        if process.returncode != 0 or len(results) != nproc:
+        if status != 0 or len(results) != nproc:
             raise RankFailure(
                 "internal",
-                f"torch.distributed.run exited with status {process.returncode} and "
+                f"torch.distributed.run exited with status {status} and "
                 f"{len(results)} of {nproc} ranks reported: see its output above",
                 None,
                 None,
