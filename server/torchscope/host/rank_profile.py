@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,19 @@ from torchscope.protocol import JobOptions, ProfileRequest
 from torchscope.targets import Target
 
 _JOB_IDS = itertools.count(1)
+RANKS_SUFFIX = ".ranks"
+"""A multi-process profile's folder: ``<file>.<function>.<time>.ranks/rank<R>.json.gz``."""
+
+
+def prune_rank_folders(store: TraceStore) -> None:
+    """Keep the newest ``store.keep - 1`` folders of rank traces (one more is being made), as
+    the store keeps its newest single traces."""
+    if not store.folder.is_dir():
+        return
+    found = [p for p in store.folder.iterdir() if p.is_dir() and p.name.endswith(RANKS_SUFFIX)]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in found[max(0, store.keep - 1) :]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 @dataclass
@@ -61,7 +75,8 @@ async def profile_ranks(
     nproc = max(1, options.nproc)
     chosen = choose_call(target, call, backend == "nccl")
     first = store.new_path(target.file, target.qualname)
-    trace_dir = first.with_name(first.name[: -len(TRACE_SUFFIX)] + ".ranks")
+    prune_rank_folders(store)
+    trace_dir = first.with_name(first.name[: -len(TRACE_SUFFIX)] + RANKS_SUFFIX)
     request = ProfileRequest(
         job_id=next(_JOB_IDS),
         file=str(Path(target.file).resolve()),
