@@ -98,3 +98,29 @@ def test_an_exception_on_rank_0_stops_every_rank(trace_dir: Path) -> None:
     assert 'examples/ranks.py", line 25, in broken_on_rank_0' in run.stderr
     assert _processes_mentioning(str(trace_dir)) == []  # launcher and ranks all gone
     assert _leftovers() <= before
+
+
+HANGS = """
+import time
+
+import torch
+import torch.distributed as dist
+
+
+# torchscope[nproc=2]: wait_forever(torch.ones(10))
+def wait_forever(x):
+    if dist.get_rank() == 1:
+        time.sleep(600)  # rank 0 waits in the all_reduce below until the timeout
+    dist.all_reduce(x)
+"""
+
+
+def test_a_timeout_stops_every_rank(trace_dir: Path, tmp_path: Path) -> None:
+    before = _leftovers()
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS, encoding="utf-8")
+    run = _profile(trace_dir, f"{script}::wait_forever", "--timeout", "30")
+    assert run.returncode == 1
+    assert "did not finish in 30 s: all were stopped" in run.stderr
+    assert _processes_mentioning(str(trace_dir)) == []
+    assert _leftovers() <= before
