@@ -85,6 +85,13 @@ def test_folder_errors_name_the_problem(tmp_path: Path) -> None:
         analyze_folder(tmp_path / "missing")
 
 
+def test_a_broken_rank_trace_is_named(tmp_path: Path, shared_traces: Path) -> None:
+    shutil.copy(shared_traces / "param_dlrm_ddp_v100_rank0.json.gz", tmp_path / "rank0.json.gz")
+    (tmp_path / "rank1.json").write_text('{"traceEvents": [', encoding="utf-8")
+    with pytest.raises(TraceError, match=r"rank1\.json: .*truncated"):
+        analyze_folder(tmp_path, workers=2)  # raised in a pool process, re-raised here
+
+
 def test_repeated_ranks_are_numbered_by_file_order(tmp_path: Path, shared_traces: Path) -> None:
     for i in range(2):
         shutil.copy(
