@@ -74,6 +74,7 @@ export class Commands {
     return [
       done,
       reg(ClientCommands.profileFunction, (arg) => this.profileFunction(arg)),
+      reg(ClientCommands.profileOnProcesses, (arg) => this.profileOnProcesses(arg)),
       reg(ClientCommands.editCallExpression, (arg) => this.editCallExpression(arg)),
       reg(ClientCommands.openTrace, (arg) => this.openTrace(arg)),
       reg(ClientCommands.openTraceInBrowser, (arg) => this.withTrace(arg, "open in the browser", (t, o) => this.perfetto.openInBrowser(t, o))),
@@ -171,7 +172,21 @@ export class Commands {
     return value?.trim();
   }
 
-  async profileFunction(arg: unknown): Promise<void> {
+  /** **Profile on N processes**: ask for N, then profile under torchrun on this host. */
+  async profileOnProcesses(arg: unknown): Promise<void> {
+    const value = await vscode.window.showInputBox({
+      title: "torchscope: profile on N processes (torchrun on this host)",
+      prompt: "Number of ranks; the call expression runs after the process group is initialised",
+      value: "2",
+      ignoreFocusOut: true,
+      validateInput: (text) => (/^[1-9][0-9]*$/.test(text.trim()) ? undefined : "a whole number of processes, e.g. 2"),
+    });
+    if (value !== undefined) {
+      await this.profileFunction(arg, Number(value.trim()));
+    }
+  }
+
+  async profileFunction(arg: unknown, nproc?: number): Promise<void> {
     const located = await this.locate(arg);
     if (located === undefined) {
       void vscode.window.showWarningMessage("torchscope: open a Python file and put the cursor inside a function to profile it.");
@@ -203,13 +218,15 @@ export class Commands {
       await this.context.workspaceState.update(key, call);
     }
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
-    const args = buildProfileArgs(located.document.uri.toString(), target.line, call, settings);
+    const profileArgs = buildProfileArgs(located.document.uri.toString(), target.line, call, settings);
+    const args = nproc === undefined ? profileArgs : { ...profileArgs, nproc };
+    const command = nproc === undefined ? ServerCommands.profile : ServerCommands.profileRanks;
     traceInfo(`profile ${target.qualname} (${decision.kind === "none" ? decision.reason : decision.kind}): ${JSON.stringify(args)}`);
 
     this.status.set({ kind: "profiling", target: target.qualname });
     let result: CommandResult | "cancelled";
     try {
-      result = await this.runWithProgress(client, `torchscope: profiling ${target.qualname}`, ServerCommands.profile, args);
+      result = await this.runWithProgress(client, `torchscope: profiling ${target.qualname}`, command, args);
     } catch (e) {
       this.status.set({ kind: "error", message: `${target.qualname}: ${errorText(e)}` });
       throw e;

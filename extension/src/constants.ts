@@ -23,6 +23,8 @@ export const ServerCommands = {
   sweep: "torchscope.sweep",
   /** `{uri, line, call?, rev?, …}` → `{ok, report (with diff)?, error?}`: the function on disk vs the file at `rev` (HEAD). */
   diff: "torchscope.diff",
+  /** `{uri, line, nproc, call?, backend?, …}` → `{ok, report (with ranks)?, error?}`: torchrun on this host. */
+  profileRanks: "torchscope.profileRanks",
 } as const;
 
 /** Custom requests. */
@@ -58,6 +60,8 @@ export const ClientCommands = {
   profileSizes: "torchscope.profileSizes",
   /** `{path}` from the comparison hover: the code Inductor generated for a compiled graph. */
   openGeneratedCode: "torchscope.openGeneratedCode",
+  /** Asks for N, then profiles the function on N ranks (`torchscope.profileRanks`). */
+  profileOnProcesses: "torchscope.profileOnProcesses",
 } as const;
 
 /** Client commands the server's hover markdown may run (command links). */

@@ -198,3 +198,14 @@ export interface SweepInfo {
   crossover: number | null;
   chart_path: string | null;
 }
+
+/** analysis.rank_model.RankSummary: one row of `report.ranks` (multi-process profiles, µs per step). */
+export interface RankRow {
+  rank: number;
+  wall_us: number;
+  compute_us: number;
+  comm_us: number;
+  wait_us: number;
+  exposed_comm_us: number;
+  trace_path: string;
+}

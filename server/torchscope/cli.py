@@ -95,8 +95,13 @@ def _build_parser() -> argparse.ArgumentParser:
     add_open_arguments(profile)
     add_compare_arguments(profile)
 
-    analyze = commands.add_parser("analyze", help="analyse a trace file written by torch.profiler")
-    analyze.add_argument("trace", type=Path, help="a Chrome-trace .json or .json.gz")
+    analyze = commands.add_parser(
+        "analyze",
+        help="analyse a trace file written by torch.profiler, or a folder of per-rank traces",
+    )
+    analyze.add_argument(
+        "trace", type=Path, help="a Chrome-trace .json or .json.gz, or a folder of per-rank ones"
+    )
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
     analyze.add_argument(
         "--steps",
@@ -194,6 +199,10 @@ def _analyze(args: argparse.Namespace) -> int:
 
     trace: Path = args.trace
     as_json: bool = args.json
+    if trace.is_dir():
+        from torchscope.cli_ranks import analyze_folder_command
+
+        return analyze_folder_command(args)
     try:
         steps = args.steps
         report = analyze_trace(trace) if steps is None else _analyze_steps(trace, steps)

@@ -13,9 +13,10 @@ from torchscope.analysis.comparison import Comparison
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
 from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
+from torchscope.cli_ranks import profile_ranks_command
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import Output, Progress
+from torchscope.protocol import Hello, Output, Progress
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
 
 
@@ -115,11 +116,12 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     try:
         _say(args.quiet, f"starting a worker in {args.python}")
         hello = await profiler.hello()
-        devices = ", ".join(hello.device_names)
-        torch = f"torch {hello.torch_version}, "
-        _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
-        for call in _calls(args, target, hello.cuda_available):
+        _say_hello(args, hello)
+        for call, nproc in _calls(args, target, hello.cuda_available):
             _say(args.quiet, f"profiling {call or target.qualname + '()'}")
+            if nproc > 1:  # on N ranks under torchrun (cli_ranks)
+                status = max(status, await profile_ranks_command(args, target, call, nproc, hello))
+                continue
             try:
                 outcome, compare = await profile_or_compare(
                     profiler, target, call, options, args, on_progress, on_output
@@ -142,11 +144,21 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     return status
 
 
-def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[Optional[str]]:
-    """``--call``, else every directive that applies here, else the bare function."""
+def _say_hello(args: argparse.Namespace, hello: Hello) -> None:
+    devices = ", ".join(hello.device_names)
+    torch = f"torch {hello.torch_version}, "
+    _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
+
+
+def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[tuple[Optional[str], int]]:
+    """``--call``, else every directive that applies here, else the bare function; each with
+    its number of ranks (``--nproc``, else the directive's ``nproc=N``, else 1)."""
     if args.call:
-        return [args.call]
-    return [d.call for d in target.applicable_directives(cuda)] or [None]
+        return [(args.call, args.nproc or 1)]
+    found: list[tuple[Optional[str], int]] = [
+        (d.call, args.nproc or d.nproc or 1) for d in target.applicable_directives(cuda)
+    ]
+    return found or [(None, args.nproc or 1)]
 
 
 def _open_all(args: argparse.Namespace, traces: list[Path]) -> bool:

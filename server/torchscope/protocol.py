@@ -63,6 +63,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 ``max-autotune``)."""
 
 DEVICES = ("auto", "cpu", "cuda")
+#: Process-group backends of a multi-process profile (``--backend``).
+BACKENDS = ("auto", "gloo", "nccl")
 
 
 def _option(default: Any, help: str, **meta: Any) -> Any:
@@ -101,6 +103,19 @@ class JobOptions:
         "torch.compile mode for --compare-compile",
         flag="--mode",
         choices=COMPILE_MODES,
+    )
+    nproc: int = _option(
+        0,
+        "ranks to run on under torch.distributed.run (torchrun) on this host; 0: a "
+        "directive's nproc=N, else one process",
+        flag="--nproc",
+        minimum=0,
+    )
+    backend: str = _option(
+        "auto",
+        "process-group backend with --nproc (auto: nccl where CUDA is used, else gloo)",
+        flag="--backend",
+        choices=BACKENDS,
     )
     workspace_root: Optional[str] = _option(None, "folder whose files count as the user's")
     timing_calls: int = _option(20, "calls the unprofiled timing pass aims for", minimum=1)

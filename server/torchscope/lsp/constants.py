@@ -10,6 +10,7 @@ CMD_ANALYZE_TRACE = "torchscope.analyzeTrace"
 CMD_COMPARE_COMPILE = "torchscope.compareCompile"
 CMD_SWEEP = "torchscope.sweep"
 CMD_DIFF = "torchscope.diff"
+CMD_PROFILE_RANKS = "torchscope.profileRanks"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -22,6 +22,7 @@ from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE as CLIENT_OPEN_G
 from torchscope.lsp.constants import CLIENT_OPEN_TRACE as CLIENT_OPEN_TRACE
 from torchscope.lsp.constants import CLIENT_PROFILE as CLIENT_PROFILE
 from torchscope.lsp.constants import CLIENT_PROFILE_SIZES as CLIENT_PROFILE_SIZES
+from torchscope.lsp.ranks_presentation import headline, ranks_hover
 from torchscope.lsp.results import Profile
 
 
@@ -142,7 +143,7 @@ def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) ->
 def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
     """Verdict, timing (cold vs steady), top lines and a link to the trace."""
     report = profile.report
-    parts = [f"**torchscope** · `{qualname}` · {report.verdict.headline}"]
+    parts = [f"**torchscope** · `{qualname}` · {headline(profile)}"]
     if stale:
         parts.append(STALE_NOTE)
     timing = report.timing
@@ -166,6 +167,8 @@ def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
         from torchscope.lsp.compare_presentation import compare_hover
 
         parts.append(compare_hover(profile.comparison))
+    if profile.ranks is not None:
+        parts.append(ranks_hover(profile.ranks))
     parts.append(command_link("Open trace", CLIENT_OPEN_TRACE, {"path": profile.trace_path}))
     return "\n\n".join(parts)
 
@@ -185,5 +188,5 @@ def _efficiency_note(profile: Profile) -> list[str]:
 def headline_title(profile: Optional[Profile], stale: bool) -> Optional[str]:
     if profile is None:
         return None
-    headline = profile.report.verdict.headline
-    return f"{headline} (stale)" if stale else headline
+    title = headline(profile)
+    return f"{title} (stale)" if stale else title
