@@ -70,6 +70,7 @@ class ProfileRequest(Message):
     timing_budget_s: float = 2.0
     device: str = "auto"  # "auto" | "cpu" | "cuda"
     with_stack: bool = False  # Python frames in the trace: callee totals, at a profiling cost
+    memory: bool = False  # the profile pass records allocations ([memory] events) per line
 
 
 @dataclass
@@ -110,6 +111,9 @@ class ProfileResult(Message):
     torch_version: str = ""
     attribution_note: str = ""  # why lines are not attributed ("" when they are)
     timed_calls: int = 0  # calls behind ``call_us`` (fast functions are timed in batches)
+    page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
+    page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
+    cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import os
 from .callees import callee_stats
 from .context import Context, build_context
 from .lines import line_stats
+from .memory import attach_line_memory, memory_summary
 from .metrics import median, step_metrics, top_kernels, top_ops
 from .model import Trace
 from .normalise import load_trace
@@ -97,8 +98,9 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=line_stats(ctx),
+        lines=attach_line_memory(ctx, line_stats(ctx)),
         callees=callee_stats(ctx),
+        memory=memory_summary(ctx),
     )
 
 

@@ -15,11 +15,14 @@ their number.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
 from .metrics import median
+
+if TYPE_CHECKING:
+    from .memory import LineMemory
 
 LINE_MARKER_PREFIX = "torchscope:L"
 
@@ -72,6 +75,8 @@ class LineStats:
     ops: list[LineOp] = field(default_factory=list)
     kernels: list[LineKernel] = field(default_factory=list)
     copies: list[LineCopy] = field(default_factory=list)
+    memory: LineMemory | None = None
+    """Bytes the line allocated per device (only with the memory pass; see ``memory``)."""
 
 
 def _marker_line(name: str) -> int | None:

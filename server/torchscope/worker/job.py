@@ -7,6 +7,7 @@ structure (which ops, how many, device time) and the profiler's own overhead.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import statistics
 import time
@@ -22,7 +23,9 @@ from torchscope.worker.call_expression import (
     direct_call,
     prepare_call,
 )
+from torchscope.worker.cuda_memory import record_cuda_memory
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
+from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
 from torchscope.worker.timing import TimingSamples, time_calls
 
@@ -170,8 +173,15 @@ class ProfileJob:
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
         floor = statistics.median(samples.floor_us)
+        fault_us = fault_cost_us()
         self._stage("profile", f"profiling {request.steps} calls with line markers")
-        attribution_note = self._profile(prepared)
+        cuda_memory: dict[str, Any] = {}
+        recording: Any = contextlib.nullcontext()
+        if request.memory and self.use_cuda:
+            snapshot = request.trace_path.rsplit(".json", 1)[0] + ".memory.pickle"
+            recording = record_cuda_memory(cuda_memory, snapshot)
+        with recording:
+            attribution_note = self._profile(prepared)
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
@@ -188,6 +198,9 @@ class ProfileJob:
             def_line=def_line,
             torch_version=torch.__version__,
             attribution_note=attribution_note,
+            page_faults=samples.page_faults,
+            page_fault_us=fault_us,
+            cuda_memory=cuda_memory,
         )
 
     def _profile(self, prepared: PreparedCall) -> str:
@@ -210,12 +223,20 @@ class ProfileJob:
                         request.trace_path,
                         name,
                         with_stack=request.with_stack,
+                        profile_memory=request.memory,
                     )
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
-            profile_calls(prepared.invoke, request.steps, self.use_cuda, request.trace_path, name)
+            profile_calls(
+                prepared.invoke,
+                request.steps,
+                self.use_cuda,
+                request.trace_path,
+                name,
+                profile_memory=request.memory,
+            )
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc

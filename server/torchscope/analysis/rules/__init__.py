@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..context import Context
 from ..report import Finding
 from . import (
+    allocation_churn,
     cold_start,
     comm_heavy,
     compile_tax,
@@ -17,13 +18,16 @@ from . import (
     gpu_idle,
     heavy_kernel,
     hidden_copy,
+    host_to_device_in_loop,
     hot_op,
     kernel_variance,
     launch_delay,
     lazy_init,
+    leak,
     low_utilization,
     many_calls,
     pageable_copy,
+    peak_near_limit,
     profiler_buffer,
     profiler_flush,
     small_kernels,
@@ -56,6 +60,10 @@ ALL_RULES: list[Rule] = [
     lazy_init.RULE,
     profiler_flush.RULE,
     profiler_buffer.RULE,
+    allocation_churn.RULE,
+    leak.RULE,
+    peak_near_limit.RULE,
+    host_to_device_in_loop.RULE,
 ]
 
 __all__ = ["ALL_RULES", "Rule", "rule_by_id", "run_rules"]
