@@ -62,6 +62,11 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record Python frames too: totals for the workspace functions it calls (slower)",
     )
+    profile.add_argument(
+        "--memory",
+        action="store_true",
+        help="record allocations per line: bytes, alive after the call, leaks, the peak",
+    )
     profile.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     profile.add_argument("--json", action="store_true", help="print the report as JSON")
     profile.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")

@@ -83,6 +83,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         device=args.device,
         with_stack=args.with_stack,
+        memory=args.memory,
         workspace_root=str(Path.cwd()),
     )
 

@@ -7,7 +7,8 @@ allocated; a free is paired with its allocation by (device, address) and counts 
 allocating line. Per step (one call of the function):
 
 - *allocated*: the bytes and number of allocations a line made;
-- *alive*: those not freed when the call returned (the end of its last line marker);
+- *alive*: those still allocated after the call — not freed by the end of its step, after
+  the call's locals and its (discarded) result were released;
 - *retained*: those never freed at all in the trace — a line that retains bytes in every
   profiled call leaks;
 - *peak*: the running sum of allocations minus frees from the step's start (the memory held
@@ -42,7 +43,7 @@ class DeviceMemory:
     alloc_bytes: float
     allocs: float
     alive_bytes: float
-    """Allocated by the line and still alive when the call returned."""
+    """Allocated by the line and still alive after the call (its locals and result freed)."""
     retained_bytes: float = 0.0
     """Allocated by the line and never freed in the trace (per call)."""
     leaks_every_call: bool = False
@@ -218,7 +219,7 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
         entry.alloc += ev.bytes
         entry.allocs += 1
         gone = freed[i]
-        if gone is None or gone > call_end[step]:
+        if gone is None or gone >= ctx.steps[step].end:
             entry.alive += ev.bytes
         if gone is None:
             entry.retained_by_step[step] = entry.retained_by_step.get(step, 0.0) + ev.bytes
@@ -261,23 +262,30 @@ def _peaks(
     ctx: Context, step_of: list[int], line_of: list[int | None], call_end: list[float]
 ) -> dict[str, DevicePeak]:
     """Per device: the median step's peak above the start of the call, and the line that
-    reached the peak in most steps."""
+    reached the peak in most steps. The peak's line is the first allocation that brought the
+    running total within 1 % of the step's maximum: a few bytes of scalars allocated after
+    the large blocks do not move the peak to a later line."""
+    history: dict[tuple[str, int], list[tuple[float, int | None]]] = {}
     running: dict[tuple[str, int], float] = {}
-    best: dict[tuple[str, int], tuple[float, int | None]] = {}
     for i, ev in enumerate(ctx.trace.memory):
         step = step_of[i]
         if step < 0 or ev.ts > call_end[step]:
             continue
         key = (DEVICE_NAMES.get(ev.device_type, f"device{ev.device_type}"), step)
         now = running[key] = running.get(key, 0.0) + ev.bytes
-        if ev.bytes > 0 and now > best.get(key, (0.0, None))[0]:
-            best[key] = (now, line_of[i])
+        if ev.bytes > 0:
+            history.setdefault(key, []).append((now, line_of[i]))
     out: dict[str, DevicePeak] = {}
-    for device in sorted({d for d, _ in running}):
-        per_step = [best.get((device, s), (0.0, None)) for s in range(len(ctx.steps))]
+    for device in sorted({d for d, _ in history}):
+        per_step: list[tuple[float, int | None]] = []
+        for s in range(len(ctx.steps)):
+            seen = history.get((device, s), [])
+            top = max((v for v, _ in seen), default=0.0)
+            line = next((ln for v, ln in seen if v >= 0.99 * top), None) if top > 0 else None
+            per_step.append((top, line))
         lines = Counter(line for _, line in per_step if line is not None)
-        top = lines.most_common(1)[0][0] if lines else None
-        out[device] = DevicePeak(median([p for p, _ in per_step]), top)
+        common = lines.most_common(1)[0][0] if lines else None
+        out[device] = DevicePeak(median([p for p, _ in per_step]), common)
     return out
 
 

@@ -37,6 +37,7 @@ class ProfileOptions:
     device: str = "auto"
     workspace_root: Optional[str] = None
     with_stack: bool = False
+    memory: bool = False
 
 
 class ProfileFailure(Exception):
@@ -111,6 +112,9 @@ def measurements_of(result: ProfileResult) -> Measurements:
         device_kind=result.device_kind,
         device_name=result.device_name,
         calls=result.timed_calls,
+        page_faults=list(result.page_faults),
+        page_fault_us=result.page_fault_us,
+        cuda_memory=dict(result.cuda_memory),
     )
 
 
@@ -173,6 +177,7 @@ class Profiler:
                 warmup=options.warmup,
                 device=options.device,
                 with_stack=options.with_stack,
+                memory=options.memory,
             )
             output: list[str] = []
 

@@ -108,6 +108,11 @@ def line_hover(report: dict[str, Any], line: dict[str, Any], qualname: str, stal
             f"CPU per call is this line's share of the unprofiled time; under the profiler it "
             f"took {format_duration(line['profiled_cpu_us'])} (op times above are profiled)."
         )
+    from torchscope.lsp.memory_presentation import memory_hover
+
+    memory = memory_hover(line)
+    if memory:
+        parts.append(memory)
     parts.append(
         "Across steps (CPU): min "
         f"{format_duration(line['cpu_us_min'])} · median {format_duration(line['cpu_us_median'])}"
@@ -145,6 +150,9 @@ def def_hover(report: dict[str, Any], qualname: str, offset: int, stale: bool) -
             for line in lines
         ]
         parts.append(_table(["line", "share", "CPU per call"], rows))
+    from torchscope.lsp.memory_presentation import memory_sentences
+
+    parts += memory_sentences(report, offset)
     if isinstance(report.get("compare"), dict):
         from torchscope.lsp.compare_presentation import compare_hover
 

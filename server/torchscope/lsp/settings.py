@@ -50,6 +50,7 @@ class Settings:
     hot_share: float = DEFAULT_HOT_SHARE
     inlay_hints: bool = True
     with_stack: bool = False
+    memory: bool = False
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -78,4 +79,5 @@ class Settings:
             hot_share=_share(values, "hot_line_threshold", self.hot_share),
             inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
             with_stack=bool(values.get("with_stack", self.with_stack)),
+            memory=bool(values.get("memory", self.memory)),
         )
