@@ -16,6 +16,8 @@ export interface Settings {
   perfettoOrigin: string;
   /** Traces kept in the private trace folder (newest first). */
   keepTraces: number;
+  /** Run the memory pass on every profile (`torchscope.memory`). */
+  memory: boolean;
 }
 
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
@@ -27,6 +29,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   pythonPath: "",
   perfettoOrigin: "https://ui.perfetto.dev",
   keepTraces: 20,
+  memory: false,
 });
 
 /** The part of `vscode.WorkspaceConfiguration` we read. Keys are relative to `torchscope.`. */
@@ -68,6 +71,7 @@ export function resolveSettings(config: ConfigurationLike): Settings {
     pythonPath: str(config.get("pythonPath"), d.pythonPath),
     perfettoOrigin: origin === "" ? d.perfettoOrigin : origin,
     keepTraces: num(config.get("keepTraces"), d.keepTraces, 1, 10000, true),
+    memory: bool(config.get("memory"), d.memory),
   };
 }
 
@@ -85,6 +89,7 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
     inlay_hints: s.inlayHintsEnabled,
     perfetto_origin: s.perfettoOrigin,
     keep_traces: s.keepTraces,
+    memory: s.memory,
   };
   if (traceDir !== undefined) {
     out.trace_dir = traceDir;
@@ -93,8 +98,11 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
 }
 
 /** The argument object of `torchscope.profile`. */
-export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings): ProfileArgs {
+export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings, memory = false): ProfileArgs {
   const args: ProfileArgs = { uri, line, steps: s.steps, warmup: s.warmup, timeout_s: s.timeoutSeconds };
+  if (memory || s.memory) {
+    args.memory = true;
+  }
   if (call !== undefined) {
     args.call = call;
   }

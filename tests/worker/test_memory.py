@@ -21,9 +21,11 @@ SAMPLES = FIXTURES / "memory_samples.py"
 
 def profile(call: str, qualname: str, trace_dir: Path, *extra: str) -> dict[str, Any]:
     run = subprocess.run(
-        [sys.executable, "-m", "torchscope", "profile", f"{SAMPLES}::{qualname}", "--call", call]
-        + ["--json", "-q", "--steps", "3", "--warmup", "1", "--trace-dir", str(trace_dir)]
-        + list(extra),
+        [
+            *(sys.executable, "-m", "torchscope", "profile", f"{SAMPLES}::{qualname}"),
+            *("--call", call, "--json", "-q", "--steps", "3", "--warmup", "1"),
+            *("--trace-dir", str(trace_dir), *extra),
+        ],
         cwd=REPO,
         env=ENV,
         capture_output=True,
@@ -40,7 +42,8 @@ def source_line(text: str) -> int:
 
 
 def test_two_temporaries_leak_and_peak_are_on_their_lines(trace_dir: Path) -> None:
-    data = profile("two_temporaries(torch.randn(2048, 1024))", "two_temporaries", trace_dir, "--memory")
+    call = "two_temporaries(torch.randn(2048, 1024))"
+    data = profile(call, "two_temporaries", trace_dir, "--memory")
     expected = 2048 * 1024 * 4  # numel × element_size of each temporary
     lines = {entry["line"]: entry for entry in data["lines"]}
     for text in ("    a = x * 2.0", "    b = x.exp()"):
