@@ -13,6 +13,10 @@ from .base import Rule
 FAULT_SHARE = 0.10
 """Page faults costing more than 10 % of the call: worth preallocating."""
 
+MIN_FAULTS_PER_CALL = 64
+"""Fewer faults per call (256 KiB of fresh pages) are noise from the interpreter's own heap:
+on a 10 µs call a single stray fault would otherwise count as 10 %."""
+
 LARGE_TEMPORARY_BYTES = 32 * 1024 * 1024
 """A line that allocates and frees at least 32 MiB per call on the CPU: above every malloc
 threshold, so each call maps (and faults in) fresh pages."""
@@ -47,7 +51,12 @@ class AllocationChurn(Rule):
         faults, cost, share, per_fault = page_fault_numbers(ctx)
         temporaries = self._temporaries(ctx)
         large = [(line, b) for line, b in temporaries if b >= LARGE_TEMPORARY_BYTES]
-        faulting = faults is not None and cost is not None and (share or 0.0) > FAULT_SHARE
+        faulting = (
+            faults is not None
+            and cost is not None
+            and faults >= MIN_FAULTS_PER_CALL
+            and (share or 0.0) > FAULT_SHARE
+        )
         if not faulting and not large:
             return []
         named = large or temporaries[:3]
