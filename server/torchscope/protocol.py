@@ -96,6 +96,12 @@ class JobOptions:
         "record Python frames too: totals for the workspace functions it calls (slower)",
         flag="--with-stack",
     )
+    memory: bool = _option(
+        False,
+        "record allocations per line too (bytes, allocations, alive after the call, peak)",
+        flag="--memory",
+        setting="memory",
+    )
     compile_mode: str = _option(
         "default",
         "torch.compile mode for --compare-compile",
@@ -194,6 +200,9 @@ class ProfileResult(Message):
     torch_version: str = ""
     attribution_note: str = ""  # why lines are not attributed ("" when they are)
     timed_calls: int = 0  # calls behind ``call_us`` (fast functions are timed in batches)
+    page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
+    page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
+    cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from .callees import callee_stats
 from .columns import median
 from .context import Context, build_context
 from .lines import line_stats
+from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .model import Trace
 from .normalise import load_trace
@@ -97,8 +98,9 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=line_stats(ctx),
+        lines=attach_line_memory(line_stats(ctx), measured.memory),
         callees=callee_stats(ctx),
+        memory=memory_summary(ctx, measured.memory),
     )
 
 

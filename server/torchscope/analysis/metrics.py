@@ -24,6 +24,7 @@ from .context import Context, assign
 from .cpu_index import cpu_index
 from .intervals import union_length
 from .link import copy_kind, is_launch
+from .memory import memory_analysis
 from .model import Span
 from .op_table import op_table
 from .report import Gap, StepMetrics
@@ -45,7 +46,10 @@ def measure(ctx: Context) -> Metrics:
     """The metrics stage: per-step numbers, the op table and per-name call counts."""
     rows, calls = op_table(ctx)
     return Metrics(
-        steps=tuple(step_metrics(ctx)), top_ops=tuple(rows), op_calls=MappingProxyType(calls)
+        steps=tuple(step_metrics(ctx)),
+        top_ops=tuple(rows),
+        op_calls=MappingProxyType(calls),
+        memory=memory_analysis(ctx),
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .callees import CalleeStats
     from .lines import LineStats
+    from .memory import MemorySummary
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -34,6 +35,12 @@ class Measurements:
     calls: int = 0
     """How many calls ``call_us`` stands for (a sample of a fast function is a batch's mean);
     0 when unknown."""
+    page_faults: list[float] = field(default_factory=list)
+    """Minor page faults per call, one value per timing sample (empty: not counted)."""
+    page_fault_us: float = 0.0
+    """The calibrated cost of one minor fault on the machine that ran the calls."""
+    cuda_memory: dict[str, Any] = field(default_factory=dict)
+    """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
 
 
 @dataclass(frozen=True)
@@ -186,10 +193,18 @@ class Report:
     """Workspace functions the profiled one called, with totals (needs ``with_stack``)."""
     lines: list[LineStats] = field(default_factory=list)
     """Per-line numbers from the worker's line markers, hottest first (see ``lines``)."""
+    memory: MemorySummary | None = None
+    """Peak and page faults (see ``memory``); None for a bare trace without memory events."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (no NaN/inf: those become None)."""
+        """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
+        where there is something to say (a profile, or a trace with memory events)."""
         out: dict[str, Any] = _clean(asdict(self))
+        if out["memory"] is None:
+            del out["memory"]
+        for line in out["lines"]:
+            if line.get("memory") is None:
+                line.pop("memory", None)
         return out
 
 

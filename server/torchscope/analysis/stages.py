@@ -11,8 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .report import StepMetrics, TopOp
+
+if TYPE_CHECKING:
+    from .memory import MemoryAnalysis
 
 
 @dataclass(frozen=True)
@@ -23,3 +27,5 @@ class Metrics:
     top_ops: tuple[TopOp, ...]
     op_calls: Mapping[str, int]
     """Op name → calls inside the steps (rules use it to skip early)."""
+    memory: MemoryAnalysis | None = None
+    """Per-line memory and peaks from the ``[memory]`` events (None: the trace has none)."""

@@ -110,6 +110,9 @@ def measurements_of(result: ProfileResult) -> Measurements:
         device_kind=result.device_kind,
         device_name=result.device_name,
         calls=result.timed_calls,
+        page_faults=list(result.page_faults),
+        page_fault_us=result.page_fault_us,
+        cuda_memory=dict(result.cuda_memory),
     )
 
 

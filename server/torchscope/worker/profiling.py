@@ -63,6 +63,7 @@ def profile_calls(
     trace_path: str,
     trace_name: Optional[str] = None,
     with_stack: bool = False,
+    profile_memory: bool = False,
 ) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -74,6 +75,7 @@ def profile_calls(
         activities=activities,
         record_shapes=True,
         with_stack=with_stack,
+        profile_memory=profile_memory,
         schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
     ) as prof:
         for _ in range(steps + 1):

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchscope.worker.page_faults import minor_faults
+
 #: A batch should last at least this long for the clock's overhead (~50 ns) to vanish.
 MIN_SAMPLE_S = 100e-6
 MAX_BATCH = 1000
@@ -29,6 +31,8 @@ class TimingSamples:
     calls: int
     floor_us: list[float] = field(default_factory=list)
     """Per-op dispatch floor, measured in alternation with the calls (see ``time_calls``)."""
+    page_faults: list[float] = field(default_factory=list)
+    """Minor page faults per call, one value per sample (``getrusage`` around its batch)."""
 
 
 def _synchronizer(use_cuda: bool) -> Callable[[], None]:
@@ -80,12 +84,15 @@ def time_calls(
         batch = min(MAX_BATCH, max(1, int(MIN_SAMPLE_S / max(estimate_s, 1e-9))))
     per_call_us: list[float] = []
     floor_us: list[float] = []
+    page_faults: list[float] = []
     clock = time.perf_counter
     deadline = clock() + budget_s
     while len(per_call_us) < samples and (len(per_call_us) < 3 or clock() < deadline):
+        faults_before = minor_faults()
         per_call_us.append(_time_batch(invoke, batch, sync))
+        page_faults.append((minor_faults() - faults_before) / batch)
         floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
     while len(floor_us) < MIN_FLOOR_SAMPLES:
         floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
-    return TimingSamples(per_call_us, len(per_call_us) * batch, floor_us)
+    return TimingSamples(per_call_us, len(per_call_us) * batch, floor_us, page_faults)
 
