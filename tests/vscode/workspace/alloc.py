@@ -1,5 +1,5 @@
 """The e2e's memory case: the **Profile memory** lens on `grow` must put a memory inlay hint
-(`+2.1 MB · 1 alloc`) on the line that allocates the 2 MiB temporary."""
+(`+2.1 MB · 3 allocs`: the 2 MiB output and two small blocks) on the line that allocates it."""
 
 
 
