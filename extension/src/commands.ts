@@ -218,7 +218,9 @@ export class Commands {
       await this.context.workspaceState.update(key, call);
     }
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
-    const profileArgs = buildProfileArgs(located.document.uri.toString(), target.line, call, settings);
+    // The "Profile memory" lens passes {memory: true}; the setting turns it on for every profile.
+    const memory = typeof arg === "object" && arg !== null && (arg as { memory?: unknown }).memory === true;
+    const profileArgs = buildProfileArgs(located.document.uri.toString(), target.line, call, settings, memory);
     const args = nproc === undefined ? profileArgs : { ...profileArgs, nproc };
     const command = nproc === undefined ? ServerCommands.profile : ServerCommands.profileRanks;
     traceInfo(`profile ${target.qualname} (${decision.kind === "none" ? decision.reason : decision.kind}): ${JSON.stringify(args)}`);

@@ -11,14 +11,20 @@ import type { ProfileArgs } from "./types";
  * `JobOptions`'); a value of the wrong type is left out, so the server's default applies.
  * A new job option that the editor exposes is one row here plus its package.json setting.
  */
-export const JOB_SETTINGS: readonly { key: string; wire: string; min: number; max: number; integer: boolean }[] = [
+export const JOB_SETTINGS: readonly JobSetting[] = [
   { key: "steps", wire: "steps", min: 1, max: 1000, integer: true },
   { key: "warmup", wire: "warmup", min: 0, max: 1000, integer: true },
   { key: "timeout", wire: "timeout_s", min: 1, max: 24 * 3600, integer: false },
+  { key: "memory", wire: "memory", boolean: true },
 ];
 
+/** A numeric job setting (clamped to [min, max]) or an on/off one. */
+export type JobSetting =
+  | { key: string; wire: string; min: number; max: number; integer: boolean }
+  | { key: string; wire: string; boolean: true };
+
 /** Job options by wire name (only those set with the right type). */
-export type JobOptions = Record<string, number>;
+export type JobOptions = Record<string, number | boolean>;
 
 export interface Settings {
   job: JobOptions;
@@ -66,10 +72,18 @@ function str(value: unknown, fallback: string): string {
   return typeof value === "string" ? value.trim() : fallback;
 }
 
-/** The job options, in one call: each `JOB_SETTINGS` row that holds a number, clamped. */
+/** The job options, in one call: each `JOB_SETTINGS` row that holds a value of its type
+ * (numbers clamped). */
 export function jobOptions(config: ConfigurationLike): JobOptions {
   const out: JobOptions = {};
   for (const row of JOB_SETTINGS) {
+    if ("boolean" in row) {
+      const flag = config.get(row.key);
+      if (typeof flag === "boolean") {
+        out[row.wire] = flag;
+      }
+      continue;
+    }
     const value = num(config.get(row.key), Number.NaN, row.min, row.max, row.integer);
     if (!Number.isNaN(value)) {
       out[row.wire] = value;
@@ -112,8 +126,11 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
 }
 
 /** The argument object of `torchscope.profile`. */
-export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings): ProfileArgs {
+export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings, memory = false): ProfileArgs {
   const args: ProfileArgs = { uri, line, ...s.job };
+  if (memory) {
+    args.memory = true; // the "Profile memory" lens: this profile only, whatever the setting
+  }
   if (call !== undefined) {
     args.call = call;
   }

@@ -31,6 +31,8 @@ export interface ProfileArgs {
   steps?: number;
   warmup?: number;
   timeout_s?: number;
+  /** Record allocations per line (the memory pass). */
+  memory?: boolean;
 }
 
 /** Result of `torchscope.profile` and `torchscope.analyzeTrace`. */

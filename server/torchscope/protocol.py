@@ -98,6 +98,12 @@ class JobOptions:
         "record Python frames too: totals for the workspace functions it calls (slower)",
         flag="--with-stack",
     )
+    memory: bool = _option(
+        False,
+        "record allocations per line too (bytes, allocations, alive after the call, peak)",
+        flag="--memory",
+        setting="memory",
+    )
     compile_mode: str = _option(
         "default",
         "torch.compile mode for --compare-compile",
@@ -219,6 +225,9 @@ class ProfileResult(Message):
     threads: int = 0  # intra-op threads of the timing pass
     single_thread_us: list[float] = field(default_factory=list)
     """Timing samples at one intra-op thread, interleaved with ``call_us`` (CPU, threads > 1)."""
+    page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
+    page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
+    cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
 
 
 @dataclass

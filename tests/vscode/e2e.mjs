@@ -6,7 +6,8 @@
 // It right-clicks inside `fn` of examples/matmul_add.py (a copy), chooses "Profile this
 // function", answers the input box if one shows, and checks: the Problems panel lists the
 // verdict from source `torchscope`; the hot line shows an inlay hint; hovering it shows
-// `aten::mm`. Screenshots, logs and result.json go to the output folder. Prerequisites come from
+// `aten::mm`; the **Profile memory** lens on alloc.py puts a memory inlay hint on its allocating
+// line. Screenshots, logs and result.json go to the output folder. Prerequisites come from
 // scripts/vscode/ensure-code-server.sh (cache folder: $TORCHSCOPE_TEST_CACHE or
 // ~/.cache/torchscope-test). code-server and Chromium are stopped when the test ends, pass or
 // fail. Exit code 0 = pass; the last stdout line is the JSON result.
@@ -832,6 +833,40 @@ async function main() {
       throw new Error(`the edit did not reach the file:\n${saved}`);
     }
     return pattern.exec(text)[1];
+  });
+
+  // The "Profile memory" lens: a profile with the memory pass, and a memory inlay hint
+  // (`+2.1 MB · 1 alloc`) on the line that allocates.
+  const alloc = fs.readFileSync(path.join(WORKSPACE, "alloc.py"), "utf8").split("\n");
+  const allocLine = alloc.findIndex((l) => /doubled = x \* 2\.0/.test(l));
+  await step("open alloc.py", () => openFileAtLine("alloc.py", allocLine, alloc[allocLine]));
+  result.checks.memoryHint = await step("the Profile memory lens shows a memory inlay hint", async () => {
+    const offset = logSize();
+    const lens = page.locator(".codelens-decoration a", { hasText: "Profile memory" }).first();
+    await lens.waitFor({ state: "visible", timeout: remaining(30000) });
+    await lens.click();
+    const sent = await waitForLog(/profile grow \(.*\): (\{.*\})/, 30000, "memory profile job", offset);
+    const args = JSON.parse(/profile grow \(.*\): (\{.*\})/.exec(sent)[1]);
+    if (args.memory !== true) {
+      throw new Error(`the lens sent ${JSON.stringify(args)} without memory: true`);
+    }
+    const line = editorLine(alloc[allocLine].trim());
+    const until = Date.now() + remaining(180000);
+    let rendered = "";
+    while (Date.now() < until) {
+      rendered = (await line.innerText()).replace(/\u00a0/g, " ");
+      const hint = /\+\d[\d.]* [kMG]?B · \d+ allocs?/.exec(rendered);
+      if (hint !== null) {
+        await screenshot("memory-hint");
+        return hint[0];
+      }
+      const failure = loggedFailure(offset);
+      if (failure !== undefined) {
+        throw new Error(`the extension logged an error: ${failure}`);
+      }
+      await page.waitForTimeout(500);
+    }
+    throw new Error(`no memory inlay hint on '${alloc[allocLine].trim()}'; rendered: '${rendered}'`);
   });
 
   // Cancel from the progress notification stops the job.

@@ -4,7 +4,8 @@ Steps: install the prerequisites once into a cache outside the repository
 (``scripts/vscode/ensure-code-server.sh``: Chromium, Node 24, code-server), build the ``.vsix``
 (``npm run package``), then run the Playwright driver ``tests/vscode/e2e.mjs``, which installs
 the ``.vsix`` into code-server, right-clicks inside ``fn`` of a copy of ``examples/``, chooses
-**Profile this function**, and checks the Problems panel, the inlay hint and the hover.
+**Profile this function**, and checks the Problems panel, the inlay hint and the hover, then
+the **Profile memory** lens and its memory inlay hint.
 Screenshots and logs go to ``test-output/vscode/``.
 
 Set ``TORCHSCOPE_SKIP_VSCODE=1`` to skip it (the only way it skips);
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -174,6 +176,8 @@ def test_profile_this_function_in_vscode() -> None:
     assert "-bound" in checks["problemsRow"], checks["problemsRow"]
     # Edited in the editor, then Compare with last commit: the verdict against HEAD.
     assert "faster than HEAD" in checks["diff"], checks["diff"]
+    # Profile memory: the lens runs the memory pass and the allocating line gets `+N MB · k alloc`.
+    assert re.fullmatch(r"\+\d[\d.]* [kMG]?B · \d+ allocs?", checks["memoryHint"]), checks
     if result.get("hotLinesChecked"):
         assert checks.get("inlayHint"), "no inlay hint text"
         assert "aten::mm" in checks.get("hover", "")

@@ -15,6 +15,7 @@ from .columns import median
 from .context import Context, build_context
 from .efficiency import annotate_lines
 from .lines import line_stats
+from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .model import Trace
 from .normalise import load_trace
@@ -98,9 +99,12 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=annotate_lines(ctx, measured.efficiency, line_stats(ctx)),
+        lines=attach_line_memory(
+            annotate_lines(ctx, measured.efficiency, line_stats(ctx)), measured.memory
+        ),
         callees=callee_stats(ctx),
         peaks=measured.efficiency.peaks,
+        memory=memory_summary(ctx, measured.memory),
     )
 
 

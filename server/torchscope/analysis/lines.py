@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .columns import median
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
 from .normalise import LINE_MARKER_PREFIX
+
+if TYPE_CHECKING:
+    from .memory import LineMemory
 
 #: Lines whose share of the function's time is at least this get an inlay hint by default
 #: (the editor setting overrides it): below ~5 % a line is rarely worth a look.
@@ -75,6 +78,8 @@ class LineStats:
     ops: list[LineOp] = field(default_factory=list)
     kernels: list[LineKernel] = field(default_factory=list)
     copies: list[LineCopy] = field(default_factory=list)
+    memory: LineMemory | None = None
+    """Bytes the line allocated per device (only with the memory pass; see ``memory``)."""
 
 
 def _marker_line(name: str) -> int | None:

@@ -25,6 +25,7 @@ from .cpu_index import cpu_index
 from .efficiency import annotate_ops, measure_efficiency
 from .intervals import union_length
 from .link import copy_kind, is_launch
+from .memory import memory_analysis
 from .model import Span
 from .op_table import op_table
 from .report import Gap, StepMetrics
@@ -51,6 +52,7 @@ def measure(ctx: Context) -> Metrics:
         top_ops=tuple(annotate_ops(ctx, efficiency, rows)),
         op_calls=MappingProxyType(calls),
         efficiency=efficiency,
+        memory=memory_analysis(ctx),
     )
 
 

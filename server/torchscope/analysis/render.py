@@ -7,7 +7,7 @@ the same in a terminal, a CI log and a test assertion.
 from __future__ import annotations
 
 from .columns import median
-from .formatting import format_duration, format_share
+from .formatting import format_bytes, format_duration, format_share
 from .report import Report, StepMetrics
 from .roofline import achieved_text, peaks_text
 
@@ -85,6 +85,24 @@ def _top_ops_table(report: Report) -> list[str]:
     return ["", "top ops (per step):", _row(head, widths), *(_row(r, widths) for r in rows)]
 
 
+def _memory_text(report: Report) -> list[str]:
+    """Page faults (every profile) and the peak (with the memory pass)."""
+    m = report.memory
+    if m is None:
+        return []
+    out = []
+    if m.page_faults_per_call is not None and m.page_fault_us is not None:
+        share = f" ({format_share(m.page_fault_share)} of the call)" if m.page_fault_share else ""
+        out.append(
+            f"page faults: {m.page_faults_per_call:.0f} per call ≈ "
+            f"{format_duration(m.page_fault_us)}{share}"
+        )
+    if m.peak_bytes is not None:
+        where = f" at line {m.peak_line}" if m.peak_line is not None else ""
+        out.append(f"memory peak: +{format_bytes(m.peak_bytes)} ({m.peak_device}){where}")
+    return out
+
+
 def render_report(report: Report) -> str:
     """Human-readable multi-line text of ``report``."""
     out: list[str] = []
@@ -106,6 +124,7 @@ def render_report(report: Report) -> str:
             f"profiler overhead: {format_duration(report.profiler_overhead_us)} per step "
             "(profiled step minus unprofiled call; not the function's own time)"
         )
+    out.extend(_memory_text(report))
     out.append("")
     out.extend(_steps_table(report))
     out.append("")

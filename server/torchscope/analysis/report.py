@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .callees import CalleeStats
     from .lines import LineStats
+    from .memory import MemorySummary
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -41,6 +42,12 @@ class Measurements:
     single_thread_us: list[float] = field(default_factory=list)
     """Samples at ``torch.set_num_threads(1)``, each taken right after the matching sample of
     ``call_us`` (empty when only one thread was in use)."""
+    page_faults: list[float] = field(default_factory=list)
+    """Minor page faults per call, one value per timing sample (empty: not counted)."""
+    page_fault_us: float = 0.0
+    """The calibrated cost of one minor fault on the machine that ran the calls."""
+    cuda_memory: dict[str, Any] = field(default_factory=dict)
+    """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
 
 
 @dataclass(frozen=True)
@@ -216,10 +223,18 @@ class Report:
     """Per-line numbers from the worker's line markers, hottest first (see ``lines``)."""
     peaks: Peaks | None = None
     """The peaks efficiencies are measured against (None: none known for this device)."""
+    memory: MemorySummary | None = None
+    """Peak and page faults (see ``memory``); None for a bare trace without memory events."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (no NaN/inf: those become None)."""
+        """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
+        where there is something to say (a profile, or a trace with memory events)."""
         out: dict[str, Any] = _clean(asdict(self))
+        if out["memory"] is None:
+            del out["memory"]
+        for line in out["lines"]:
+            if line.get("memory") is None:
+                line.pop("memory", None)
         return out
 
 

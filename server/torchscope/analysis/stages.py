@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .efficiency import Efficiency
 from .report import StepMetrics, TopOp
+
+if TYPE_CHECKING:
+    from .memory import MemoryAnalysis
 
 
 @dataclass(frozen=True)
@@ -27,3 +31,5 @@ class Metrics:
     """Op name → calls inside the steps (rules use it to skip early)."""
     efficiency: Efficiency
     """FLOPs, bytes and time per op with recorded shapes, and the peaks (``efficiency``)."""
+    memory: MemoryAnalysis | None = None
+    """Per-line memory and peaks from the ``[memory]`` events (None: the trace has none)."""

@@ -114,6 +114,9 @@ def measurements_of(result: ProfileResult) -> Measurements:
         peaks=peaks_of(result.peaks),
         threads=result.threads,
         single_thread_us=list(result.single_thread_us),
+        page_faults=list(result.page_faults),
+        page_fault_us=result.page_fault_us,
+        cuda_memory=dict(result.cuda_memory),
     )
 
 

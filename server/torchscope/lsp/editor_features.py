@@ -12,6 +12,7 @@ from torchscope.analysis.lines import LineStats
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
 from torchscope.lsp.diff_command import lens_title as diff_lens_title
+from torchscope.lsp.memory_presentation import memory_lines
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
     CLIENT_OPEN_TRACE,
@@ -51,6 +52,17 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
                     data={"uri": uri, "qualname": result.qualname, "line": line.line},
                 )
             )
+        for line, label in memory_lines(result.report.report):
+            index = result.current_line(line.line) - 1
+            if first <= index <= last and index < len(lines):
+                hints.append(
+                    types.InlayHint(
+                        position=types.Position(line=index, character=len(lines[index])),
+                        label=label + (" (stale)" if result.stale else ""),
+                        padding_left=True,
+                        data={"uri": uri, "qualname": result.qualname, "line": line.line},
+                    )
+                )
     hints += callee_hints(ls, uri, lines, first, last)
     return hints
 
@@ -156,6 +168,16 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
                 range=line,
                 command=types.Command(
                     title="Profile", command=CLIENT_PROFILE, arguments=[argument]
+                ),
+            )
+        )
+        lenses.append(
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title="Profile memory",
+                    command=CLIENT_PROFILE,
+                    arguments=[{**argument, "memory": True}],
                 ),
             )
         )

@@ -22,6 +22,7 @@ from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE as CLIENT_OPEN_G
 from torchscope.lsp.constants import CLIENT_OPEN_TRACE as CLIENT_OPEN_TRACE
 from torchscope.lsp.constants import CLIENT_PROFILE as CLIENT_PROFILE
 from torchscope.lsp.constants import CLIENT_PROFILE_SIZES as CLIENT_PROFILE_SIZES
+from torchscope.lsp.memory_presentation import memory_hover, memory_sentences
 from torchscope.lsp.ranks_presentation import headline, ranks_hover
 from torchscope.lsp.results import Profile
 
@@ -132,6 +133,9 @@ def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) ->
             f"CPU per call is this line's share of the unprofiled time; under the profiler it "
             f"took {format_duration(line.profiled_cpu_us)} (op times above are profiled)."
         )
+    memory = memory_hover(line)
+    if memory:
+        parts.append(memory)
     parts.append(
         "Across steps (CPU): min "
         f"{format_duration(line.cpu_us_min)} · median {format_duration(line.cpu_us_median)}"
@@ -163,6 +167,7 @@ def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
             for line in report.lines[:3]
         ]
         parts.append(_table(["line", "share", "CPU per call"], rows))
+    parts += memory_sentences(report, offset)
     if profile.comparison is not None:
         from torchscope.lsp.compare_presentation import compare_hover
 

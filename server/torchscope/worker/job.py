@@ -22,7 +22,9 @@ from torchscope.worker.call_expression import (
     direct_call,
     prepare_call,
 )
+from torchscope.worker.cuda_memory import memory_recording
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
+from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
 from torchscope.worker.timing import TimingSamples, time_calls
 
@@ -172,8 +174,11 @@ class ProfileJob:
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
         floor = statistics.median(samples.floor_us)
+        fault_us = fault_cost_us()
         self._stage("profile", f"profiling {request.options.steps} calls with line markers")
-        attribution_note = self._profile(prepared)
+        cuda_memory: dict[str, Any] = {}
+        with memory_recording(request, self.use_cuda, cuda_memory):
+            attribution_note = self._profile(prepared)
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
@@ -192,6 +197,9 @@ class ProfileJob:
             attribution_note=attribution_note,
             threads=samples.threads,
             single_thread_us=samples.single_thread_us,
+            page_faults=samples.page_faults,
+            page_fault_us=fault_us,
+            cuda_memory=cuda_memory,
         )
 
     def _profile(self, prepared: PreparedCall) -> str:
@@ -214,13 +222,19 @@ class ProfileJob:
                         request.trace_path,
                         name,
                         with_stack=request.options.with_stack,
+                        profile_memory=request.options.memory,
                     )
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
             self.gemm_dtypes = profile_calls(
-                prepared.invoke, request.options.steps, self.use_cuda, request.trace_path, name
+                prepared.invoke,
+                request.options.steps,
+                self.use_cuda,
+                request.trace_path,
+                name,
+                profile_memory=request.options.memory,
             )
         except Exception as exc:
             raise self._fail(

@@ -63,6 +63,7 @@ def profile_calls(
     trace_path: str,
     trace_name: Optional[str] = None,
     with_stack: bool = False,
+    profile_memory: bool = False,
 ) -> list[str]:
     """Profile ``steps`` calls into ``trace_path``; returns the dtypes its GEMMs ran in (what
     the calibration measures peaks for)."""
@@ -77,6 +78,7 @@ def profile_calls(
         record_shapes=True,
         with_flops=True,
         with_stack=with_stack,
+        profile_memory=profile_memory,
         schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
     ) as prof:
         for _ in range(steps + 1):
