@@ -1,21 +1,22 @@
 /**
  * **Compare with torch.compile** and **Profile across sizes…** (DESIGN.md §6). Both run a
  * server command with a cancellable progress notification, then show the result in a small
- * webview beside the editor (the comparison table, or the sweep's table and SVG chart). The
+ * webview beside the editor: the server's Markdown of the comparison or of the sweep's table
+ * (plus the sweep's SVG chart). The
  * server also publishes the comparison as a diagnostic on the `def` line with a hover whose
  * command link opens the code Inductor generated (`torchscope.openGeneratedCode`).
  */
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall } from "./callExpression";
-import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare, renderCompareHtml } from "./compare";
+import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare } from "./compare";
 import { ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
 import { errorText, traceError, traceInfo } from "./log";
 import { parseLocationArg } from "./report";
-import { showResultPanel } from "./resultPanel";
+import { markdownHtml, showResultPanel } from "./resultPanel";
 import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
-import { DEFAULT_SIZES, initialSweepCall, parseSizes, parseSweep, renderSweepHtml, SIZE_NAME, sweepSummary, validateSizes, validateSweepCall } from "./sweep";
+import { chartHtml, DEFAULT_SIZES, initialSweepCall, parseSizes, parseSweep, SIZE_NAME, sweepSummary, validateSizes, validateSweepCall } from "./sweep";
 import type { CommandResult, TargetInfo } from "./types";
 
 export interface Located {
@@ -147,7 +148,8 @@ export class CompareCommands {
     const summary = compareSummary(compare);
     traceInfo(`compare ${target.qualname}: ${summary.text}`);
     this.status.set(summary.failed ? { kind: "error", message: `${target.qualname}: ${summary.text}` } : { kind: "idle", detail: `${target.qualname}: ${summary.text}` });
-    showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, renderCompareHtml(target.qualname, compare));
+    const body = await markdownHtml(result.markdown ?? "");
+    showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, body);
   }
 
   async profileSizes(arg: unknown): Promise<void> {
@@ -207,9 +209,9 @@ export class CompareCommands {
         traceError(`reading the sweep chart ${sweep.chart_path}`, e);
       }
     }
-    const device = (result.report.device as { kind?: unknown } | undefined)?.kind;
     this.status.set({ kind: "idle", detail: `${target.qualname}: ${sweepSummary(sweep)}` });
-    showResultPanel(`sweep:${uri}#${target.qualname}`, `Sizes: ${target.qualname}`, renderSweepHtml(target.qualname, sweep, svg, device === "cuda"));
+    const body = `${await markdownHtml(result.markdown ?? "")}\n${chartHtml(svg)}`;
+    showResultPanel(`sweep:${uri}#${target.qualname}`, `Sizes: ${target.qualname}`, body);
   }
 
   /** `{path}` (the hover's link to the code Inductor generated) → open it in an editor. */

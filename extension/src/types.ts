@@ -33,9 +33,10 @@ export interface ProfileArgs {
   timeout_s?: number;
 }
 
-/** Result of `torchscope.profile` and `torchscope.analyzeTrace`. */
+/** Result of the server's commands (`torchscope.profile`, `torchscope.compareCompile`, …);
+ * `markdown` is the result rendered by the server for a panel (the comparison, the sweep). */
 export type CommandResult =
-  | { ok: true; report: Record<string, unknown> }
+  | { ok: true; report: Record<string, unknown>; markdown?: string }
   | { ok: false; error: string };
 
 /*
