@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Optional
 
 from torchscope.analysis import format_duration, render_report
-from torchscope.analysis.comparison import Comparison
 from torchscope.analysis.report import Report
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
-from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
+from torchscope.cli_compare import run_kind, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
-from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
+from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import Output, Progress
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
@@ -64,23 +63,20 @@ def _render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) 
     return "\n".join(lines)
 
 
-def _print_outcome(
-    args: argparse.Namespace,
-    source: str,
-    target: Target,
-    outcome: ProfileOutcome,
-    compare: Optional[Comparison],
-) -> Path:
-    """Print one profile (as JSON or text); returns its trace."""
+def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: CliReport) -> Path:
+    """Print one job (as JSON or text); returns its trace."""
+    outcome = job.profile
+    for line in job.stderr:
+        print(line, file=sys.stderr)
     if args.json:
         data = outcome.to_json()
-        if compare is not None:
-            data["compare"] = compare.to_dict()
+        if job.key is not None and job.extra is not None:
+            data[job.key] = job.extra()
         print(json.dumps(data, ensure_ascii=False), flush=True)
     else:
         listing = source_with_margin(source, target, outcome.report)
         text = _render_text(outcome, listing, not args.open)
-        print(text + compare_text(compare), flush=True)
+        print(text + job.text, flush=True)
     return Path(outcome.result.trace_path)
 
 
@@ -122,9 +118,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         for call in _calls(args, target, hello.cuda_available):
             _say(args.quiet, f"profiling {call or target.qualname + '()'}")
             try:
-                outcome, compare = await profile_or_compare(
-                    profiler, target, call, options, args, on_progress, on_output
-                )
+                job = await run_kind(profiler, target, call, options, args, on_progress, on_output)
             except ProfileFailure as failure:
                 status = EXIT_FAILED
                 where = f"{target.file}:{failure.line}" if failure.line else target.file
@@ -132,7 +126,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                 if failure.traceback:
                     print(failure.traceback, file=sys.stderr)
                 continue
-            traces.append(_print_outcome(args, source, target, outcome, compare))
+            traces.append(_print_outcome(args, source, target, job))
     except ProfileFailure as failure:
         print(f"torchscope: {failure.message}", file=sys.stderr)
         status = EXIT_FAILED
