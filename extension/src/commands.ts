@@ -1,25 +1,22 @@
-/** The client's commands (package.json `contributes.commands`). */
-import { randomUUID } from "node:crypto";
+/**
+ * The client's commands (constants.ts `ClientCommands`; package.json `contributes.commands` for
+ * those in the palette or a menu): profile a function, its call expression, clearing, the
+ * server and the log here; trace commands in traceCommands.ts, the torch.compile comparison
+ * and the size sweep in compareCommands.ts. Each module lists its `CommandRow`s.
+ */
 import * as vscode from "vscode";
-import {
-  ExecuteCommandRequest,
-  type LanguageClient,
-  LSPErrorCodes,
-  ResponseError,
-  WorkDoneProgress,
-  type WorkDoneProgressBegin,
-  type WorkDoneProgressEnd,
-  type WorkDoneProgressReport,
-} from "vscode-languageclient/node";
+import { ExecuteCommandRequest, type LanguageClient } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall, firstPlaceholderSelection, validateCallExpression } from "./callExpression";
+import type { CommandRow } from "./commandRow";
 import { CompareCommands } from "./compareCommands";
 import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./constants";
 import { errorText, showLog, traceError, traceInfo } from "./log";
-import { PerfettoViews } from "./perfetto";
+import { runWithProgress } from "./progress";
 import { parseLocationArg, reportHeadline, reportTracePath } from "./report";
 import type { ServerManager } from "./server";
 import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
+import { TraceCommands } from "./traceCommands";
 import type { CommandResult, TargetInfo } from "./types";
 
 interface Located {
@@ -27,17 +24,25 @@ interface Located {
   line: number;
 }
 
-interface LastResult {
-  qualname: string;
-  headline: string | undefined;
-  tracePath: string | undefined;
+/** Run a row's handler; a failure is logged and shown with a way to the log. */
+function registerRow({ id, run }: CommandRow): vscode.Disposable {
+  return vscode.commands.registerCommand(id, async (arg: unknown) => {
+    try {
+      await run(arg);
+    } catch (e) {
+      traceError(`${id} failed`, e);
+      void vscode.window.showErrorMessage(`torchscope: ${errorText(e)}`, "Show Log").then((c) => {
+        if (c !== undefined) {
+          showLog();
+        }
+      });
+    }
+  });
 }
 
 export class Commands {
-  /** Last result per document URI, and the trace of the latest run. */
-  private readonly results = new Map<string, LastResult>();
-  private lastTrace: string | undefined;
-  private readonly perfetto = new PerfettoViews();
+  /** Open, copy, reveal and analyse traces (traceCommands.ts). */
+  private readonly traces: TraceCommands;
   /** Compare with torch.compile, profile across sizes (compareCommands.ts). */
   private readonly compare: CompareCommands;
 
@@ -46,53 +51,34 @@ export class Commands {
     private readonly server: ServerManager,
     private readonly status: StatusBar,
   ) {
+    this.traces = new TraceCommands(this);
     this.compare = new CompareCommands(context, this, status);
   }
 
+  /** Every client command: this module's rows, then those of the command modules. */
   register(): vscode.Disposable[] {
     const done = this.server.onProfileDone(({ uri, report }) => {
-      const tracePath = reportTracePath(report);
-      if (tracePath !== undefined) {
-        this.lastTrace = tracePath;
-        const previous = this.results.get(uri);
-        this.results.set(uri, { qualname: previous?.qualname ?? "", headline: reportHeadline(report), tracePath });
-      }
+      this.traces.remember(uri, reportTracePath(report));
     });
-    const reg = (id: string, fn: (...args: unknown[]) => Promise<void>): vscode.Disposable =>
-      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-        try {
-          await fn(...args);
-        } catch (e) {
-          traceError(`${id} failed`, e);
-          void vscode.window.showErrorMessage(`torchscope: ${errorText(e)}`, "Show Log").then((c) => {
-            if (c !== undefined) {
-              showLog();
-            }
-          });
-        }
-      });
-    return [
-      done,
-      reg(ClientCommands.profileFunction, (arg) => this.profileFunction(arg)),
-      reg(ClientCommands.editCallExpression, (arg) => this.editCallExpression(arg)),
-      reg(ClientCommands.openTrace, (arg) => this.openTrace(arg)),
-      reg(ClientCommands.openTraceInBrowser, (arg) => this.withTrace(arg, "open in the browser", (t, o) => this.perfetto.openInBrowser(t, o))),
-      reg(ClientCommands.copyTracePath, (arg) => this.withTrace(arg, "copy the path of", (t) => this.perfetto.copyPath(t))),
-      reg(ClientCommands.revealTraceFile, (arg) => this.withTrace(arg, "reveal", (t) => this.perfetto.reveal(t))),
-      new vscode.Disposable(() => {
-        this.perfetto.dispose();
-      }),
-      reg(ClientCommands.analyzeTraceFile, (arg) => this.analyzeTraceFile(arg)),
-      reg(ClientCommands.clearResults, (arg) => this.clearResults(arg)),
-      reg(ClientCommands.restartServer, () => this.server.restart("requested by the user")),
-      reg(ClientCommands.showLog, () => {
-        showLog();
-        return Promise.resolve();
-      }),
-      reg(ClientCommands.compareCompile, (arg) => this.compare.compareCompile(arg)),
-      reg(ClientCommands.profileSizes, (arg) => this.compare.profileSizes(arg)),
-      reg(ClientCommands.openGeneratedCode, (arg) => this.compare.openGeneratedCode(arg)),
+    const rows: CommandRow[] = [
+      { id: ClientCommands.profileFunction, run: (arg) => this.profileFunction(arg) },
+      { id: ClientCommands.editCallExpression, run: (arg) => this.editCallExpression(arg) },
+      { id: ClientCommands.clearResults, run: (arg) => this.clearResults(arg) },
+      { id: ClientCommands.restartServer, run: () => this.server.restart("requested by the user") },
+      {
+        id: ClientCommands.showLog,
+        run: () => {
+          showLog();
+          return Promise.resolve();
+        },
+      },
+      ...this.traces.rows(),
+      ...this.compare.rows(),
     ];
+    const traces = new vscode.Disposable(() => {
+      this.traces.dispose();
+    });
+    return [done, traces, ...rows.map(registerRow)];
   }
 
   /**
@@ -219,8 +205,7 @@ export class Commands {
     } else if (result.ok) {
       const headline = reportHeadline(result.report);
       const tracePath = reportTracePath(result.report);
-      this.results.set(located.document.uri.toString(), { qualname: target.qualname, headline, tracePath });
-      this.lastTrace = tracePath ?? this.lastTrace;
+      this.traces.remember(located.document.uri.toString(), tracePath);
       traceInfo(`profile ${target.qualname}: ${headline ?? "done"}${tracePath !== undefined ? ` (trace ${tracePath})` : ""}`);
       this.status.set({ kind: "idle", detail: `${target.qualname}: ${headline ?? "done"}` });
     } else {
@@ -230,58 +215,8 @@ export class Commands {
     }
   }
 
-  /** `workspace/executeCommand` with a work-done token shown as a cancellable notification. */
-  runWithProgress(
-    client: LanguageClient,
-    title: string,
-    command: string,
-    argument: object,
-  ): Thenable<CommandResult | "cancelled"> {
-    return vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
-      async (progress, token) => {
-        const workDoneToken = `torchscope-${randomUUID()}`;
-        let last = 0;
-        const sub = client.onProgress(
-          WorkDoneProgress.type,
-          workDoneToken,
-          (value: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd) => {
-            if (value.kind === "end") {
-              return;
-            }
-            // The notification's own title already names the job; show the server's messages only.
-            const message = value.message;
-            let increment: number | undefined;
-            if (value.percentage !== undefined && value.percentage > last) {
-              increment = value.percentage - last;
-              last = value.percentage;
-            }
-            if (message !== undefined) {
-              traceInfo(`progress: ${message}`);
-            }
-            progress.report({ message, increment });
-          },
-        );
-        try {
-          const result = (await client.sendRequest(
-            ExecuteCommandRequest.type,
-            { command, arguments: [argument], workDoneToken },
-            token,
-          )) as CommandResult | null;
-          if (token.isCancellationRequested) {
-            return "cancelled";
-          }
-          return result ?? { ok: false, error: "the server returned no result" };
-        } catch (e) {
-          if (token.isCancellationRequested || (e instanceof ResponseError && e.code === LSPErrorCodes.RequestCancelled)) {
-            return "cancelled";
-          }
-          throw e;
-        } finally {
-          sub.dispose();
-        }
-      },
-    );
+  runWithProgress(client: LanguageClient, title: string, command: string, argument: object): Thenable<CommandResult | "cancelled"> {
+    return runWithProgress(client, title, command, argument);
   }
 
   async editCallExpression(arg: unknown): Promise<void> {
@@ -325,95 +260,9 @@ export class Commands {
     }
   }
 
-  private async pickTrace(title: string): Promise<vscode.Uri | undefined> {
-    const picked = await vscode.window.showOpenDialog({
-      title,
-      canSelectMany: false,
-      filters: { "Chrome trace": ["json", "gz"], "All files": ["*"] },
-      defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
-    });
-    return picked?.[0];
-  }
-
-  private traceArg(arg: unknown): vscode.Uri | undefined {
-    if (arg instanceof vscode.Uri) {
-      return arg;
-    }
-    if (typeof arg === "string") {
-      return vscode.Uri.file(arg);
-    }
-    if (typeof arg === "object" && arg !== null) {
-      const p = (arg as { path?: unknown }).path;
-      if (typeof p === "string") {
-        return vscode.Uri.file(p);
-      }
-      const uri = (arg as { uri?: unknown }).uri;
-      if (typeof uri === "string") {
-        const last = this.results.get(uri)?.tracePath;
-        return last !== undefined ? vscode.Uri.file(last) : undefined;
-      }
-    }
-    return undefined;
-  }
-
-  /** The trace named by `arg` (`{path}`, a Uri, a path), else the latest run's, else one picked. */
-  private async withTrace(
-    arg: unknown,
-    verb: string,
-    action: (trace: vscode.Uri, perfettoOrigin: string) => Promise<void>,
-  ): Promise<void> {
-    let trace = this.traceArg(arg) ?? (this.lastTrace !== undefined ? vscode.Uri.file(this.lastTrace) : undefined);
-    trace ??= await this.pickTrace(`torchscope: ${verb} a trace`);
-    if (trace === undefined) {
-      return;
-    }
-    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION));
-    await action(trace, settings.perfettoOrigin);
-  }
-
-  async openTrace(arg: unknown): Promise<void> {
-    await this.withTrace(arg, "open in Perfetto", (t, o) => this.perfetto.openInPanel(t, o));
-  }
-
-  async analyzeTraceFile(arg: unknown): Promise<void> {
-    const trace = this.traceArg(arg) ?? (await this.pickTrace("torchscope: analyze a trace file"));
-    if (trace === undefined) {
-      return;
-    }
-    const client = await this.clientOrExplain();
-    if (client === undefined) {
-      return;
-    }
-    const name = vscode.workspace.asRelativePath(trace);
-    const result = await this.runWithProgress(client, `torchscope: analyzing ${name}`, ServerCommands.analyzeTrace, {
-      path: trace.fsPath,
-    });
-    if (result === "cancelled") {
-      return;
-    }
-    if (!result.ok) {
-      traceError(`analyze ${trace.fsPath}: ${result.error}`);
-      void vscode.window.showErrorMessage(`torchscope: ${result.error}`);
-      return;
-    }
-    this.lastTrace = trace.fsPath;
-    traceInfo(`analyze ${trace.fsPath}: ${JSON.stringify(result.report)}`);
-    const headline = reportHeadline(result.report) ?? "analysed (details in the log)";
-    const choice = await vscode.window.showInformationMessage(`torchscope: ${name}: ${headline}`, "Open Trace", "Show Log");
-    if (choice === "Open Trace") {
-      await this.openTrace(trace);
-    } else if (choice === "Show Log") {
-      showLog();
-    }
-  }
-
   async clearResults(arg: unknown): Promise<void> {
     const { uri } = parseLocationArg(arg instanceof vscode.Uri ? arg.toString() : arg);
-    if (uri === undefined) {
-      this.results.clear();
-    } else {
-      this.results.delete(uri);
-    }
+    this.traces.forget(uri);
     const client = await this.server.ready();
     if (client === undefined) {
       return;

@@ -10,7 +10,8 @@ import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall } from "./callExpression";
 import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare } from "./compare";
-import { ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
+import type { CommandRow } from "./commandRow";
+import { ClientCommands, ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
 import { errorText, traceError, traceInfo } from "./log";
 import { parseLocationArg } from "./report";
 import { markdownHtml, showResultPanel } from "./resultPanel";
@@ -55,6 +56,14 @@ export class CompareCommands {
     private readonly host: CommandHost,
     private readonly status: StatusBar,
   ) {}
+
+  rows(): CommandRow[] {
+    return [
+      { id: ClientCommands.compareCompile, run: (arg) => this.compareCompile(arg) },
+      { id: ClientCommands.profileSizes, run: (arg) => this.profileSizes(arg) },
+      { id: ClientCommands.openGeneratedCode, run: (arg) => this.openGeneratedCode(arg) },
+    ];
+  }
 
   private async start(arg: unknown, what: string): Promise<{ client: LanguageClient; located: Located; target: TargetInfo } | undefined> {
     const located = await this.host.locate(arg);
