@@ -8,7 +8,7 @@ import * as vscode from "vscode";
 import { ExecuteCommandRequest, type LanguageClient } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall, firstPlaceholderSelection, validateCallExpression } from "./callExpression";
 import type { CommandRow } from "./commandRow";
-import { CompareCommands } from "./compareCommands";
+import { CompareCommands, type Located, type Started } from "./compareCommands";
 import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./constants";
 import { errorText, showLog, traceError, traceInfo } from "./log";
 import { runWithProgress } from "./progress";
@@ -19,10 +19,6 @@ import type { StatusBar } from "./statusBar";
 import { TraceCommands } from "./traceCommands";
 import type { CommandResult, TargetInfo } from "./types";
 
-interface Located {
-  document: vscode.TextDocument;
-  line: number;
-}
 
 /** Run a row's handler; a failure is logged and shown with a way to the log. */
 function registerRow({ id, run }: CommandRow): vscode.Disposable {
@@ -156,40 +152,56 @@ export class Commands {
     return value?.trim();
   }
 
-  async profileFunction(arg: unknown): Promise<void> {
+  /** The function at `arg` (saved first: the worker imports the file from disk) and the
+   * server, or undefined after telling the user why not. */
+  async start(arg: unknown, what: string, save = true): Promise<Started | undefined> {
     const located = await this.locate(arg);
     if (located === undefined) {
-      void vscode.window.showWarningMessage("torchscope: open a Python file and put the cursor inside a function to profile it.");
-      return;
+      void vscode.window.showWarningMessage(`torchscope: open a Python file and put the cursor inside a function to ${what}.`);
+      return undefined;
     }
-    if (located.document.isDirty) {
-      // The worker imports the file from disk.
+    if (save && located.document.isDirty) {
       await located.document.save();
     }
     const client = await this.clientOrExplain();
     if (client === undefined) {
-      return;
+      return undefined;
     }
     const target = await this.target(client, located);
-    if (target === undefined) {
-      return;
-    }
+    return target === undefined ? undefined : { client, located, target };
+  }
+
+  /** The call for one run: the directive (server-side), the remembered call, or ask. */
+  async chooseCall(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined> {
     const key = callStateKey(located.document.uri.toString(), target.qualname);
     const decision = decideCall(target, this.context.workspaceState.get<string>(key));
-    let call: string | undefined;
+    traceInfo(`call for ${target.qualname}: ${decision.kind === "none" ? decision.reason : decision.kind}`);
     if (decision.kind === "remembered") {
-      call = decision.call;
-    } else if (decision.kind === "ask") {
-      call = await this.askCall(target, decision.template);
+      return { call: decision.call };
+    }
+    if (decision.kind === "ask") {
+      const call = await this.askCall(target, decision.template);
       if (call === undefined) {
-        traceInfo(`profile ${target.qualname}: no call expression given`);
-        return;
+        traceInfo(`${target.qualname}: no call expression given`);
+        return undefined;
       }
       await this.context.workspaceState.update(key, call);
+      return { call };
     }
+    return { call: undefined };
+  }
+
+  async profileFunction(arg: unknown): Promise<void> {
+    const started = await this.start(arg, "profile it");
+    const chosen = started === undefined ? undefined : await this.chooseCall(started.located, started.target);
+    if (started === undefined || chosen === undefined) {
+      return;
+    }
+    const { client, located, target } = started;
+    const call = chosen.call;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
     const args = buildProfileArgs(located.document.uri.toString(), target.line, call, settings);
-    traceInfo(`profile ${target.qualname} (${decision.kind === "none" ? decision.reason : decision.kind}): ${JSON.stringify(args)}`);
+    traceInfo(`profile ${target.qualname}: ${JSON.stringify(args)}`);
 
     this.status.set({ kind: "profiling", target: target.qualname });
     let result: CommandResult | "cancelled";
@@ -220,19 +232,11 @@ export class Commands {
   }
 
   async editCallExpression(arg: unknown): Promise<void> {
-    const located = await this.locate(arg);
-    if (located === undefined) {
-      void vscode.window.showWarningMessage("torchscope: open a Python file and put the cursor inside a function.");
+    const started = await this.start(arg, "edit its call expression", false);
+    if (started === undefined) {
       return;
     }
-    const client = await this.clientOrExplain();
-    if (client === undefined) {
-      return;
-    }
-    const target = await this.target(client, located);
-    if (target === undefined) {
-      return;
-    }
+    const { located, target } = started;
     if (target.directive !== null) {
       const choice = await vscode.window.showInformationMessage(
         `torchscope: ${target.qualname} takes its call from the '# torchscope:' comment above it (${target.directive}); edit that comment instead.`,

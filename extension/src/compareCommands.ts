@@ -8,7 +8,7 @@
  */
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
-import { buildCallTemplate, callStateKey, decideCall } from "./callExpression";
+import { buildCallTemplate, callStateKey } from "./callExpression";
 import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare } from "./compare";
 import type { CommandRow } from "./commandRow";
 import { ClientCommands, ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
@@ -25,12 +25,17 @@ export interface Located {
   line: number;
 }
 
-/** What these commands borrow from `Commands`: locating the function and running a job. */
+/** The function a command acts on, and the server that runs its job. */
+export interface Started {
+  client: LanguageClient;
+  located: Located;
+  target: TargetInfo;
+}
+
+/** What these commands borrow from `Commands`: finding the function, its call, running a job. */
 export interface CommandHost {
-  locate(arg: unknown): Promise<Located | undefined>;
-  clientOrExplain(): Promise<LanguageClient | undefined>;
-  target(client: LanguageClient, located: Located): Promise<TargetInfo | undefined>;
-  askCall(target: TargetInfo, initial: string): Promise<string | undefined>;
+  start(arg: unknown, what: string, save?: boolean): Promise<Started | undefined>;
+  chooseCall(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined>;
   runWithProgress(client: LanguageClient, title: string, command: string, argument: object): Thenable<CommandResult | "cancelled">;
 }
 
@@ -65,41 +70,6 @@ export class CompareCommands {
     ];
   }
 
-  private async start(arg: unknown, what: string): Promise<{ client: LanguageClient; located: Located; target: TargetInfo } | undefined> {
-    const located = await this.host.locate(arg);
-    if (located === undefined) {
-      void vscode.window.showWarningMessage(`torchscope: open a Python file and put the cursor inside a function to ${what}.`);
-      return undefined;
-    }
-    if (located.document.isDirty) {
-      await located.document.save(); // the worker imports the file from disk
-    }
-    const client = await this.host.clientOrExplain();
-    if (client === undefined) {
-      return undefined;
-    }
-    const target = await this.host.target(client, located);
-    return target === undefined ? undefined : { client, located, target };
-  }
-
-  /** The call for one run: the directive (server-side), the remembered call, or ask (as Profile). */
-  private async call(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined> {
-    const key = callStateKey(located.document.uri.toString(), target.qualname);
-    const decision = decideCall(target, this.context.workspaceState.get<string>(key));
-    if (decision.kind === "remembered") {
-      return { call: decision.call };
-    }
-    if (decision.kind === "ask") {
-      const call = await this.host.askCall(target, decision.template);
-      if (call === undefined) {
-        return undefined;
-      }
-      await this.context.workspaceState.update(key, call);
-      return { call };
-    }
-    return { call: undefined };
-  }
-
   /** Run one server job with progress, keeping the status bar in step; undefined when it was
    * cancelled or failed (the server has published the error and shown the message). */
   private async runJob(
@@ -131,13 +101,13 @@ export class CompareCommands {
   }
 
   async compareCompile(arg: unknown): Promise<void> {
-    const started = await this.start(arg, "compare it with torch.compile");
+    const started = await this.host.start(arg, "compare it with torch.compile");
     if (started === undefined) {
       return;
     }
     const { client, located, target } = started;
     const mode = await chooseMode(arg);
-    const chosen = mode === undefined ? undefined : await this.call(located, target);
+    const chosen = mode === undefined ? undefined : await this.host.chooseCall(located, target);
     if (mode === undefined || chosen === undefined) {
       traceInfo(`compare ${target.qualname}: nothing chosen`);
       return;
@@ -162,7 +132,7 @@ export class CompareCommands {
   }
 
   async profileSizes(arg: unknown): Promise<void> {
-    const started = await this.start(arg, "profile it across sizes");
+    const started = await this.host.start(arg, "profile it across sizes");
     if (started === undefined) {
       return;
     }
