@@ -8,7 +8,7 @@ import * as vscode from "vscode";
 import { ExecuteCommandRequest, type LanguageClient } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall, firstPlaceholderSelection, validateCallExpression } from "./callExpression";
 import type { CommandRow } from "./commandRow";
-import { CompareCommands, type Located, type Started } from "./compareCommands";
+import { type ChosenCall, CompareCommands, type Located, type Started } from "./compareCommands";
 import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./constants";
 import { errorText, showLog, traceError, traceInfo } from "./log";
 import { runWithProgress } from "./progress";
@@ -171,13 +171,13 @@ export class Commands {
     return target === undefined ? undefined : { client, located, target };
   }
 
-  /** The call for one run: the directive (server-side), the remembered call, or ask. */
-  async chooseCall(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined> {
+  /** The call for one run: the directive (server-side), the remembered call, or ask; `how`
+   * says which (for the log). */
+  async chooseCall(located: Located, target: TargetInfo): Promise<ChosenCall | undefined> {
     const key = callStateKey(located.document.uri.toString(), target.qualname);
     const decision = decideCall(target, this.context.workspaceState.get<string>(key));
-    traceInfo(`call for ${target.qualname}: ${decision.kind === "none" ? decision.reason : decision.kind}`);
     if (decision.kind === "remembered") {
-      return { call: decision.call };
+      return { call: decision.call, how: decision.kind };
     }
     if (decision.kind === "ask") {
       const call = await this.askCall(target, decision.template);
@@ -186,9 +186,9 @@ export class Commands {
         return undefined;
       }
       await this.context.workspaceState.update(key, call);
-      return { call };
+      return { call, how: decision.kind };
     }
-    return { call: undefined };
+    return { call: undefined, how: decision.reason };
   }
 
   async profileFunction(arg: unknown): Promise<void> {
@@ -201,7 +201,7 @@ export class Commands {
     const call = chosen.call;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
     const args = buildProfileArgs(located.document.uri.toString(), target.line, call, settings);
-    traceInfo(`profile ${target.qualname}: ${JSON.stringify(args)}`);
+    traceInfo(`profile ${target.qualname} (${chosen.how}): ${JSON.stringify(args)}`);
 
     this.status.set({ kind: "profiling", target: target.qualname });
     let result: CommandResult | "cancelled";

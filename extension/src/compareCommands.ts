@@ -25,6 +25,12 @@ export interface Located {
   line: number;
 }
 
+/** The call a run uses (undefined: the server's choice) and how it was chosen. */
+export interface ChosenCall {
+  call: string | undefined;
+  how: string;
+}
+
 /** The function a command acts on, and the server that runs its job. */
 export interface Started {
   client: LanguageClient;
@@ -35,7 +41,7 @@ export interface Started {
 /** What these commands borrow from `Commands`: finding the function, its call, running a job. */
 export interface CommandHost {
   start(arg: unknown, what: string, save?: boolean): Promise<Started | undefined>;
-  chooseCall(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined>;
+  chooseCall(located: Located, target: TargetInfo): Promise<ChosenCall | undefined>;
   runWithProgress(client: LanguageClient, title: string, command: string, argument: object): Thenable<CommandResult | "cancelled">;
 }
 
