@@ -35,9 +35,10 @@ export interface ProfileArgs {
   memory?: boolean;
 }
 
-/** Result of `torchscope.profile` and `torchscope.analyzeTrace`. */
+/** Result of the server's commands (`torchscope.profile`, `torchscope.compareCompile`, …);
+ * `markdown` is the result rendered by the server for a panel (the comparison, the sweep). */
 export type CommandResult =
-  | { ok: true; report: Record<string, unknown> }
+  | { ok: true; report: Record<string, unknown>; markdown?: string }
   | { ok: false; error: string };
 
 /*

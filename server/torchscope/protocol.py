@@ -167,6 +167,11 @@ def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
 class JobRequest(Message):
     """Base of the requests that start a job; ``TYPE`` is the job kind (see ``JOB_KINDS``)."""
 
+    CLI_FLAG: ClassVar[str] = ""
+    """The ``torchscope profile`` flag that runs this kind instead of a plain profile ('':
+    none); ``cli_compare`` makes it from ``JOB_KINDS``."""
+    CLI_HELP: ClassVar[str] = ""
+
     job_id: int
     file: str
     qualname: str
@@ -252,6 +257,8 @@ class CompareRequest(JobRequest):
     """
 
     TYPE: ClassVar[str] = "compare"
+    CLI_FLAG: ClassVar[str] = "--compare-compile"
+    CLI_HELP: ClassVar[str] = "also run torch.compile(fn) in the same job and compare it with eager"
     compiled_trace_path: str = ""
 
 

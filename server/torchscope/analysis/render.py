@@ -62,27 +62,25 @@ def _steps_table(report: Report) -> list[str]:
     return lines
 
 
-def _top_ops_table(report: Report) -> list[str]:
-    """The op table per step, with an ``achieved`` column when any op's rate is known."""
-    if not report.top_ops:
-        return []
-    n = max(1, len(report.steps))
-    device = report.device.kind != "cpu"
-    achieved = [achieved_text(o.gflops, o.gbps, o.efficiency, report.peaks) for o in report.top_ops]
-    head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
-    head += ["achieved"] if any(achieved) else []
-    rows = []
-    for o, rate in zip(report.top_ops, achieved):
-        row = [
-            o.name[:60],
-            f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
-            format_duration(o.self_cpu_us),
-            format_duration(o.cpu_us),
-        ]
-        row += [format_duration(o.device_us)] if device else []
-        rows.append(row + ([rate or "-"] if any(achieved) else []))
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    return ["", "top ops (per step):", _row(head, widths), *(_row(r, widths) for r in rows)]
+def _header(report: Report) -> list[str]:
+    """Device, verdict, unprofiled timing and the profiler's overhead."""
+    devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
+    out = [f"device: {report.device.kind} ({devices})", f"verdict: {report.verdict.headline}"]
+    if report.peaks is not None:
+        out.append(f"peaks: {peaks_text(report.peaks, report.device.kind)}")
+    if report.timing is not None:
+        t = report.timing
+        out.append(
+            f"timing (unprofiled): median {format_duration(t.median_us)} per call "
+            f"(min {format_duration(t.min_us)}, max {format_duration(t.max_us)}, {t.calls} calls); "
+            f"first call {format_duration(t.cold_us)}"
+        )
+    if report.profiler_overhead_us is not None:
+        out.append(
+            f"profiler overhead: {format_duration(report.profiler_overhead_us)} per step "
+            "(profiled step minus unprofiled call; not the function's own time)"
+        )
+    return out + _memory_text(report)
 
 
 def _memory_text(report: Report) -> list[str]:
@@ -103,61 +101,67 @@ def _memory_text(report: Report) -> list[str]:
     return out
 
 
+def _findings(report: Report) -> list[str]:
+    if not report.findings:
+        return ["findings: none"]
+    out = [f"findings ({len(report.findings)}, by cost per step):"]
+    for f in report.findings:
+        where = ""
+        if f.line is not None:
+            where = f" {f.file}:{f.line}" if f.file else f" line {f.line}"
+        per = "once" if f.details.get("once") else "per step"
+        cost = f" (costs {format_duration(f.cost_us)} {per})" if f.cost_us > 0 else ""
+        out.append(f"  [{f.severity}] {f.rule}{where}: {f.message}{cost}")
+    return out
+
+
+def _table(title: str, head: list[str], rows: list[list[str]]) -> list[str]:
+    """A blank line, the title, then the aligned table; nothing without rows."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return ["", title, _row(head, widths), *(_row(r, widths) for r in rows)]
+
+
+def _top_ops(report: Report) -> list[str]:
+    """The op table per step, with an ``achieved`` column when any op's rate is known."""
+    n = max(1, len(report.steps))
+    device = report.device.kind != "cpu"
+    achieved = [achieved_text(o.gflops, o.gbps, o.efficiency, report.peaks) for o in report.top_ops]
+    head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
+    head += ["achieved"] if any(achieved) else []
+    rows = []
+    for o, rate in zip(report.top_ops, achieved):
+        row = [
+            o.name[:60],
+            f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
+            format_duration(o.self_cpu_us),
+            format_duration(o.cpu_us),
+        ]
+        row += [format_duration(o.device_us)] if device else []
+        rows.append(row + ([rate or "-"] if any(achieved) else []))
+    return _table("top ops (per step):", head, rows)
+
+
+def _top_kernels(report: Report) -> list[str]:
+    head = ["kernel", "launches", "min", "median", "max", "launch delay"]
+    rows = [
+        [
+            k.name if len(k.name) <= 60 else k.name[:59] + "…",
+            str(k.calls),
+            format_duration(k.min_us),
+            format_duration(k.median_us),
+            format_duration(k.max_us),
+            format_duration(k.launch_delay_us) if k.launch_delay_us is not None else "-",
+        ]
+        for k in report.top_kernels
+    ]
+    return _table("top kernels (device time per step, across steps):", head, rows)
+
+
 def render_report(report: Report) -> str:
     """Human-readable multi-line text of ``report``."""
-    out: list[str] = []
-    v = report.verdict
-    devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
-    out.append(f"device: {report.device.kind} ({devices})")
-    out.append(f"verdict: {v.headline}")
-    if report.peaks is not None:
-        out.append(f"peaks: {peaks_text(report.peaks, report.device.kind)}")
-    if report.timing is not None:
-        t = report.timing
-        out.append(
-            f"timing (unprofiled): median {format_duration(t.median_us)} per call "
-            f"(min {format_duration(t.min_us)}, max {format_duration(t.max_us)}, {t.calls} calls); "
-            f"first call {format_duration(t.cold_us)}"
-        )
-    if report.profiler_overhead_us is not None:
-        out.append(
-            f"profiler overhead: {format_duration(report.profiler_overhead_us)} per step "
-            "(profiled step minus unprofiled call; not the function's own time)"
-        )
-    out.extend(_memory_text(report))
-    out.append("")
-    out.extend(_steps_table(report))
-    out.append("")
-    if report.findings:
-        out.append(f"findings ({len(report.findings)}, by cost per step):")
-        for f in report.findings:
-            where = ""
-            if f.line is not None:
-                where = f" {f.file}:{f.line}" if f.file else f" line {f.line}"
-            per = "once" if f.details.get("once") else "per step"
-            cost = f" (costs {format_duration(f.cost_us)} {per})" if f.cost_us > 0 else ""
-            out.append(f"  [{f.severity}] {f.rule}{where}: {f.message}{cost}")
-    else:
-        out.append("findings: none")
-    out.extend(_top_ops_table(report))
-    if report.top_kernels:
-        out.append("")
-        out.append("top kernels (device time per step, across steps):")
-        head = ["kernel", "launches", "min", "median", "max", "launch delay"]
-        rows = [
-            [
-                k.name if len(k.name) <= 60 else k.name[:59] + "…",
-                str(k.calls),
-                format_duration(k.min_us),
-                format_duration(k.median_us),
-                format_duration(k.max_us),
-                format_duration(k.launch_delay_us) if k.launch_delay_us is not None else "-",
-            ]
-            for k in report.top_kernels
-        ]
-        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        out.append(_row(head, widths))
-        out.extend(_row(r, widths) for r in rows)
-    for note in report.notes:
-        out.append(f"note: {note}")
+    out = [*_header(report), "", *_steps_table(report), "", *_findings(report)]
+    out += _top_ops(report) + _top_kernels(report)
+    out += [f"note: {note}" for note in report.notes]
     return "\n".join(out) + "\n"

@@ -63,7 +63,10 @@ class DiffJobKind(HostJob[DiffResult, DiffOutcome]):
 
     before_source: str
     before_label: str = "HEAD"
+    kind = DiffRequest.TYPE
     reply_type = DiffResult
+    # No module-level instance (each comparison makes its own), so ``host.job_kinds`` does not
+    # list it and ``profile`` gets no flag for it: ``torchscope diff`` / ``check`` are its CLI.
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         before_path = store.new_path(target.file, f"{target.qualname}.before")

@@ -134,9 +134,26 @@ def peaks_of(data: dict[str, Any]) -> Optional[Peaks]:
     )
 
 
-class HostJob(Generic[ReplyT, OutcomeT]):
-    """The host side of one job kind: the request it sends and what its reply becomes."""
+@dataclass
+class CliReport:
+    """What ``torchscope profile`` prints for one job: the profile, and what the kind adds to it
+    (under ``key`` in ``--json``, ``text`` after the text report, ``stderr`` lines first)."""
 
+    profile: ProfileOutcome
+    key: Optional[str] = None
+    extra: Optional[Callable[[], dict[str, Any]]] = None
+    """The addition's JSON (called only for ``--json``)."""
+    text: str = ""
+    stderr: list[str] = field(default_factory=list)
+
+
+class HostJob(Generic[ReplyT, OutcomeT]):
+    """The host side of one job kind: the request it sends and what its reply becomes.
+
+    A module ``host/<kind>_run.py`` holding an instance is found by ``host.job_kinds``."""
+
+    kind: str
+    """The request's ``TYPE`` (``protocol.JOB_KINDS``)."""
     reply_type: type[ReplyT]
     #: Close the worker after the job: the kind leaves the process changed for later jobs.
     fresh_worker_after = False
@@ -150,6 +167,10 @@ class HostJob(Generic[ReplyT, OutcomeT]):
     ) -> OutcomeT:
         """The outcome of a successful reply (runs in a thread: the analysis goes here).
         A ``TraceError`` becomes an ``analysis`` failure."""
+        raise NotImplementedError
+
+    def cli_report(self, outcome: OutcomeT, verbose: bool) -> CliReport:
+        """What the CLI prints for ``outcome`` (``verbose``: without ``--quiet``)."""
         raise NotImplementedError
 
 
@@ -168,6 +189,7 @@ def job_fields(
 
 
 class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
+    kind = ProfileRequest.TYPE
     reply_type = ProfileResult
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
@@ -178,6 +200,9 @@ class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
     ) -> ProfileOutcome:
         report = analyze_trace(reply.trace_path, measurements_of(reply))
         return ProfileOutcome(target, call, reply, report, output)
+
+    def cli_report(self, outcome: ProfileOutcome, verbose: bool) -> CliReport:
+        return CliReport(outcome)
 
 
 PROFILE = ProfileJobKind()
