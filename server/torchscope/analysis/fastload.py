@@ -12,6 +12,7 @@ stdlib way, which skips and counts odd events and words parse errors (see ``pars
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -101,7 +102,12 @@ CHUNK_BYTES = 8 << 20
 they are still in cache, and the whole event list never exists at once."""
 
 
-def array_span(data: bytes) -> tuple[dict[str, Any], int, int] | None:
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BLANK = re.compile(rb"\s*")
+_Buf = Union[bytes, bytearray]
+
+
+def array_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
     """The metadata and ``[lo, hi)`` of the event array's bytes in a trace document
     (``data[lo:lo+1] == b"["``), or ``None`` when there is no event list.
 
@@ -124,20 +130,64 @@ def array_span(data: bytes) -> tuple[dict[str, Any], int, int] | None:
     return None  # not a list
 
 
-def chunks(data: bytes, lo: int, hi: int, decode: Callable[[bytes], list[_T]]) -> Iterator[_T]:
+def quick_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
+    """:func:`array_span` without reading the whole document first: the array starts at the
+    first ``"traceEvents": [`` and ends at the last ``]``, which is right for every trace
+    Kineto writes (nothing after the events holds a list). The rest of the document, with
+    ``null`` for the events, must decode to an object whose ``traceEvents`` is that
+    ``null``; a wrong end leaves the last chunk of the array invalid, so the decode fails
+    and :func:`load_fast` falls back to :func:`array_span`. ``None``: no quick answer."""
+    at = _BLANK.match(data).end()  # type: ignore[union-attr]
+    try:
+        hi = data.rindex(b"]") + 1
+    except ValueError:
+        return None
+    if data[at : at + 1] == b"[":
+        if _BLANK.match(data, hi).end() != len(data):  # type: ignore[union-attr]
+            return None
+        return {}, at, hi
+    found = _KEY.search(data)
+    if found is None:
+        return None
+    lo = found.end() - 1
+    try:
+        meta = _ANY.decode(bytes(data[:lo]) + b"null" + bytes(data[hi:]))
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(meta, dict) or meta.get("traceEvents", 0) is not None or hi <= lo:
+        return None
+    del meta["traceEvents"]
+    return meta, lo, hi
+
+
+def chunks(data: _Buf, lo: int, hi: int, decode: Callable[[Any], list[_T]]) -> Iterator[_T]:
     """The elements of the JSON array ``data[lo:hi]``, decoded a chunk at a time.
 
     A chunk ends at a ``},`` at least :data:`CHUNK_BYTES` in. One inside a string or a
     nested object leaves the chunk unbalanced, so it fails to decode and the cut moves on
-    to the next ``},``: a chunk that decodes is always a run of whole elements."""
+    to the next ``},``: a chunk that decodes is always a run of whole elements.
+
+    A ``bytearray`` is decoded in place: the ``,`` on each side of the chunk is overwritten
+    with ``[``/``]`` for the decode and put back after, so the ``Raw`` args of the decoded
+    events point into ``data`` itself (no copy of the chunk, which they would pin)."""
     a = lo + 1
     end = hi - 1  # the closing bracket
+    buf = data if isinstance(data, bytearray) else None
+    view = memoryview(data)
     while a < end:
         b = data.find(b"},", min(a + CHUNK_BYTES, end), end)
         while True:
             stop = end if b < 0 else b + 1
             try:
-                items = decode(b"[" + data[a:stop] + b"]")
+                if buf is not None:
+                    left, right = buf[a - 1], buf[stop]
+                    buf[a - 1], buf[stop] = 0x5B, 0x5D  # "[", "]"
+                    try:
+                        items = decode(view[a - 1 : stop + 1])
+                    finally:
+                        buf[a - 1], buf[stop] = left, right
+                else:
+                    items = decode(b"[" + data[a:stop] + b"]")
                 break
             except msgspec.DecodeError:
                 if b < 0:
@@ -148,7 +198,7 @@ def chunks(data: bytes, lo: int, hi: int, decode: Callable[[bytes], list[_T]]) -
         a = end if b < 0 else b + 2
 
 
-def load_fast(name: str, data: bytes) -> Trace | None:
+def load_fast(name: str, data: _Buf) -> Trace | None:
     """The :class:`Trace` of decompressed trace bytes, or ``None`` when the document is not
     one the typed decode takes (then the stdlib path reads it and words any error).
 
@@ -157,20 +207,29 @@ def load_fast(name: str, data: bytes) -> Trace | None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        found = array_span(data)
-        if found is None or found[2] - found[1] < 3:
-            return None  # the stdlib path words the missing or empty event list
-        meta, lo, hi = found
-        sink = EventSink()
-        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
-        if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
-            return None  # possibly an empty list with whitespace: let the stdlib path judge
-        return sink.finish(name, meta, not_events)
+        quick = quick_span(data)
+        if quick is not None:
+            try:
+                return _load(name, data, quick)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass  # a wrong guess at the end, or a bad document: read it fully first
+        return _load(name, data, array_span(data))
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     finally:
         if enabled:
             gc.enable()
+
+
+def _load(name: str, data: _Buf, found: tuple[dict[str, Any], int, int] | None) -> Trace | None:
+    if found is None or found[2] - found[1] < 3:
+        return None  # the stdlib path words the missing or empty event list
+    meta, lo, hi = found
+    sink = EventSink()
+    not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
+    if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
+        return None  # possibly an empty list with whitespace: let the stdlib path judge
+    return sink.finish(name, meta, not_events)
 
 
 def accept_all(

@@ -335,7 +335,9 @@ def load_trace(path: str | os.PathLike[str], steps: tuple[int, int] | None = Non
     return load_trace_bytes(name, read_bytes(name), steps)
 
 
-def load_trace_bytes(name: str, data: bytes, steps: tuple[int, int] | None = None) -> Trace:
+def load_trace_bytes(
+    name: str, data: bytes | bytearray, steps: tuple[int, int] | None = None
+) -> Trace:
     """Read and normalise a trace held in memory (``name`` is used in messages only).
 
     msgspec's typed decode reads every trace Kineto writes (``fastload``); a document it

@@ -24,12 +24,21 @@ _MAX_RATIO = 40
 _HINT = "re-export it with torch.profiler's export_chrome_trace (or prof.export_chrome_trace)"
 
 
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """Return the (still compressed, if gzipped) bytes of ``path``."""
+def read_bytes(path: str | os.PathLike[str]) -> bytearray:
+    """Return the (still compressed, if gzipped) bytes of ``path``, read straight into a
+    mutable buffer: the fast parser decodes a plain ``.json`` in place (``fastload.chunks``),
+    so a big file is never held twice."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as fh:
-            return fh.read()
+            out = bytearray(os.fstat(fh.fileno()).st_size)
+            got = fh.readinto(out)
+            if got < len(out):
+                del out[got:]
+            rest = fh.read()  # a file that grew meanwhile
+            if rest:
+                out += rest
+            return out
     except FileNotFoundError:
         raise TraceError(f"{name}: no such file; check the path") from None
     except IsADirectoryError:
@@ -40,8 +49,12 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         ) from None
 
 
-def _gunzip(data: bytes) -> bytes:
-    """``gzip.decompress`` into a buffer of the final size, read from the gzip trailer.
+_PIECE = 16 << 20
+
+
+def _gunzip(data: bytes | bytearray) -> bytearray:
+    """Inflate into a mutable buffer of the final size, read from the gzip trailer, a piece
+    at a time (so the output is never held twice, as ``bytearray(zlib.decompress(…))`` would).
 
     Without the size, the output buffer doubles its way up to ~50 MB, copying as it goes,
     and the CRC is checked in a second pass: a third of the time. ``zlib`` checks the CRC
@@ -52,13 +65,27 @@ def _gunzip(data: bytes) -> bytes:
     # A truncated file ends in arbitrary bytes: believe the size only when it is plausible
     # for JSON (Kineto traces compress 10-20×), so no garbage size allocates gigabytes.
     if len(data) < 18 or not 0 < size <= _MAX_RATIO * len(data):
-        return gzip.decompress(data)
-    out = zlib.decompress(data, 16 + zlib.MAX_WBITS, size)
-    return out if len(out) % 2**32 == size else gzip.decompress(data)
+        return bytearray(gzip.decompress(data))
+    out = bytearray(size)
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pos, tail = 0, data
+    while not inflate.eof:
+        piece = inflate.decompress(tail, _PIECE)
+        if not piece and not tail:
+            break
+        out[pos : pos + len(piece)] = piece
+        pos += len(piece)
+        tail = inflate.unconsumed_tail
+    if not inflate.eof:  # truncated: raise zlib's own error, worded as before
+        zlib.decompress(data, 16 + zlib.MAX_WBITS)
+    if pos % 2**32 != size or len(out) != pos or inflate.unused_data:
+        return bytearray(gzip.decompress(data))
+    return out
 
 
-def decompress(name: str, data: bytes) -> bytes:
-    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty."""
+def decompress(name: str, data: bytes | bytearray) -> bytearray:
+    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty. The result
+    is a ``bytearray`` (``data`` itself when it is one and not gzipped)."""
     if not data:
         raise TraceError(
             f"{name}: the file is empty (0 bytes); the profiler did not finish writing it; {_HINT}"
@@ -73,10 +100,10 @@ def decompress(name: str, data: bytes) -> bytes:
             ) from None
         if not data:
             raise TraceError(f"{name}: the gzip archive holds an empty file; {_HINT}")
-    return data
+    return data if isinstance(data, bytearray) else bytearray(data)
 
 
-def _looks_truncated(data: bytes, exc: json.JSONDecodeError) -> bool:
+def _looks_truncated(data: bytes | bytearray, exc: json.JSONDecodeError) -> bool:
     """A document that starts like JSON and fails exactly where the bytes run out."""
     body = data.strip()
     if body[:1] not in (b"{", b"["):
@@ -88,7 +115,7 @@ def _looks_truncated(data: bytes, exc: json.JSONDecodeError) -> bool:
 
 
 def parse_json(
-    name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
+    name: str, data: bytes | bytearray, object_hook: Callable[[dict[str, Any]], Any] | None = None
 ) -> Any:
     """``json.loads`` with the collector paused and errors named after the file;
     ``object_hook`` sees every JSON object as it is built (see ``json.loads``)."""

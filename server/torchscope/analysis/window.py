@@ -50,7 +50,7 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 
 def _find_window(
-    name: str, data: bytes, lo: int, hi: int, first: int, last: int
+    name: str, data: bytes | bytearray, lo: int, hi: int, first: int, last: int
 ) -> tuple[float, float, float, Any]:
     steps: dict[int, tuple[float, float]] = {}
     origin: Any = None
@@ -79,7 +79,7 @@ def _find_window(
     return start, stop, (later[0] if later else float("inf")), origin
 
 
-def load_steps(name: str, data: bytes, steps: tuple[int, int]) -> Trace:
+def load_steps(name: str, data: bytes | bytearray, steps: tuple[int, int]) -> Trace:
     """The :class:`Trace` of only ``ProfilerStep#first..#last`` of decompressed trace bytes."""
     sink = EventSink()
     try:
