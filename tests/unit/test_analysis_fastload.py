@@ -13,7 +13,7 @@ import pytest
 from torchscope.analysis import TraceError, fastload, window
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.model import Trace
-from torchscope.analysis.normalise import EventSink, load_trace_bytes
+from torchscope.analysis.normalise import EventSink, load_trace, load_trace_bytes
 from torchscope.analysis.parse import check_memory, decompress, events_of, parse_json
 
 TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))
@@ -109,6 +109,18 @@ def test_steps_outside_the_trace_name_the_steps_it_has(shared_traces: Path) -> N
 
 
 def test_a_trace_too_large_for_memory_is_refused_naming_the_bound_and_steps() -> None:
-    check_memory("big.json", 2**30, available=8 * 2**30)  # 5 GiB needed: fine
-    with pytest.raises(TraceError, match=r"big\.json: too large.*5\.0 GiB.*--steps 10-20"):
-        check_memory("big.json", 2**30, available=4 * 2**30)
+    check_memory("big.json", 2**29, available=8 * 2**30)  # 1.5 GiB needed: fine
+    with pytest.raises(TraceError, match=r"big\.json: too large.*1\.5 GiB.*--steps 10-20"):
+        check_memory("big.json", 2**29, available=2**30)
+    # From 1 GiB on, whole-trace analysis would break the 1.5× bound: refused however much
+    # memory there is.
+    with pytest.raises(TraceError, match=r"too large.*bound of 1\.5× the file's size.*--steps"):
+        check_memory("big.json", 2**30, available=2**40)
+
+
+def test_a_large_plain_trace_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:  # sparse: 1 GiB on paper, nothing on disk
+        fh.truncate(2**30)
+    with pytest.raises(TraceError, match=r"big\.json: too large.*1\.0 GiB of JSON.*--steps"):
+        load_trace(big)

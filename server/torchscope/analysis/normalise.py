@@ -19,6 +19,7 @@ parses as JSON is always analysed as far as its contents allow.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from operator import itemgetter
@@ -332,6 +333,10 @@ def load_trace(path: str | os.PathLike[str], steps: tuple[int, int] | None = Non
     """Read and normalise one trace file (``.json`` or ``.json.gz``); with ``steps``
     (first, last ``ProfilerStep`` number), only the events of those steps."""
     name = os.fspath(path)
+    if steps is None:  # a plain JSON file too large is refused before it is read
+        with contextlib.suppress(OSError), open(name, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b":
+                check_memory(name, os.fstat(fh.fileno()).st_size)
     return load_trace_bytes(name, read_bytes(name), steps)
 
 

@@ -174,9 +174,18 @@ def events_of(name: str, doc: Any) -> tuple[dict[str, Any], list[Any]]:
     return meta, events
 
 
-MEMORY_FACTOR = 5
-"""Peak memory of analysing a whole trace, in multiples of its uncompressed size (measured
-4× for a 1M-event trace by bench/run_all.py, plus headroom)."""
+MEMORY_FACTOR = 3
+"""Peak memory of analysing a whole trace, in multiples of its uncompressed size: measured
+by bench/run_all.py on synthetic traces of 1M and 10M events, with some headroom."""
+
+BOUND = 1.5
+"""The most memory a whole-trace analysis of a large trace may take, in multiples of its
+uncompressed size (issue 16). Whole-trace analysis needs :data:`MEMORY_FACTOR`, more than
+this, so traces of :data:`LARGE_BYTES` or more are refused whole and analysed by steps."""
+
+LARGE_BYTES = 1 << 30
+"""Size of JSON from which :data:`BOUND` applies (below it, the fixed cost of the
+interpreter is most of the memory, and a trace is analysed whole when it fits)."""
 
 
 def _available_memory() -> int | None:
@@ -192,14 +201,24 @@ def _available_memory() -> int | None:
 
 
 def check_memory(name: str, size: int, available: int | None = None) -> None:
-    """Refuse, before parsing, a whole-trace analysis that would run out of memory."""
+    """Refuse, before parsing, a whole-trace analysis that would take more than
+    :data:`BOUND` × the file's size (for traces of :data:`LARGE_BYTES` or more) or more
+    memory than is available."""
     available = _available_memory() if available is None else available
     need = MEMORY_FACTOR * size
-    if available is not None and need > available:
-        raise TraceError(
-            f"{name}: too large to analyse whole: {size / 2**30:.1f} GiB of JSON needs about "
-            f"{need / 2**30:.1f} GiB of memory ({MEMORY_FACTOR}× its size) and "
-            f"{available / 2**30:.1f} GiB is available; analyse some steps of it with "
-            "--steps FIRST-LAST (e.g. --steps 10-20), which needs about the file's size plus "
-            "those steps' events"
+    gib = 2**30
+    if size >= LARGE_BYTES and need > BOUND * size:
+        why = (
+            f"more than the bound of {BOUND:g}× the file's size kept for traces of "
+            f"{LARGE_BYTES / gib:g} GiB or more"
         )
+    elif available is not None and need > available:
+        why = f"and {available / gib:.1f} GiB is available"
+    else:
+        return
+    raise TraceError(
+        f"{name}: too large to analyse whole: {size / gib:.1f} GiB of JSON needs about "
+        f"{need / gib:.1f} GiB of memory ({MEMORY_FACTOR:g}× its size), {why}; analyse some "
+        "steps of it with --steps FIRST-LAST (e.g. --steps 10-20), which needs about the "
+        "file's size plus those steps' events"
+    )
