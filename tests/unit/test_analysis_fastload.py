@@ -4,13 +4,15 @@ chosen steps of a trace, decoding it a chunk at a time."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchscope.analysis import TraceError, fastload, window
+from torchscope.analysis import TraceError, fastload, parse, window
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.model import Trace
 from torchscope.analysis.normalise import EventSink, load_trace, load_trace_bytes
@@ -124,3 +126,12 @@ def test_a_large_plain_trace_is_refused_before_it_is_read(tmp_path: Path) -> Non
         fh.truncate(2**30)
     with pytest.raises(TraceError, match=r"big\.json: too large.*1\.0 GiB of JSON.*--steps"):
         load_trace(big)
+
+
+def test_gunzip_without_isal_gives_the_same_bytes(
+    shared_traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = (shared_traces / "hta_alexnet_a100.json.gz").read_bytes()
+    fast = parse._gunzip(data)
+    monkeypatch.setattr(parse, "_decompressobj", lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))
+    assert parse._gunzip(data) == fast == gzip.decompress(data)

@@ -67,20 +67,43 @@ def _gunzip(data: bytes | bytearray) -> bytearray:
     if len(data) < 18 or not 0 < size <= _MAX_RATIO * len(data):
         return bytearray(gzip.decompress(data))
     out = bytearray(size)
-    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    inflate = _decompressobj()
     pos, tail = 0, data
-    while not inflate.eof:
-        piece = inflate.decompress(tail, _PIECE)
-        if not piece and not tail:
-            break
-        out[pos : pos + len(piece)] = piece
-        pos += len(piece)
-        tail = inflate.unconsumed_tail
-    if not inflate.eof:  # truncated: raise zlib's own error, worded as before
-        zlib.decompress(data, 16 + zlib.MAX_WBITS)
+    try:
+        while not inflate.eof:
+            piece = inflate.decompress(tail, _PIECE)
+            if not piece and not tail:
+                break
+            out[pos : pos + len(piece)] = piece
+            pos += len(piece)
+            tail = inflate.unconsumed_tail
+    except _ERRORS:
+        inflate = None
+    if inflate is None or not inflate.eof:  # corrupt or truncated: zlib's error, as before
+        return bytearray(zlib.decompress(data, 16 + zlib.MAX_WBITS, size))
     if pos % 2**32 != size or len(out) != pos or inflate.unused_data:
-        return bytearray(gzip.decompress(data))
+        return bytearray(gzip.decompress(data))  # more than one gzip member
     return out
+
+
+def _decompressobj() -> Any:
+    """A gzip inflater: ISA-L's (``isal``, twice as fast) when installed, else zlib's."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    return isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
+def _isal_errors() -> tuple[type[Exception], ...]:
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return (zlib.error,)
+    return (zlib.error, isal_zlib.error)  # type: ignore[return-value]
+
+
+_ERRORS = _isal_errors()
 
 
 def decompress(name: str, data: bytes | bytearray) -> bytearray:
