@@ -135,3 +135,17 @@ def test_gunzip_without_isal_gives_the_same_bytes(
     fast = parse._gunzip(data)
     monkeypatch.setattr(parse, "_decompressobj", lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))
     assert parse._gunzip(data) == fast == gzip.decompress(data)
+
+
+def test_a_list_after_the_events_is_found_and_the_buffer_is_left_as_it_was() -> None:
+    # The quick guess (the array ends at the last "]") is wrong here: the decode of the
+    # last chunk fails and the whole document is read to find the array.
+    doc = json.loads(_doc())
+    doc["after"] = [1, {"x": [2]}]
+    text = bytearray(json.dumps(doc, indent=1).encode())
+    before = bytes(text)
+    fast = fastload.load_fast("after.json", text)
+    assert fast is not None and fast.meta == {"after": [1, {"x": [2]}]}
+    assert bytes(text) == before  # the in-place decode puts every byte back
+    assert vars(fast) == vars(_stdlib("after.json", before))
+    assert dict(fast.ops[0].args) == {"correlation": 4, "Input Dims": [[2, 2]]}
