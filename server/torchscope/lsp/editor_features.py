@@ -40,19 +40,25 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
         if result.report is None:
             continue
         gpu = result.report.gpu
+        memory = memory_lines(result.report.report)
+        # VS Code truncates a line's hints past ~43 characters in all: where a memory hint
+        # follows, the time hint leaves out the achieved rate (the hover still has it).
+        with_memory = {line.line for line, _ in memory}
         for line in hot_lines(result.report, ls.settings.hot_share):
             index = result.current_line(line.line) - 1
             if not first <= index <= last or index >= len(lines):
                 continue
+            peaks = result.report.report.peaks
+            rate = line.line not in with_memory
             hints.append(
                 types.InlayHint(
                     position=types.Position(line=index, character=len(lines[index])),
-                    label=line_label(line, gpu, result.stale, result.report.report.peaks),
+                    label=line_label(line, gpu, result.stale, peaks, rate),
                     padding_left=True,
                     data={"uri": uri, "qualname": result.qualname, "line": line.line},
                 )
             )
-        for line, label in memory_lines(result.report.report):
+        for line, label in memory:
             index = result.current_line(line.line) - 1
             if first <= index <= last and index < len(lines):
                 hints.append(

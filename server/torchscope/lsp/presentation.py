@@ -36,15 +36,17 @@ def line_rate(line: LineStats, peaks: Optional[Peaks]) -> str:
     return next((rate for op in line.ops if (rate := _op_rate(op, peaks))), "")
 
 
-def line_label(line: LineStats, gpu: bool, stale: bool, peaks: Optional[Peaks] = None) -> str:
+def line_label(
+    line: LineStats, gpu: bool, stale: bool, peaks: Optional[Peaks] = None, rate: bool = True
+) -> str:
     """``  41% · 2.1 ms CPU · 0.4 ms GPU`` (per call; no GPU part on CPU-only runs), then the
-    hottest op's achieved rate when known: ``· 165 GFLOP/s · 81 % of peak``."""
+    hottest op's achieved rate when known and ``rate``: ``· 165 GFLOP/s · 81 % of peak``."""
     parts = [f"{line.share * 100:.0f}%", f"{format_duration(line.cpu_us)} CPU"]
     if gpu:
         parts.append(f"{format_duration(line.device_us)} GPU")
-    rate = line_rate(line, peaks)
-    if rate:
-        parts.append(rate)
+    achieved = line_rate(line, peaks) if rate else None
+    if achieved:
+        parts.append(achieved)
     label = "  " + " · ".join(parts)
     return label + " (stale)" if stale else label
 
