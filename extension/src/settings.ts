@@ -16,6 +16,8 @@ export interface Settings {
   perfettoOrigin: string;
   /** Traces kept in the private trace folder (newest first). */
   keepTraces: number;
+  /** `torchscope.maxMemory`, e.g. "12G"; empty: the server's default (half the RAM). */
+  maxMemory: string;
 }
 
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
@@ -27,6 +29,7 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   pythonPath: "",
   perfettoOrigin: "https://ui.perfetto.dev",
   keepTraces: 20,
+  maxMemory: "",
 });
 
 /** The part of `vscode.WorkspaceConfiguration` we read. Keys are relative to `torchscope.`. */
@@ -68,6 +71,7 @@ export function resolveSettings(config: ConfigurationLike): Settings {
     pythonPath: str(config.get("pythonPath"), d.pythonPath),
     perfettoOrigin: origin === "" ? d.perfettoOrigin : origin,
     keepTraces: num(config.get("keepTraces"), d.keepTraces, 1, 10000, true),
+    maxMemory: str(config.get("maxMemory"), d.maxMemory),
   };
 }
 
@@ -86,6 +90,9 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
     perfetto_origin: s.perfettoOrigin,
     keep_traces: s.keepTraces,
   };
+  if (s.maxMemory !== "") {
+    out.max_memory = s.maxMemory;
+  }
   if (traceDir !== undefined) {
     out.trace_dir = traceDir;
   }

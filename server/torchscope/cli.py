@@ -30,6 +30,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _memory_size(text: str) -> int:
+    from torchscope.host.process_tree import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="torchscope",
@@ -57,6 +66,14 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     profile.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
     profile.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    profile.add_argument(
+        "--max-memory",
+        type=_memory_size,
+        default=None,
+        metavar="SIZE",
+        help="stop the worker when its processes hold more memory than this, e.g. 12G "
+        "(default: half the physical memory)",
+    )
     profile.add_argument(
         "--with-stack",
         action="store_true",

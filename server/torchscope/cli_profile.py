@@ -85,6 +85,8 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         with_stack=args.with_stack,
         workspace_root=str(Path.cwd()),
     )
+    if args.max_memory is not None:
+        options.max_memory = args.max_memory
 
     def on_progress(message: Progress) -> None:
         _say(args.quiet, f"{message.stage}: {message.message}")

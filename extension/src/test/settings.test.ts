@@ -31,6 +31,7 @@ describe("settings resolution", () => {
         pythonPath: " /opt/py/bin/python ",
         "perfetto.origin": "https://perfetto.example.org/",
         keepTraces: 50,
+        maxMemory: " 12G ",
       }),
     );
     assert.deepEqual(s, {
@@ -42,6 +43,7 @@ describe("settings resolution", () => {
       pythonPath: "/opt/py/bin/python",
       perfettoOrigin: "https://perfetto.example.org",
       keepTraces: 50,
+      maxMemory: "12G",
     });
   });
 
@@ -76,6 +78,7 @@ describe("settings resolution", () => {
       keep_traces: 20,
     });
     assert.equal(serverSettings(DEFAULT_SETTINGS, "/ws/storage/traces").trace_dir, "/ws/storage/traces");
+    assert.equal(serverSettings({ ...DEFAULT_SETTINGS, maxMemory: "1G" }).max_memory, "1G");
   });
 
   it("builds the profile command's argument", () => {

@@ -95,6 +95,7 @@ async def compare_compile(
             mode=mode,
             compiled_trace_path=str(store.new_path(target.file, f"{target.qualname}.compiled")),
         )
+        worker.max_memory = options.max_memory
         try:
             reply = await worker.run_compare(
                 request, on_progress, collect_output, options.timeout_s

@@ -17,8 +17,14 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
+from torchscope.host.process_tree import default_max_memory
 from torchscope.host.trace_store import TraceStore
-from torchscope.host.worker_process import JobCancelled, WorkerError, WorkerProcess
+from torchscope.host.worker_process import (
+    JobCancelled,
+    MemoryLimitExceeded,
+    WorkerError,
+    WorkerProcess,
+)
 from torchscope.protocol import Hello, JobError, Output, ProfileRequest, ProfileResult, Progress
 from torchscope.targets import Target
 
@@ -37,6 +43,8 @@ class ProfileOptions:
     device: str = "auto"
     workspace_root: Optional[str] = None
     with_stack: bool = False
+    max_memory: Optional[int] = field(default_factory=default_max_memory)
+    """Bytes the worker's processes may hold together before it is stopped (None: no limit)."""
 
 
 class ProfileFailure(Exception):
@@ -133,6 +141,12 @@ class Profiler:
         # One start at a time: a background prestart and the first job must share one worker.
         self._start_lock = asyncio.Lock()
         self._job_ids = itertools.count(1)
+        self._running = "another job"  # what a queued request waits for
+
+    def _say_queued(self, on_progress: Optional[Callable[[Progress], None]]) -> None:
+        """Requests run one at a time, in order; one that has to wait says for what."""
+        if self._lock.locked() and on_progress is not None:
+            on_progress(Progress(0, "queued", f"waiting for the job on `{self._running}`", 0.0))
 
     async def hello(self) -> Hello:
         """Start the worker if needed and return its handshake (torch version, CUDA, devices)."""
@@ -159,7 +173,9 @@ class Profiler:
         on_progress: Optional[Callable[[Progress], None]] = None,
         on_output: Optional[Callable[[Output], None]] = None,
     ) -> ProfileOutcome:
+        self._say_queued(on_progress)
         async with self._lock:
+            self._running = target.qualname
             hello = await self.hello()
             chosen = choose_call(target, call, hello.cuda_available)
             request = ProfileRequest(
@@ -182,10 +198,13 @@ class Profiler:
                     on_output(message)
 
             worker = await self._ensure_worker()
+            worker.max_memory = options.max_memory
             try:
                 reply = await worker.run(request, on_progress, collect_output, options.timeout_s)
             except JobCancelled as exc:
                 raise ProfileFailure("timeout", str(exc), target.def_line) from exc
+            except MemoryLimitExceeded as exc:
+                raise ProfileFailure("memory", str(exc), target.def_line) from exc
             except WorkerError as exc:
                 raise ProfileFailure("worker", str(exc), target.def_line) from exc
         if isinstance(reply, JobError):

@@ -56,7 +56,9 @@ class ProfileArgs:
         if call is not None and not isinstance(call, str):
             raise BadArguments(f"{CMD_PROFILE}: 'call' must be a string, got {call!r}")
         overrides = {
-            k: args[k] for k in ("steps", "warmup", "timeout_s", "with_stack") if k in args
+            k: args[k]
+            for k in ("steps", "warmup", "timeout_s", "with_stack", "max_memory")
+            if k in args
         }
         return cls(uri, line, call, overrides)
 
@@ -121,6 +123,7 @@ def prepare(
         timeout_s=settings.timeout_s,
         workspace_root=str(root) if root and path.is_relative_to(root) else str(path.parent),
         with_stack=settings.with_stack,
+        max_memory=settings.max_memory,
     )
     return Located(path, source, target, options), None
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis.lines import DEFAULT_HOT_SHARE
+from torchscope.host.process_tree import default_max_memory, parse_size
 from torchscope.host.profile_run import DEFAULT_STEPS, DEFAULT_TIMEOUT_S, DEFAULT_WARMUP
 
 
@@ -39,6 +40,21 @@ def _share(values: Mapping[str, Any], key: str, default: float) -> float:
     return share
 
 
+def _memory(values: Mapping[str, Any], key: str, default: int) -> int:
+    """A size such as "12G" or a number of bytes; empty means the default."""
+    value = values.get(key)
+    if value is None or value == "":
+        return default
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(int(value))
+    if not isinstance(value, str):
+        raise SettingsError(f"setting {key!r} must be a size such as 12G, got {value!r}")
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise SettingsError(f"setting {key!r}: {exc}") from None
+
+
 @dataclass(frozen=True)
 class Settings:
     steps: int = DEFAULT_STEPS
@@ -50,6 +66,7 @@ class Settings:
     hot_share: float = DEFAULT_HOT_SHARE
     inlay_hints: bool = True
     with_stack: bool = False
+    max_memory: int = field(default_factory=default_max_memory)
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -78,4 +95,5 @@ class Settings:
             hot_share=_share(values, "hot_line_threshold", self.hot_share),
             inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
             with_stack=bool(values.get("with_stack", self.with_stack)),
+            max_memory=_memory(values, "max_memory", self.max_memory),
         )
