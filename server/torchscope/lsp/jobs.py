@@ -205,7 +205,16 @@ def store_result(
     document = ls.workspace.text_documents.get(uri)
     if document is not None:
         ls.results.reopen(uri, document.source)
-    ls.publish(uri)
+    if uri not in ls.closed_documents:  # closed while the job ran: kept, shown on reopen
+        ls.publish(uri)
+
+
+def forget_placeholders(ls: TorchscopeServer, uri: str) -> None:
+    """A profile of the file worked: errors not tied to a function ("line 3 is not inside a
+    function") are out of date."""
+    kept = ls.results.by_uri.get(uri, {})
+    for qualname in [q for q in kept if q.startswith("<line ")]:
+        del kept[qualname]
 
 
 def report_failure(
@@ -237,6 +246,7 @@ def publish_profile(
     ls: TorchscopeServer, uri: str, located: Located, report: dict[str, Any]
 ) -> dict[str, Any]:
     """Keep a finished profile, show it everywhere, and tell the client."""
+    forget_placeholders(ls, uri)
     store_result(ls, uri, located.source, located.target, report=report)
     ls.refresh_views()
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": uri, "report": report})
