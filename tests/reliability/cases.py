@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-CASES = '''\
+CASES = """\
 import asyncio
 import ctypes
 import os
@@ -97,7 +97,7 @@ def generator():
 def slow():
     time.sleep(2.0)
     return torch.ones(2)
-'''
+"""
 
 
 def write_cases(folder: Path) -> Path:

@@ -7,6 +7,7 @@ language server and its own worker and guardian.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -74,10 +75,8 @@ def no_leftovers() -> Iterator[None]:
     yield
     left = wait_no_leftovers()
     for pid, _ in left:  # do not let one failure poison the next tests
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, 9)
-        except OSError:
-            pass
     assert not left, f"processes left behind: {left}"
 
 
@@ -94,9 +93,7 @@ class Run:
     seconds: float
 
 
-def profile_cli(
-    target: str, *options: str, timeout: float = 240, python: str | None = None
-) -> Run:
+def profile_cli(target: str, *options: str, timeout: float = 240, python: str | None = None) -> Run:
     """``torchscope profile`` in a subprocess, quick settings."""
     command = [*TORCHSCOPE, "profile", target, "--steps", "2", "--warmup", "1", "-q"]
     if python:

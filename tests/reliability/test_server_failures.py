@@ -81,9 +81,7 @@ async def test_import_error(client: LanguageClient, tmp_path: Path, cases: Path)
 
 async def test_call_expression_invalid_and_raising(client: LanguageClient, cases: Path) -> None:
     await fails_with(client, cases, "good", "call-invalid", "not valid Python", call="good(")
-    await fails_with(
-        client, cases, "good", "call-raised", "ZeroDivisionError", call="good(1 / 0)"
-    )
+    await fails_with(client, cases, "good", "call-raised", "ZeroDivisionError", call="good(1 / 0)")
 
 
 async def test_function_raises(client: LanguageClient, cases: Path) -> None:
@@ -214,9 +212,7 @@ async def test_requests_queue_and_say_what_they_wait_for(
 async def test_closed_document_gets_no_diagnostics(client: LanguageClient, cases: Path) -> None:
     uri = cases.as_uri()
     client.text_document_did_open(
-        types.DidOpenTextDocumentParams(
-            types.TextDocumentItem(uri, "python", 1, cases.read_text())
-        )
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, cases.read_text()))
     )
     args = {"uri": uri, "line": def_line(cases, "slow") + 1}
     request = asyncio.ensure_future(
