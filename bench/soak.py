@@ -1,0 +1,195 @@
+"""Soak: 200 consecutive profiles through one ``torchscope serve``, good and failing mixed.
+
+Each job's outcome is checked against what its function must give (ok, or the failure kind);
+after each job no process the job started may remain. Prints the server's and the worker's
+RSS at the start and the end, the leftover processes and temp files, and the unexpected
+failures. Targets: RSS growth < 50 MB, zero leftovers, zero unexpected failures.
+
+    .venv/bin/python bench/soak.py [--profiles 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from tests.reliability.cases import def_line, write_cases  # noqa: E402
+
+MARK_VAR = "TORCHSCOPE_SOAK_MARK"
+PERSISTENT = ("torchscope serve", "torchscope.worker.main", "torchscope.host.guardian")
+
+#: (function, expected kind or "ok", extra arguments); a cycle of 10, the last slot rotating.
+CYCLE: list[tuple[str, str, dict[str, Any]]] = [
+    ("good", "ok", {}),
+    ("raises", "call-raised", {}),
+    ("good", "ok", {}),
+    ("reads_stdin", "call-raised", {}),
+    ("starts_children", "ok", {}),
+    ("calls_exit", "call-raised", {}),
+    ("coroutine", "ok", {}),
+    ("good", "ok", {}),
+    ("generator", "ok", {}),
+]
+ROTATING: list[tuple[str, str, dict[str, Any]]] = [
+    ("segfault", "worker", {}),
+    ("calls_os_exit", "worker", {}),
+    ("spins", "timeout", {"timeout_s": 2}),
+    ("eats_memory", "memory", {"max_memory": "1G"}),
+    ("child_then_crash", "worker", {}),
+]
+
+
+def plan(count: int) -> list[tuple[str, str, dict[str, Any]]]:
+    jobs = []
+    for index in range(count):
+        slot = index % (len(CYCLE) + 1)
+        if slot < len(CYCLE):
+            jobs.append(CYCLE[slot])
+        else:
+            jobs.append(ROTATING[(index // (len(CYCLE) + 1)) % len(ROTATING)])
+    return jobs
+
+
+def _read(pid: int, name: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def marked(mark: str) -> list[tuple[int, str]]:
+    needle = f"{MARK_VAR}={mark}".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and needle in _read(int(name), "environ").split(b"\0"):
+            stat = _read(int(name), "stat").decode(errors="replace")
+            if stat[stat.rfind(")") + 2 :][:1] in ("Z", "X", ""):
+                continue
+            cmd = _read(int(name), "cmdline").replace(b"\0", b" ").decode(errors="replace")
+            found.append((int(name), cmd))
+    return found
+
+
+def rss_mb(pid: Optional[int]) -> float:
+    for line in _read(pid or 0, "status").decode().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def find(mark: str, what: str) -> Optional[int]:
+    return next((pid for pid, cmd in marked(mark) if what in cmd), None)
+
+
+async def soak(count: int) -> int:
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "PYTHONPATH": str(REPO / "server"), MARK_VAR: mark}
+    temp_before = set(os.listdir(tempfile.gettempdir()))
+    work = Path(tempfile.mkdtemp(prefix="torchscope-soak-"))
+    cases = write_cases(work)
+    trace_dir = work / "traces"
+    client = LanguageClient("soak", "1")
+    published = asyncio.Event()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
+        published.set()
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def on_log(params: types.LogMessageParams) -> None:
+        pass
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def on_show(params: types.ShowMessageParams) -> None:
+        pass
+
+    @client.feature("torchscope/profileDone")
+    def on_done(params: Any) -> None:
+        pass
+
+    await client.start_io(sys.executable, "-m", "torchscope", "serve", env=env)
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=work.as_uri(),
+            initialization_options={
+                "settings": {"steps": 2, "warmup": 1, "trace_dir": str(trace_dir)}
+            },
+        )
+    )
+    client.initialized(types.InitializedParams())
+    server = find(mark, "torchscope serve")
+    unexpected: list[str] = []
+    leftovers: list[str] = []
+    rss: dict[str, float] = {}
+    started = time.monotonic()
+    for index, (name, expected, extra) in enumerate(plan(count)):
+        published.clear()
+        args = {"uri": cases.as_uri(), "line": def_line(cases, name) + 1, **extra}
+        result = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="torchscope.profile", arguments=[args])
+        )
+        await asyncio.wait_for(published.wait(), 30)
+        kind = "ok" if result["ok"] else result.get("kind")
+        if kind != expected:
+            unexpected.append(f"#{index} {name}: expected {expected}, got {kind}: {result}")
+        left = [p for p in marked(mark) if not any(m in p[1] for m in PERSISTENT)]
+        leftovers += [f"#{index} {name}: {pid} {cmd}" for pid, cmd in left]
+        if index == 0:
+            rss["server_start"] = rss_mb(server)
+            rss["worker_start"] = rss_mb(find(mark, "torchscope.worker.main"))
+        if (index + 1) % 20 == 0:
+            print(f"  {index + 1} profiles, {time.monotonic() - started:.0f} s", flush=True)
+    rss["server_end"] = rss_mb(server)
+    rss["worker_end"] = rss_mb(find(mark, "torchscope.worker.main"))
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    await asyncio.sleep(2)
+    after_exit = marked(mark)
+    temp_new = sorted(set(os.listdir(tempfile.gettempdir())) - temp_before - {work.name})
+    traces = len(list(trace_dir.iterdir())) if trace_dir.exists() else 0
+
+    print(f"{count} profiles in {time.monotonic() - started:.0f} s")
+    print(
+        f"server RSS: start {rss['server_start']:.1f} MB, end {rss['server_end']:.1f} MB, "
+        f"growth {rss['server_end'] - rss['server_start']:+.1f} MB"
+    )
+    print(
+        f"worker RSS: start {rss['worker_start']:.1f} MB, end {rss['worker_end']:.1f} MB "
+        f"(the worker is restarted after each crash, timeout and memory stop)"
+    )
+    print(f"leftover processes after jobs: {len(leftovers)}; after shutdown: {len(after_exit)}")
+    for line in leftovers[:10] + [f"after shutdown: {p}" for p in after_exit]:
+        print("  ", line)
+    print(f"new temp entries: {len(temp_new)} {temp_new[:10]}; traces kept: {traces} (limit 20)")
+    print(f"unexpected failures: {len(unexpected)}")
+    for line in unexpected[:20]:
+        print("  ", line[:400])
+    growth = rss["server_end"] - rss["server_start"]
+    ok = growth < 50 and not leftovers and not after_exit and not unexpected and not temp_new
+    print("targets met" if ok else "TARGETS MISSED")
+    return 0 if ok else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", type=int, default=200)
+    sys.exit(asyncio.run(soak(parser.parse_args().profiles)))
+
+
+if __name__ == "__main__":
+    main()
