@@ -96,9 +96,15 @@ def find(mark: str, what: str) -> Optional[int]:
 
 async def soak(count: int) -> int:
     mark = uuid.uuid4().hex
-    env = {**os.environ, "PYTHONPATH": str(REPO / "server"), MARK_VAR: mark}
-    temp_before = set(os.listdir(tempfile.gettempdir()))
     work = Path(tempfile.mkdtemp(prefix="torchscope-soak-"))
+    private_tmp = work / "tmp"  # the server's and worker's TMPDIR: what they leave is theirs
+    private_tmp.mkdir()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "server"),
+        MARK_VAR: mark,
+        "TMPDIR": str(private_tmp),
+    }
     cases = write_cases(work)
     trace_dir = work / "traces"
     client = LanguageClient("soak", "1")
@@ -135,6 +141,7 @@ async def soak(count: int) -> int:
     unexpected: list[str] = []
     leftovers: list[str] = []
     rss: dict[str, float] = {}
+    by_worker: dict[int, list[float]] = {}  # RSS after each good job, per worker process
     started = time.monotonic()
     for index, (name, expected, extra) in enumerate(plan(count)):
         published.clear()
@@ -150,17 +157,21 @@ async def soak(count: int) -> int:
         leftovers += [f"#{index} {name}: {pid} {cmd}" for pid, cmd in left]
         if index == 0:
             rss["server_start"] = rss_mb(server)
-            rss["worker_start"] = rss_mb(find(mark, "torchscope.worker.main"))
+        worker = find(mark, "torchscope.worker.main")
+        if kind == "ok" and worker is not None:
+            by_worker.setdefault(worker, []).append(rss_mb(worker))
         if (index + 1) % 20 == 0:
             print(f"  {index + 1} profiles, {time.monotonic() - started:.0f} s", flush=True)
     rss["server_end"] = rss_mb(server)
-    rss["worker_end"] = rss_mb(find(mark, "torchscope.worker.main"))
+    longest = max(by_worker.values(), key=len)
+    first_worker = next(iter(by_worker.values()))
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
     await asyncio.sleep(2)
     after_exit = marked(mark)
-    temp_new = sorted(set(os.listdir(tempfile.gettempdir())) - temp_before - {work.name})
+    # torch's own compile cache (torchinductor_<user>) is meant to persist: not a leftover.
+    temp_new = sorted(n for n in os.listdir(private_tmp) if not n.startswith("torchinductor_"))
     traces = len(list(trace_dir.iterdir())) if trace_dir.exists() else 0
 
     print(f"{count} profiles in {time.monotonic() - started:.0f} s")
@@ -169,8 +180,10 @@ async def soak(count: int) -> int:
         f"growth {rss['server_end'] - rss['server_start']:+.1f} MB"
     )
     print(
-        f"worker RSS: start {rss['worker_start']:.1f} MB, end {rss['worker_end']:.1f} MB "
-        f"(the worker is restarted after each crash, timeout and memory stop)"
+        f"worker RSS: first worker {first_worker[0]:.1f} MB; {len(by_worker)} workers (a fresh "
+        f"one after each crash, timeout and memory stop); the longest-lived ran "
+        f"{len(longest)} good jobs: {longest[0]:.1f} MB -> {longest[-1]:.1f} MB "
+        f"({longest[-1] - longest[0]:+.1f} MB)"
     )
     print(f"leftover processes after jobs: {len(leftovers)}; after shutdown: {len(after_exit)}")
     for line in leftovers[:10] + [f"after shutdown: {p}" for p in after_exit]:
@@ -180,7 +193,9 @@ async def soak(count: int) -> int:
     for line in unexpected[:20]:
         print("  ", line[:400])
     growth = rss["server_end"] - rss["server_start"]
-    ok = growth < 50 and not leftovers and not after_exit and not unexpected and not temp_new
+    worker_growth = max(values[-1] - values[0] for values in by_worker.values())
+    ok = growth < 50 and worker_growth < 50
+    ok = ok and not leftovers and not after_exit and not unexpected and not temp_new
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 
