@@ -43,6 +43,12 @@ class RawServer:
             "workspace/executeCommand", {"command": "torchscope.profile", "arguments": [args]}
         )
 
+    def shutdown(self, timeout_s: float = 30) -> int:
+        """``shutdown`` then ``exit``, as an editor closing does; the server's exit status."""
+        self._send("shutdown", None)
+        self._send("exit", None, notification=True)
+        return self._process.wait(timeout_s)
+
     def __enter__(self) -> RawServer:
         return self
 

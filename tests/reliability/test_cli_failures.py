@@ -159,3 +159,14 @@ def test_server_killed_mid_job_leaves_nothing(cases: Path) -> None:
         os.kill(server.pid, signal.SIGKILL)
     left = wait_no_leftovers(5.0, keep_servers=False)
     assert left == [], left
+
+
+def test_server_shut_down_mid_job_leaves_nothing(cases: Path) -> None:
+    from tests.reliability.raw_lsp import RawServer
+
+    with RawServer([*TORCHSCOPE, "serve"], ENV, REPO) as server:
+        server.profile(cases, "child_then_spin")
+        _wait_for_escaper()
+        server.shutdown()
+    left = wait_no_leftovers(5.0, keep_servers=False)
+    assert left == [], left
