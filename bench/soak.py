@@ -94,19 +94,8 @@ def find(mark: str, what: str) -> Optional[int]:
     return next((pid for pid, cmd in marked(mark) if what in cmd), None)
 
 
-async def soak(count: int) -> int:
-    mark = uuid.uuid4().hex
-    work = Path(tempfile.mkdtemp(prefix="torchscope-soak-"))
-    private_tmp = work / "tmp"  # the server's and worker's TMPDIR: what they leave is theirs
-    private_tmp.mkdir()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO / "server"),
-        MARK_VAR: mark,
-        "TMPDIR": str(private_tmp),
-    }
-    cases = write_cases(work)
-    trace_dir = work / "traces"
+async def start_server(env: dict[str, str], work: Path) -> tuple[LanguageClient, asyncio.Event]:
+    """``torchscope serve`` with a client that notes each diagnostics publish."""
     client = LanguageClient("soak", "1")
     published = asyncio.Event()
 
@@ -114,34 +103,65 @@ async def soak(count: int) -> int:
     def on_diagnostics(params: types.PublishDiagnosticsParams) -> None:
         published.set()
 
-    @client.feature(types.WINDOW_LOG_MESSAGE)
-    def on_log(params: types.LogMessageParams) -> None:
-        pass
-
-    @client.feature(types.WINDOW_SHOW_MESSAGE)
-    def on_show(params: types.ShowMessageParams) -> None:
-        pass
-
-    @client.feature("torchscope/profileDone")
-    def on_done(params: Any) -> None:
-        pass
-
+    for method in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE, "torchscope/profileDone"):
+        client.feature(method)(lambda params: None)
     await client.start_io(sys.executable, "-m", "torchscope", "serve", env=env)
+    settings = {"steps": 2, "warmup": 1, "trace_dir": str(work / "traces")}
     await client.initialize_async(
         types.InitializeParams(
             capabilities=types.ClientCapabilities(),
             root_uri=work.as_uri(),
-            initialization_options={
-                "settings": {"steps": 2, "warmup": 1, "trace_dir": str(trace_dir)}
-            },
+            initialization_options={"settings": settings},
         )
     )
     client.initialized(types.InitializedParams())
+    return client, published
+
+
+class Tally:
+    """What the soak saw: unexpected outcomes, leftovers, and RSS samples."""
+
+    def __init__(self) -> None:
+        self.unexpected: list[str] = []
+        self.leftovers: list[str] = []
+        self.server_rss: list[float] = []
+        self.by_worker: dict[int, list[float]] = {}  # RSS after each good job, per worker
+
+    def report(self, after_exit: list[tuple[int, str]], temp_new: list[str], traces: int) -> bool:
+        start, end = self.server_rss[0], self.server_rss[-1]
+        print(f"server RSS: start {start:.1f} MB, end {end:.1f} MB, growth {end - start:+.1f} MB")
+        longest = max(self.by_worker.values(), key=len)
+        first = next(iter(self.by_worker.values()))
+        print(
+            f"worker RSS: first worker {first[0]:.1f} MB; {len(self.by_worker)} workers (a fresh "
+            f"one after each crash, timeout and memory stop); the longest-lived ran "
+            f"{len(longest)} good jobs: {longest[0]:.1f} MB -> {longest[-1]:.1f} MB "
+            f"({longest[-1] - longest[0]:+.1f} MB)"
+        )
+        left = self.leftovers
+        print(f"leftover processes after jobs: {len(left)}; after shutdown: {len(after_exit)}")
+        for line in left[:10] + [f"after shutdown: {p}" for p in after_exit]:
+            print("  ", line)
+        print(f"new temp entries: {len(temp_new)} {temp_new[:10]}; traces kept: {traces} (max 20)")
+        print(f"unexpected failures: {len(self.unexpected)}")
+        for line in self.unexpected[:20]:
+            print("  ", line[:400])
+        worker_growth = max(v[-1] - v[0] for v in self.by_worker.values())
+        ok = end - start < 50 and worker_growth < 50 and not left and not after_exit
+        return ok and not self.unexpected and not temp_new
+
+
+async def soak(count: int) -> int:
+    mark = uuid.uuid4().hex
+    work = Path(tempfile.mkdtemp(prefix="torchscope-soak-"))
+    private_tmp = work / "tmp"  # the server's and worker's TMPDIR: what they leave is theirs
+    private_tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "server"), MARK_VAR: mark}
+    env["TMPDIR"] = str(private_tmp)
+    cases = write_cases(work)
+    client, published = await start_server(env, work)
     server = find(mark, "torchscope serve")
-    unexpected: list[str] = []
-    leftovers: list[str] = []
-    rss: dict[str, float] = {}
-    by_worker: dict[int, list[float]] = {}  # RSS after each good job, per worker process
+    tally = Tally()
     started = time.monotonic()
     for index, (name, expected, extra) in enumerate(plan(count)):
         published.clear()
@@ -152,50 +172,24 @@ async def soak(count: int) -> int:
         await asyncio.wait_for(published.wait(), 30)
         kind = "ok" if result["ok"] else result.get("kind")
         if kind != expected:
-            unexpected.append(f"#{index} {name}: expected {expected}, got {kind}: {result}")
+            tally.unexpected.append(f"#{index} {name}: expected {expected}, got {kind}: {result}")
         left = [p for p in marked(mark) if not any(m in p[1] for m in PERSISTENT)]
-        leftovers += [f"#{index} {name}: {pid} {cmd}" for pid, cmd in left]
-        if index == 0:
-            rss["server_start"] = rss_mb(server)
+        tally.leftovers += [f"#{index} {name}: {pid} {cmd}" for pid, cmd in left]
+        tally.server_rss.append(rss_mb(server))
         worker = find(mark, "torchscope.worker.main")
         if kind == "ok" and worker is not None:
-            by_worker.setdefault(worker, []).append(rss_mb(worker))
+            tally.by_worker.setdefault(worker, []).append(rss_mb(worker))
         if (index + 1) % 20 == 0:
             print(f"  {index + 1} profiles, {time.monotonic() - started:.0f} s", flush=True)
-    rss["server_end"] = rss_mb(server)
-    longest = max(by_worker.values(), key=len)
-    first_worker = next(iter(by_worker.values()))
+    print(f"{count} profiles in {time.monotonic() - started:.0f} s")
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
     await asyncio.sleep(2)
-    after_exit = marked(mark)
     # torch's own compile cache (torchinductor_<user>) is meant to persist: not a leftover.
     temp_new = sorted(n for n in os.listdir(private_tmp) if not n.startswith("torchinductor_"))
-    traces = len(list(trace_dir.iterdir())) if trace_dir.exists() else 0
-
-    print(f"{count} profiles in {time.monotonic() - started:.0f} s")
-    print(
-        f"server RSS: start {rss['server_start']:.1f} MB, end {rss['server_end']:.1f} MB, "
-        f"growth {rss['server_end'] - rss['server_start']:+.1f} MB"
-    )
-    print(
-        f"worker RSS: first worker {first_worker[0]:.1f} MB; {len(by_worker)} workers (a fresh "
-        f"one after each crash, timeout and memory stop); the longest-lived ran "
-        f"{len(longest)} good jobs: {longest[0]:.1f} MB -> {longest[-1]:.1f} MB "
-        f"({longest[-1] - longest[0]:+.1f} MB)"
-    )
-    print(f"leftover processes after jobs: {len(leftovers)}; after shutdown: {len(after_exit)}")
-    for line in leftovers[:10] + [f"after shutdown: {p}" for p in after_exit]:
-        print("  ", line)
-    print(f"new temp entries: {len(temp_new)} {temp_new[:10]}; traces kept: {traces} (limit 20)")
-    print(f"unexpected failures: {len(unexpected)}")
-    for line in unexpected[:20]:
-        print("  ", line[:400])
-    growth = rss["server_end"] - rss["server_start"]
-    worker_growth = max(values[-1] - values[0] for values in by_worker.values())
-    ok = growth < 50 and worker_growth < 50
-    ok = ok and not leftovers and not after_exit and not unexpected and not temp_new
+    traces = len(list((work / "traces").iterdir()))
+    ok = tally.report(marked(mark), temp_new, traces)
     print("targets met" if ok else "TARGETS MISSED")
     return 0 if ok else 1
 

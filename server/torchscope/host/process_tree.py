@@ -236,6 +236,13 @@ def describe_exit(code: Optional[int]) -> str:
     )
 
 
+def worth_quoting(line: str) -> bool:
+    """A stderr line for a crash message: not blank, not the profiler's chatter, not
+    faulthandler's list of loaded modules."""
+    text = line.strip()
+    return bool(text) and not text.startswith(("USDT:", "Extension modules:", "STAGE:"))
+
+
 _SIGNAL_MEANING = {
     "SIGSEGV": (
         "segmentation fault",

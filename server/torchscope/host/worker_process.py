@@ -255,7 +255,7 @@ class WorkerProcess:
         await self._finish_stderr()
         if self._stopped:
             return MemoryLimitExceeded(self._stopped)
-        tail = [line for line in self._tail if _worth_quoting(line)][-TAIL_LINES:]
+        tail = [line for line in self._tail if process_tree.worth_quoting(line)][-TAIL_LINES:]
         said = "; its last output:\n" + "\n".join(tail) if tail else " (it wrote nothing to stderr)"
         return WorkerError(
             f"{process_tree.describe_exit(process.returncode)}{said}\n"
@@ -395,8 +395,3 @@ class WorkerProcess:
             await process_tree.wait_exited(process, 5.0)
         await self.kill()
 
-
-def _worth_quoting(line: str) -> bool:
-    """Not blank, not the profiler's chatter, not faulthandler's list of loaded modules."""
-    text = line.strip()
-    return bool(text) and not text.startswith(("USDT:", "Extension modules:", "STAGE:"))
