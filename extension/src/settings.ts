@@ -10,15 +10,25 @@ import type { ProfileArgs } from "./types";
  * `server/torchscope/protocol.py`. Their defaults are package.json's (a test holds them equal to
  * `JobOptions`'); a value of the wrong type is left out, so the server's default applies.
  * A new job option that the editor exposes is one row here plus its package.json setting.
+ * A `size` row holds a memory size as text (`12G`); it is sent as set, "" included (the
+ * server's default: half the physical memory), so clearing it takes effect.
  */
-export const JOB_SETTINGS: readonly { key: string; wire: string; min: number; max: number; integer: boolean }[] = [
+export const JOB_SETTINGS: readonly {
+  key: string;
+  wire: string;
+  min: number;
+  max: number;
+  integer: boolean;
+  size?: boolean;
+}[] = [
   { key: "steps", wire: "steps", min: 1, max: 1000, integer: true },
   { key: "warmup", wire: "warmup", min: 0, max: 1000, integer: true },
   { key: "timeout", wire: "timeout_s", min: 1, max: 24 * 3600, integer: false },
+  { key: "maxMemory", wire: "max_memory", min: 0, max: 0, integer: false, size: true },
 ];
 
 /** Job options by wire name (only those set with the right type). */
-export type JobOptions = Record<string, number>;
+export type JobOptions = Record<string, number | string>;
 
 export interface Settings {
   job: JobOptions;
@@ -66,10 +76,18 @@ function str(value: unknown, fallback: string): string {
   return typeof value === "string" ? value.trim() : fallback;
 }
 
-/** The job options, in one call: each `JOB_SETTINGS` row that holds a number, clamped. */
+/** The job options, in one call: each `JOB_SETTINGS` row that holds a number, clamped (a
+ * `size` row: its text, trimmed; the server validates it). */
 export function jobOptions(config: ConfigurationLike): JobOptions {
   const out: JobOptions = {};
   for (const row of JOB_SETTINGS) {
+    if (row.size) {
+      const text = config.get(row.key);
+      if (typeof text === "string") {
+        out[row.wire] = text.trim();
+      }
+      continue;
+    }
     const value = num(config.get(row.key), Number.NaN, row.min, row.max, row.integer);
     if (!Number.isNaN(value)) {
       out[row.wire] = value;

@@ -31,6 +31,7 @@ export interface ProfileArgs {
   steps?: number;
   warmup?: number;
   timeout_s?: number;
+  max_memory?: string;
 }
 
 /** Result of `torchscope.profile` and `torchscope.analyzeTrace`. */

@@ -250,7 +250,16 @@ def store_result(
     document = ls.workspace.text_documents.get(uri)
     if document is not None:
         ls.results.reopen(uri, document.source)
-    ls.publish(uri)
+    if uri not in ls.closed_documents:  # closed while the job ran: kept, shown on reopen
+        ls.publish(uri)
+
+
+def forget_placeholders(ls: TorchscopeServer, uri: str) -> None:
+    """A profile of the file worked: errors not tied to a function ("line 3 is not inside a
+    function") are out of date."""
+    kept = ls.results.by_uri.get(uri, {})
+    for qualname in [q for q in kept if q.startswith("<line ")]:
+        del kept[qualname]
 
 
 def report_failure(
@@ -286,6 +295,7 @@ def publish_profile(
     profile = outcome.profile if isinstance(outcome, CompareOutcome) else outcome
     comparison = outcome.compare if isinstance(outcome, CompareOutcome) else None
     kept = Profile(profile.report, profile.target.file, profile.result.trace_path, comparison)
+    forget_placeholders(ls, uri)
     store_result(ls, uri, located.source, located.target, report=kept)
     ls.refresh_views()
     report = outcome.to_json()
