@@ -37,7 +37,7 @@ export class Commands {
   /** Last result per document URI, and the trace of the latest run. */
   private readonly results = new Map<string, LastResult>();
   private lastTrace: string | undefined;
-  private readonly perfetto = new PerfettoViews();
+  private readonly perfetto: PerfettoViews;
   /** Compare with torch.compile, profile across sizes (compareCommands.ts). */
   private readonly compare: CompareCommands;
 
@@ -47,6 +47,8 @@ export class Commands {
     private readonly status: StatusBar,
   ) {
     this.compare = new CompareCommands(context, this, status);
+    const storage = context.globalStorageUri;
+    this.perfetto = new PerfettoViews(storage.scheme === "file" ? vscode.Uri.joinPath(storage, "open").fsPath : undefined);
   }
 
   register(): vscode.Disposable[] {
