@@ -165,6 +165,8 @@ async def test_async_and_generator_functions_run(client: LanguageClient, cases: 
         report = result["report"]
         assert report["verdict"]["id"] != "no-activity", report["verdict"]
         assert any(op["name"] == "aten::mm" for op in report["top_ops"]), report["top_ops"]
+    # a generator's lines are not attributed, and the report says so
+    assert "generator" in report["attribution_note"], report["attribution_note"]
 
 
 async def test_not_inside_a_function_is_cleared_by_a_later_profile(
