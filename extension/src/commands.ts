@@ -1,43 +1,44 @@
-/** The client's commands (package.json `contributes.commands`). */
-import { randomUUID } from "node:crypto";
+/**
+ * The client's commands (constants.ts `ClientCommands`; package.json `contributes.commands` for
+ * those in the palette or a menu): profile a function, its call expression, clearing, the
+ * server and the log here; trace commands in traceCommands.ts, the torch.compile comparison
+ * and the size sweep in compareCommands.ts. Each module lists its `CommandRow`s.
+ */
 import * as vscode from "vscode";
-import {
-  ExecuteCommandRequest,
-  type LanguageClient,
-  LSPErrorCodes,
-  ResponseError,
-  WorkDoneProgress,
-  type WorkDoneProgressBegin,
-  type WorkDoneProgressEnd,
-  type WorkDoneProgressReport,
-} from "vscode-languageclient/node";
+import { ExecuteCommandRequest, type LanguageClient } from "vscode-languageclient/node";
 import { buildCallTemplate, callStateKey, decideCall, firstPlaceholderSelection, validateCallExpression } from "./callExpression";
-import { CompareCommands } from "./compareCommands";
+import type { CommandRow } from "./commandRow";
+import { type ChosenCall, CompareCommands, type Located, type Started } from "./compareCommands";
 import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./constants";
 import { errorText, showLog, traceError, traceInfo } from "./log";
-import { PerfettoViews } from "./perfetto";
+import { runWithProgress } from "./progress";
 import { parseLocationArg, reportHeadline, reportTracePath } from "./report";
 import type { ServerManager } from "./server";
 import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
+import { TraceCommands } from "./traceCommands";
 import type { CommandResult, TargetInfo } from "./types";
 
-interface Located {
-  document: vscode.TextDocument;
-  line: number;
-}
 
-interface LastResult {
-  qualname: string;
-  headline: string | undefined;
-  tracePath: string | undefined;
+/** Run a row's handler; a failure is logged and shown with a way to the log. */
+function registerRow({ id, run }: CommandRow): vscode.Disposable {
+  return vscode.commands.registerCommand(id, async (arg: unknown) => {
+    try {
+      await run(arg);
+    } catch (e) {
+      traceError(`${id} failed`, e);
+      void vscode.window.showErrorMessage(`torchscope: ${errorText(e)}`, "Show Log").then((c) => {
+        if (c !== undefined) {
+          showLog();
+        }
+      });
+    }
+  });
 }
 
 export class Commands {
-  /** Last result per document URI, and the trace of the latest run. */
-  private readonly results = new Map<string, LastResult>();
-  private lastTrace: string | undefined;
-  private readonly perfetto: PerfettoViews;
+  /** Open, copy, reveal and analyse traces (traceCommands.ts). */
+  private readonly traces: TraceCommands;
   /** Compare with torch.compile, profile across sizes (compareCommands.ts). */
   private readonly compare: CompareCommands;
 
@@ -46,55 +47,37 @@ export class Commands {
     private readonly server: ServerManager,
     private readonly status: StatusBar,
   ) {
-    this.compare = new CompareCommands(context, this, status);
+    // private redirect pages for Open trace in browser go under the global storage (perfetto.ts)
     const storage = context.globalStorageUri;
-    this.perfetto = new PerfettoViews(storage.scheme === "file" ? vscode.Uri.joinPath(storage, "open").fsPath : undefined);
+    this.traces = new TraceCommands(this, storage.scheme === "file" ? vscode.Uri.joinPath(storage, "open").fsPath : undefined);
+    this.compare = new CompareCommands(context, this, status);
   }
 
+  /** Every client command: this module's rows, then those of the command modules. */
   register(): vscode.Disposable[] {
     const done = this.server.onProfileDone(({ uri, report }) => {
-      const tracePath = reportTracePath(report);
-      if (tracePath !== undefined) {
-        this.lastTrace = tracePath;
-        const previous = this.results.get(uri);
-        this.results.set(uri, { qualname: previous?.qualname ?? "", headline: reportHeadline(report), tracePath });
-      }
+      this.traces.remember(uri, reportTracePath(report));
     });
-    const reg = (id: string, fn: (...args: unknown[]) => Promise<void>): vscode.Disposable =>
-      vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-        try {
-          await fn(...args);
-        } catch (e) {
-          traceError(`${id} failed`, e);
-          void vscode.window.showErrorMessage(`torchscope: ${errorText(e)}`, "Show Log").then((c) => {
-            if (c !== undefined) {
-              showLog();
-            }
-          });
-        }
-      });
-    return [
-      done,
-      reg(ClientCommands.profileFunction, (arg) => this.profileFunction(arg)),
-      reg(ClientCommands.editCallExpression, (arg) => this.editCallExpression(arg)),
-      reg(ClientCommands.openTrace, (arg) => this.openTrace(arg)),
-      reg(ClientCommands.openTraceInBrowser, (arg) => this.withTrace(arg, "open in the browser", (t, o) => this.perfetto.openInBrowser(t, o))),
-      reg(ClientCommands.copyTracePath, (arg) => this.withTrace(arg, "copy the path of", (t) => this.perfetto.copyPath(t))),
-      reg(ClientCommands.revealTraceFile, (arg) => this.withTrace(arg, "reveal", (t) => this.perfetto.reveal(t))),
-      new vscode.Disposable(() => {
-        this.perfetto.dispose();
-      }),
-      reg(ClientCommands.analyzeTraceFile, (arg) => this.analyzeTraceFile(arg)),
-      reg(ClientCommands.clearResults, (arg) => this.clearResults(arg)),
-      reg(ClientCommands.restartServer, () => this.server.restart("requested by the user")),
-      reg(ClientCommands.showLog, () => {
-        showLog();
-        return Promise.resolve();
-      }),
-      reg(ClientCommands.compareCompile, (arg) => this.compare.compareCompile(arg)),
-      reg(ClientCommands.profileSizes, (arg) => this.compare.profileSizes(arg)),
-      reg(ClientCommands.openGeneratedCode, (arg) => this.compare.openGeneratedCode(arg)),
+    const rows: CommandRow[] = [
+      { id: ClientCommands.profileFunction, run: (arg) => this.profileFunction(arg) },
+      { id: ClientCommands.profileOnProcesses, run: (arg) => this.profileOnProcesses(arg) },
+      { id: ClientCommands.editCallExpression, run: (arg) => this.editCallExpression(arg) },
+      { id: ClientCommands.clearResults, run: (arg) => this.clearResults(arg) },
+      { id: ClientCommands.restartServer, run: () => this.server.restart("requested by the user") },
+      {
+        id: ClientCommands.showLog,
+        run: () => {
+          showLog();
+          return Promise.resolve();
+        },
+      },
+      ...this.traces.rows(),
+      ...this.compare.rows(),
     ];
+    const traces = new vscode.Disposable(() => {
+      this.traces.dispose();
+    });
+    return [done, traces, ...rows.map(registerRow)];
   }
 
   /**
@@ -172,45 +155,79 @@ export class Commands {
     return value?.trim();
   }
 
-  async profileFunction(arg: unknown): Promise<void> {
+  /** The function at `arg` (saved first: the worker imports the file from disk) and the
+   * server, or undefined after telling the user why not. */
+  async start(arg: unknown, what: string, save = true): Promise<Started | undefined> {
     const located = await this.locate(arg);
     if (located === undefined) {
-      void vscode.window.showWarningMessage("torchscope: open a Python file and put the cursor inside a function to profile it.");
-      return;
+      void vscode.window.showWarningMessage(`torchscope: open a Python file and put the cursor inside a function to ${what}.`);
+      return undefined;
     }
-    if (located.document.isDirty) {
-      // The worker imports the file from disk.
+    if (save && located.document.isDirty) {
       await located.document.save();
     }
     const client = await this.clientOrExplain();
     if (client === undefined) {
-      return;
+      return undefined;
     }
     const target = await this.target(client, located);
-    if (target === undefined) {
-      return;
-    }
+    return target === undefined ? undefined : { client, located, target };
+  }
+
+  /** The call for one run: the directive (server-side), the remembered call, or ask; `how`
+   * says which (for the log). */
+  async chooseCall(located: Located, target: TargetInfo): Promise<ChosenCall | undefined> {
     const key = callStateKey(located.document.uri.toString(), target.qualname);
     const decision = decideCall(target, this.context.workspaceState.get<string>(key));
-    let call: string | undefined;
     if (decision.kind === "remembered") {
-      call = decision.call;
-    } else if (decision.kind === "ask") {
-      call = await this.askCall(target, decision.template);
+      return { call: decision.call, how: decision.kind };
+    }
+    if (decision.kind === "ask") {
+      const call = await this.askCall(target, decision.template);
       if (call === undefined) {
-        traceInfo(`profile ${target.qualname}: no call expression given`);
-        return;
+        traceInfo(`${target.qualname}: no call expression given`);
+        return undefined;
       }
       await this.context.workspaceState.update(key, call);
+      return { call, how: decision.kind };
     }
+    return { call: undefined, how: decision.reason };
+  }
+
+  /** **Profile on N processes**: ask for N, then profile under torchrun on this host. */
+  async profileOnProcesses(arg: unknown): Promise<void> {
+    const value = await vscode.window.showInputBox({
+      title: "torchscope: profile on N processes (torchrun on this host)",
+      prompt: "Number of ranks; the call expression runs after the process group is initialised",
+      value: "2",
+      ignoreFocusOut: true,
+      validateInput: (text) => (/^[1-9][0-9]*$/.test(text.trim()) ? undefined : "a whole number of processes, e.g. 2"),
+    });
+    if (value !== undefined) {
+      await this.profileFunction(arg, Number(value.trim()));
+    }
+  }
+
+  async profileFunction(arg: unknown, nproc?: number): Promise<void> {
+    const started = await this.start(arg, "profile it");
+    const chosen = started === undefined ? undefined : await this.chooseCall(started.located, started.target);
+    if (started === undefined || chosen === undefined) {
+      return;
+    }
+    const { client, located, target } = started;
+    const call = chosen.call;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
-    const args = buildProfileArgs(located.document.uri.toString(), target.line, call, settings);
-    traceInfo(`profile ${target.qualname} (${decision.kind === "none" ? decision.reason : decision.kind}): ${JSON.stringify(args)}`);
+    // The "Profile memory" lens passes {memory: true}; the setting turns it on for every profile.
+    const memory = typeof arg === "object" && arg !== null && (arg as { memory?: unknown }).memory === true;
+    const profileArgs = buildProfileArgs(located.document.uri.toString(), target.line, call, settings, memory);
+    const args = nproc === undefined ? profileArgs : { ...profileArgs, nproc };
+    const command = nproc === undefined ? ServerCommands.profile : ServerCommands.profileRanks;
+    traceInfo(`profile ${target.qualname} (${chosen.how}): ${JSON.stringify(args)}`);
 
     this.status.set({ kind: "profiling", target: target.qualname });
     let result: CommandResult | "cancelled";
     try {
-      result = await this.runWithProgress(client, `torchscope: profiling ${target.qualname}`, ServerCommands.profile, args);
+      result = await this.runWithProgress(client, `torchscope: profiling ${target.qualname}`, command, args);
     } catch (e) {
       this.status.set({ kind: "error", message: `${target.qualname}: ${errorText(e)}` });
       throw e;
@@ -221,8 +238,7 @@ export class Commands {
     } else if (result.ok) {
       const headline = reportHeadline(result.report);
       const tracePath = reportTracePath(result.report);
-      this.results.set(located.document.uri.toString(), { qualname: target.qualname, headline, tracePath });
-      this.lastTrace = tracePath ?? this.lastTrace;
+      this.traces.remember(located.document.uri.toString(), tracePath);
       traceInfo(`profile ${target.qualname}: ${headline ?? "done"}${tracePath !== undefined ? ` (trace ${tracePath})` : ""}`);
       this.status.set({ kind: "idle", detail: `${target.qualname}: ${headline ?? "done"}` });
     } else {
@@ -232,74 +248,16 @@ export class Commands {
     }
   }
 
-  /** `workspace/executeCommand` with a work-done token shown as a cancellable notification. */
-  runWithProgress(
-    client: LanguageClient,
-    title: string,
-    command: string,
-    argument: object,
-  ): Thenable<CommandResult | "cancelled"> {
-    return vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
-      async (progress, token) => {
-        const workDoneToken = `torchscope-${randomUUID()}`;
-        let last = 0;
-        const sub = client.onProgress(
-          WorkDoneProgress.type,
-          workDoneToken,
-          (value: WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd) => {
-            if (value.kind === "end") {
-              return;
-            }
-            // The notification's own title already names the job; show the server's messages only.
-            const message = value.message;
-            let increment: number | undefined;
-            if (value.percentage !== undefined && value.percentage > last) {
-              increment = value.percentage - last;
-              last = value.percentage;
-            }
-            if (message !== undefined) {
-              traceInfo(`progress: ${message}`);
-            }
-            progress.report({ message, increment });
-          },
-        );
-        try {
-          const result = (await client.sendRequest(
-            ExecuteCommandRequest.type,
-            { command, arguments: [argument], workDoneToken },
-            token,
-          )) as CommandResult | null;
-          if (token.isCancellationRequested) {
-            return "cancelled";
-          }
-          return result ?? { ok: false, error: "the server returned no result" };
-        } catch (e) {
-          if (token.isCancellationRequested || (e instanceof ResponseError && e.code === LSPErrorCodes.RequestCancelled)) {
-            return "cancelled";
-          }
-          throw e;
-        } finally {
-          sub.dispose();
-        }
-      },
-    );
+  runWithProgress(client: LanguageClient, title: string, command: string, argument: object): Thenable<CommandResult | "cancelled"> {
+    return runWithProgress(client, title, command, argument);
   }
 
   async editCallExpression(arg: unknown): Promise<void> {
-    const located = await this.locate(arg);
-    if (located === undefined) {
-      void vscode.window.showWarningMessage("torchscope: open a Python file and put the cursor inside a function.");
+    const started = await this.start(arg, "edit its call expression", false);
+    if (started === undefined) {
       return;
     }
-    const client = await this.clientOrExplain();
-    if (client === undefined) {
-      return;
-    }
-    const target = await this.target(client, located);
-    if (target === undefined) {
-      return;
-    }
+    const { located, target } = started;
     if (target.directive !== null) {
       const choice = await vscode.window.showInformationMessage(
         `torchscope: ${target.qualname} takes its call from the '# torchscope:' comment above it (${target.directive}); edit that comment instead.`,
@@ -327,95 +285,9 @@ export class Commands {
     }
   }
 
-  private async pickTrace(title: string): Promise<vscode.Uri | undefined> {
-    const picked = await vscode.window.showOpenDialog({
-      title,
-      canSelectMany: false,
-      filters: { "Chrome trace": ["json", "gz"], "All files": ["*"] },
-      defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
-    });
-    return picked?.[0];
-  }
-
-  private traceArg(arg: unknown): vscode.Uri | undefined {
-    if (arg instanceof vscode.Uri) {
-      return arg;
-    }
-    if (typeof arg === "string") {
-      return vscode.Uri.file(arg);
-    }
-    if (typeof arg === "object" && arg !== null) {
-      const p = (arg as { path?: unknown }).path;
-      if (typeof p === "string") {
-        return vscode.Uri.file(p);
-      }
-      const uri = (arg as { uri?: unknown }).uri;
-      if (typeof uri === "string") {
-        const last = this.results.get(uri)?.tracePath;
-        return last !== undefined ? vscode.Uri.file(last) : undefined;
-      }
-    }
-    return undefined;
-  }
-
-  /** The trace named by `arg` (`{path}`, a Uri, a path), else the latest run's, else one picked. */
-  private async withTrace(
-    arg: unknown,
-    verb: string,
-    action: (trace: vscode.Uri, perfettoOrigin: string) => Promise<void>,
-  ): Promise<void> {
-    let trace = this.traceArg(arg) ?? (this.lastTrace !== undefined ? vscode.Uri.file(this.lastTrace) : undefined);
-    trace ??= await this.pickTrace(`torchscope: ${verb} a trace`);
-    if (trace === undefined) {
-      return;
-    }
-    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION));
-    await action(trace, settings.perfettoOrigin);
-  }
-
-  async openTrace(arg: unknown): Promise<void> {
-    await this.withTrace(arg, "open in Perfetto", (t, o) => this.perfetto.openInPanel(t, o));
-  }
-
-  async analyzeTraceFile(arg: unknown): Promise<void> {
-    const trace = this.traceArg(arg) ?? (await this.pickTrace("torchscope: analyze a trace file"));
-    if (trace === undefined) {
-      return;
-    }
-    const client = await this.clientOrExplain();
-    if (client === undefined) {
-      return;
-    }
-    const name = vscode.workspace.asRelativePath(trace);
-    const result = await this.runWithProgress(client, `torchscope: analyzing ${name}`, ServerCommands.analyzeTrace, {
-      path: trace.fsPath,
-    });
-    if (result === "cancelled") {
-      return;
-    }
-    if (!result.ok) {
-      traceError(`analyze ${trace.fsPath}: ${result.error}`);
-      void vscode.window.showErrorMessage(`torchscope: ${result.error}`);
-      return;
-    }
-    this.lastTrace = trace.fsPath;
-    traceInfo(`analyze ${trace.fsPath}: ${JSON.stringify(result.report)}`);
-    const headline = reportHeadline(result.report) ?? "analysed (details in the log)";
-    const choice = await vscode.window.showInformationMessage(`torchscope: ${name}: ${headline}`, "Open Trace", "Show Log");
-    if (choice === "Open Trace") {
-      await this.openTrace(trace);
-    } else if (choice === "Show Log") {
-      showLog();
-    }
-  }
-
   async clearResults(arg: unknown): Promise<void> {
     const { uri } = parseLocationArg(arg instanceof vscode.Uri ? arg.toString() : arg);
-    if (uri === undefined) {
-      this.results.clear();
-    } else {
-      this.results.delete(uri);
-    }
+    this.traces.forget(uri);
     const client = await this.server.ready();
     if (client === undefined) {
       return;

@@ -1,21 +1,23 @@
 /**
  * **Compare with torch.compile** and **Profile across sizes…** (DESIGN.md §6). Both run a
  * server command with a cancellable progress notification, then show the result in a small
- * webview beside the editor (the comparison table, or the sweep's table and SVG chart). The
+ * webview beside the editor: the server's Markdown of the comparison or of the sweep's table
+ * (plus the sweep's SVG chart). The
  * server also publishes the comparison as a diagnostic on the `def` line with a hover whose
  * command link opens the code Inductor generated (`torchscope.openGeneratedCode`).
  */
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
-import { buildCallTemplate, callStateKey, decideCall } from "./callExpression";
-import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare, renderCompareHtml } from "./compare";
-import { ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
+import { buildCallTemplate, callStateKey } from "./callExpression";
+import { COMPILE_MODES, type CompileMode, compareSummary, isCompileMode, parseCompare } from "./compare";
+import type { CommandRow } from "./commandRow";
+import { ClientCommands, ServerCommands, SETTINGS_SECTION, SWEEP_STATE_PREFIX } from "./constants";
 import { errorText, traceError, traceInfo } from "./log";
 import { parseLocationArg } from "./report";
-import { showResultPanel } from "./resultPanel";
+import { markdownHtml, showResultPanel } from "./resultPanel";
 import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
-import { DEFAULT_SIZES, initialSweepCall, parseSizes, parseSweep, renderSweepHtml, SIZE_NAME, sweepSummary, validateSizes, validateSweepCall } from "./sweep";
+import { chartHtml, DEFAULT_SIZES, initialSweepCall, parseSizes, parseSweep, SIZE_NAME, sweepSummary, validateSizes, validateSweepCall } from "./sweep";
 import type { CommandResult, TargetInfo } from "./types";
 
 export interface Located {
@@ -23,12 +25,23 @@ export interface Located {
   line: number;
 }
 
-/** What these commands borrow from `Commands`: locating the function and running a job. */
+/** The call a run uses (undefined: the server's choice) and how it was chosen. */
+export interface ChosenCall {
+  call: string | undefined;
+  how: string;
+}
+
+/** The function a command acts on, and the server that runs its job. */
+export interface Started {
+  client: LanguageClient;
+  located: Located;
+  target: TargetInfo;
+}
+
+/** What these commands borrow from `Commands`: finding the function, its call, running a job. */
 export interface CommandHost {
-  locate(arg: unknown): Promise<Located | undefined>;
-  clientOrExplain(): Promise<LanguageClient | undefined>;
-  target(client: LanguageClient, located: Located): Promise<TargetInfo | undefined>;
-  askCall(target: TargetInfo, initial: string): Promise<string | undefined>;
+  start(arg: unknown, what: string, save?: boolean): Promise<Started | undefined>;
+  chooseCall(located: Located, target: TargetInfo): Promise<ChosenCall | undefined>;
   runWithProgress(client: LanguageClient, title: string, command: string, argument: object): Thenable<CommandResult | "cancelled">;
 }
 
@@ -55,39 +68,13 @@ export class CompareCommands {
     private readonly status: StatusBar,
   ) {}
 
-  private async start(arg: unknown, what: string): Promise<{ client: LanguageClient; located: Located; target: TargetInfo } | undefined> {
-    const located = await this.host.locate(arg);
-    if (located === undefined) {
-      void vscode.window.showWarningMessage(`torchscope: open a Python file and put the cursor inside a function to ${what}.`);
-      return undefined;
-    }
-    if (located.document.isDirty) {
-      await located.document.save(); // the worker imports the file from disk
-    }
-    const client = await this.host.clientOrExplain();
-    if (client === undefined) {
-      return undefined;
-    }
-    const target = await this.host.target(client, located);
-    return target === undefined ? undefined : { client, located, target };
-  }
-
-  /** The call for one run: the directive (server-side), the remembered call, or ask (as Profile). */
-  private async call(located: Located, target: TargetInfo): Promise<{ call: string | undefined } | undefined> {
-    const key = callStateKey(located.document.uri.toString(), target.qualname);
-    const decision = decideCall(target, this.context.workspaceState.get<string>(key));
-    if (decision.kind === "remembered") {
-      return { call: decision.call };
-    }
-    if (decision.kind === "ask") {
-      const call = await this.host.askCall(target, decision.template);
-      if (call === undefined) {
-        return undefined;
-      }
-      await this.context.workspaceState.update(key, call);
-      return { call };
-    }
-    return { call: undefined };
+  rows(): CommandRow[] {
+    return [
+      { id: ClientCommands.compareCompile, run: (arg) => this.compareCompile(arg) },
+      { id: ClientCommands.profileSizes, run: (arg) => this.profileSizes(arg) },
+      { id: ClientCommands.compareLastCommit, run: (arg) => this.compareLastCommit(arg) },
+      { id: ClientCommands.openGeneratedCode, run: (arg) => this.openGeneratedCode(arg) },
+    ];
   }
 
   /** Run one server job with progress, keeping the status bar in step; undefined when it was
@@ -121,13 +108,13 @@ export class CompareCommands {
   }
 
   async compareCompile(arg: unknown): Promise<void> {
-    const started = await this.start(arg, "compare it with torch.compile");
+    const started = await this.host.start(arg, "compare it with torch.compile");
     if (started === undefined) {
       return;
     }
     const { client, located, target } = started;
     const mode = await chooseMode(arg);
-    const chosen = mode === undefined ? undefined : await this.call(located, target);
+    const chosen = mode === undefined ? undefined : await this.host.chooseCall(located, target);
     if (mode === undefined || chosen === undefined) {
       traceInfo(`compare ${target.qualname}: nothing chosen`);
       return;
@@ -147,11 +134,38 @@ export class CompareCommands {
     const summary = compareSummary(compare);
     traceInfo(`compare ${target.qualname}: ${summary.text}`);
     this.status.set(summary.failed ? { kind: "error", message: `${target.qualname}: ${summary.text}` } : { kind: "idle", detail: `${target.qualname}: ${summary.text}` });
-    showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, renderCompareHtml(target.qualname, compare));
+    const body = await markdownHtml(result.markdown ?? "");
+    showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, body);
+  }
+
+  /** **Compare with last commit**: the function as saved vs the file at HEAD, interleaved in one
+   * job; the server shows the verdict as a message, the lens title and `report.diff`. */
+  async compareLastCommit(arg: unknown): Promise<void> {
+    const started = await this.host.start(arg, "compare it with the last commit");
+    if (started === undefined) {
+      return;
+    }
+    const { client, located, target } = started;
+    const chosen = await this.host.chooseCall(located, target);
+    if (chosen === undefined) {
+      return;
+    }
+    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
+    const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, chosen.call, settings), rev: "HEAD" };
+    traceInfo(`compare ${target.qualname} with HEAD: ${JSON.stringify(args)}`);
+    const result = await this.runJob(client, target.qualname, "vs HEAD", "before and after (HEAD)", ServerCommands.diff, args);
+    if (result === undefined) {
+      return;
+    }
+    const report = result.report as unknown as { diff?: { verdict?: { headline?: unknown } } } | undefined;
+    const headline = report?.diff?.verdict?.headline;
+    const text = typeof headline === "string" ? headline : "compared with HEAD";
+    traceInfo(`compare ${target.qualname} with HEAD: ${text}`);
+    this.status.set({ kind: "idle", detail: `${target.qualname}: ${text}` });
   }
 
   async profileSizes(arg: unknown): Promise<void> {
-    const started = await this.start(arg, "profile it across sizes");
+    const started = await this.host.start(arg, "profile it across sizes");
     if (started === undefined) {
       return;
     }
@@ -207,9 +221,9 @@ export class CompareCommands {
         traceError(`reading the sweep chart ${sweep.chart_path}`, e);
       }
     }
-    const device = (result.report.device as { kind?: unknown } | undefined)?.kind;
     this.status.set({ kind: "idle", detail: `${target.qualname}: ${sweepSummary(sweep)}` });
-    showResultPanel(`sweep:${uri}#${target.qualname}`, `Sizes: ${target.qualname}`, renderSweepHtml(target.qualname, sweep, svg, device === "cuda"));
+    const body = `${await markdownHtml(result.markdown ?? "")}\n${chartHtml(svg)}`;
+    showResultPanel(`sweep:${uri}#${target.qualname}`, `Sizes: ${target.qualname}`, body);
   }
 
   /** `{path}` (the hover's link to the code Inductor generated) → open it in an editor. */

@@ -21,6 +21,10 @@ export const ServerCommands = {
   compareCompile: "torchscope.compareCompile",
   /** `{uri, line, call (with {N}), sizes: number[], name?, …}` → `{ok, sweep?, report?, error?}`. */
   sweep: "torchscope.sweep",
+  /** `{uri, line, call?, rev?, …}` → `{ok, report (with diff)?, error?}`: the function on disk vs the file at `rev` (HEAD). */
+  diff: "torchscope.diff",
+  /** `{uri, line, nproc, call?, backend?, …}` → `{ok, report (with ranks)?, error?}`: torchrun on this host. */
+  profileRanks: "torchscope.profileRanks",
 } as const;
 
 /** Custom requests. */
@@ -50,10 +54,14 @@ export const ClientCommands = {
   showLog: "torchscope.showLog",
   /** `[{uri, line, mode?}]` from the server's code lens, or the cursor (asks for the mode). */
   compareCompile: "torchscope.compareWithCompile",
+  /** `[{uri, line}]` from the server's code lens, or the cursor: before/after against HEAD. */
+  compareLastCommit: "torchscope.compareWithLastCommit",
   /** Asks for a call with `{N}` and the sizes; shows the sweep's table and chart. */
   profileSizes: "torchscope.profileSizes",
   /** `{path}` from the comparison hover: the code Inductor generated for a compiled graph. */
   openGeneratedCode: "torchscope.openGeneratedCode",
+  /** Asks for N, then profiles the function on N ranks (`torchscope.profileRanks`). */
+  profileOnProcesses: "torchscope.profileOnProcesses",
 } as const;
 
 /** Client commands the server's hover markdown may run (command links). */

@@ -5,6 +5,7 @@
  * `{perfetto: {buffer, title, fileName, keepApiOpen: true}}` with the trace bytes the extension
  * sent (read on the workspace side, so no port is needed, local or over Remote-SSH).
  */
+import { escapeHtml } from "./html";
 
 /** Messages the page posts to the extension. */
 export type PageToHost =
@@ -174,10 +175,6 @@ export function embedUrl(base: string): string {
 }
 
 export const DEFAULT_PAGE_TIMINGS = { pingIntervalMs: 250, hintAfterMs: 15_000, giveUpAfterMs: 120_000 } as const;
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
 
 /** The webview's HTML: a status line, the Perfetto iframe and the page script (nonce'd). */
 export function perfettoHtml(config: PerfettoPageConfig, nonce: string, cspSource: string): string {

@@ -1,9 +1,12 @@
 /**
  * A small read-only webview for torchscope's tables and charts (the torch.compile comparison,
  * the size sweep). The page runs no script: its Content-Security-Policy allows inline styles
- * only, and the bodies are built by `compare.ts` / `sweep.ts` with every value escaped.
+ * only. The text is the server's Markdown (one renderer, in Python), turned into HTML by VS
+ * Code's own Markdown engine (`markdown.api.render`).
  */
 import * as vscode from "vscode";
+import { escapeHtml } from "./html";
+import { traceError } from "./log";
 
 const STYLE = `body{font-family:var(--vscode-font-family);color:var(--vscode-foreground);padding:0 16px}
 table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid var(--vscode-panel-border,#8884);padding:3px 8px;text-align:left}
@@ -35,4 +38,17 @@ export function showResultPanel(key: string, title: string, body: string): vscod
 ${body}
 </body></html>`;
   return panel;
+}
+
+/** `markdown` as HTML by VS Code's Markdown extension; escaped plain text if it is unavailable. */
+export async function markdownHtml(markdown: string): Promise<string> {
+  try {
+    const html = await vscode.commands.executeCommand("markdown.api.render", markdown);
+    if (typeof html === "string") {
+      return html;
+    }
+  } catch (e) {
+    traceError("markdown.api.render", e);
+  }
+  return `<pre>${escapeHtml(markdown)}</pre>`;
 }

@@ -13,22 +13,22 @@ import type { ProfileArgs } from "./types";
  * A `size` row holds a memory size as text (`12G`); it is sent as set, "" included (the
  * server's default: half the physical memory), so clearing it takes effect.
  */
-export const JOB_SETTINGS: readonly {
-  key: string;
-  wire: string;
-  min: number;
-  max: number;
-  integer: boolean;
-  size?: boolean;
-}[] = [
+export const JOB_SETTINGS: readonly JobSetting[] = [
   { key: "steps", wire: "steps", min: 1, max: 1000, integer: true },
   { key: "warmup", wire: "warmup", min: 0, max: 1000, integer: true },
   { key: "timeout", wire: "timeout_s", min: 1, max: 24 * 3600, integer: false },
-  { key: "maxMemory", wire: "max_memory", min: 0, max: 0, integer: false, size: true },
+  { key: "memory", wire: "memory", boolean: true },
+  { key: "maxMemory", wire: "max_memory", size: true },
 ];
 
+/** A numeric job setting (clamped to [min, max]), an on/off one, or a memory size as text. */
+export type JobSetting =
+  | { key: string; wire: string; min: number; max: number; integer: boolean }
+  | { key: string; wire: string; boolean: true }
+  | { key: string; wire: string; size: true };
+
 /** Job options by wire name (only those set with the right type). */
-export type JobOptions = Record<string, number | string>;
+export type JobOptions = Record<string, number | boolean | string>;
 
 export interface Settings {
   job: JobOptions;
@@ -76,13 +76,20 @@ function str(value: unknown, fallback: string): string {
   return typeof value === "string" ? value.trim() : fallback;
 }
 
-/** The job options, in one call: each `JOB_SETTINGS` row that holds a number, clamped (a
- * `size` row: its text, trimmed; the server validates it). */
+/** The job options, in one call: each `JOB_SETTINGS` row that holds a value of its type
+ * (numbers clamped). */
 export function jobOptions(config: ConfigurationLike): JobOptions {
   const out: JobOptions = {};
   for (const row of JOB_SETTINGS) {
-    if (row.size) {
-      const text = config.get(row.key);
+    if ("boolean" in row) {
+      const flag = config.get(row.key);
+      if (typeof flag === "boolean") {
+        out[row.wire] = flag;
+      }
+      continue;
+    }
+    if ("size" in row) {
+      const text = config.get(row.key); // sent even when "" (the server's default)
       if (typeof text === "string") {
         out[row.wire] = text.trim();
       }
@@ -130,8 +137,11 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
 }
 
 /** The argument object of `torchscope.profile`. */
-export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings): ProfileArgs {
+export function buildProfileArgs(uri: string, line: number, call: string | undefined, s: Settings, memory = false): ProfileArgs {
   const args: ProfileArgs = { uri, line, ...s.job };
+  if (memory) {
+    args.memory = true; // the "Profile memory" lens: this profile only, whatever the setting
+  }
   if (call !== undefined) {
     args.call = call;
   }

@@ -1,8 +1,7 @@
 /**
  * Profile across sizes (pure logic, no `vscode` import): the sizes the user types, the call
- * template with its `{N}` placeholder, and the HTML page that shows the server's sweep.
+ * template with its `{N}` placeholder, the notification's summary and the chart's embedding.
  */
-import { escapeHtml, formatDuration, formatShare } from "./compare";
 import type { SweepInfo, SweepPointInfo } from "./types";
 
 /** Sizes offered in the input box: the issue's example, small enough for a laptop CPU. */
@@ -127,30 +126,12 @@ export function sweepSummary(sweep: SweepInfo): string {
 }
 
 /**
- * The body of the sweep page: a table (size, wall, CPU op time, compute or device time, share,
- * verdict) and the chart. `svg` is the chart file's text, written by torchscope itself; it is
- * embedded only when it is plain SVG (no script, no foreign content).
+ * The chart for the sweep page (below the server's table, `markdown` of the `torchscope.sweep`
+ * result): `svg` is the chart file's text, written by torchscope itself; it is embedded only
+ * when it is plain SVG (no script, no foreign content), else nothing is.
  */
-export function renderSweepHtml(qualname: string, sweep: SweepInfo, svg: string | undefined, gpu: boolean): string {
-  const head = [sweep.name, "wall / call", "CPU op time (profiled)", gpu ? "device time" : "compute time", "compute share", "verdict"];
-  const rows = sweep.points.map((p) => {
-    if (p.error !== null && p.error !== undefined) {
-      return `<tr><td>${p.N}</td><td colspan="5" class="err">failed: ${escapeHtml(p.error)}</td></tr>`;
-    }
-    const time = gpu ? p.device_us : (p.compute_us ?? null);
-    const cross = sweep.crossover === p.N ? ' class="cross"' : "";
-    const cells = [formatDuration(p.median_us), formatDuration(p.cpu_us), formatDuration(time), formatShare(p.compute_share)];
-    return `<tr${cross}><td>${p.N}</td>${cells.map((c) => `<td class="num">${c}</td>`).join("")}<td title="${escapeHtml(p.headline ?? "")}">${escapeHtml(p.verdict)}</td></tr>`;
-  });
-  const chart = svg !== undefined && isSafeSvg(svg) ? `<div class="chart">${stripXmlDeclaration(svg)}</div>` : "";
-  const where = sweep.chart_path !== null ? `<p class="path">Chart: <code>${escapeHtml(sweep.chart_path)}</code></p>` : "";
-  return [
-    `<h2>${escapeHtml(qualname)} across ${escapeHtml(sweep.name)}</h2>`,
-    `<p><code>${escapeHtml(sweep.call)}</code> — ${escapeHtml(sweepSummary(sweep))}</p>`,
-    `<table><thead><tr>${head.map((h) => `<th>${escapeHtml(h)}</th>`).join("")}</tr></thead><tbody>${rows.join("")}</tbody></table>`,
-    chart,
-    where,
-  ].join("\n");
+export function chartHtml(svg: string | undefined): string {
+  return svg !== undefined && isSafeSvg(svg) ? `<div class="chart">${stripXmlDeclaration(svg)}</div>` : "";
 }
 
 /** True for SVG text with no scripts, event handlers, foreign objects or external references. */

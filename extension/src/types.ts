@@ -32,11 +32,14 @@ export interface ProfileArgs {
   warmup?: number;
   timeout_s?: number;
   max_memory?: string;
+  /** Record allocations per line (the memory pass). */
+  memory?: boolean;
 }
 
-/** Result of `torchscope.profile` and `torchscope.analyzeTrace`. */
+/** Result of the server's commands (`torchscope.profile`, `torchscope.compareCompile`, …);
+ * `markdown` is the result rendered by the server for a panel (the comparison, the sweep). */
 export type CommandResult =
-  | { ok: true; report: Record<string, unknown> }
+  | { ok: true; report: Record<string, unknown>; markdown?: string }
   | { ok: false; error: string };
 
 /*
@@ -60,6 +63,8 @@ export interface Verdict {
   device_us: number | null;
   overhead_share: number | null;
   basis: string;
+  /** achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known */
+  efficiency?: number | null;
 }
 
 /** analysis.report.Timing */
@@ -196,4 +201,15 @@ export interface SweepInfo {
   points: SweepPointInfo[];
   crossover: number | null;
   chart_path: string | null;
+}
+
+/** analysis.rank_model.RankSummary: one row of `report.ranks` (multi-process profiles, µs per step). */
+export interface RankRow {
+  rank: number;
+  wall_us: number;
+  compute_us: number;
+  comm_us: number;
+  wait_us: number;
+  exposed_comm_us: number;
+  trace_path: string;
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope import __version__
+from torchscope.cli_calibrate import add_calibrate_parser, calibrate_command
 from torchscope.cli_compare import add_compare_arguments
 from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
 from torchscope.protocol import JobOptions, parse_size
@@ -115,8 +116,13 @@ def _build_parser() -> argparse.ArgumentParser:
     add_open_arguments(profile)
     add_compare_arguments(profile)
 
-    analyze = commands.add_parser("analyze", help="analyse a trace file written by torch.profiler")
-    analyze.add_argument("trace", type=Path, help="a Chrome-trace .json or .json.gz")
+    analyze = commands.add_parser(
+        "analyze",
+        help="analyse a trace file written by torch.profiler, or a folder of per-rank traces",
+    )
+    analyze.add_argument(
+        "trace", type=Path, help="a Chrome-trace .json or .json.gz, or a folder of per-rank ones"
+    )
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
     analyze.add_argument(
         "--steps",
@@ -125,6 +131,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "analyse whole",
     )
     add_open_arguments(analyze)
+
+    from torchscope.cli_check import add_check_parser
+    from torchscope.cli_diff import add_diff_parser
+
+    add_diff_parser(commands)
+    add_check_parser(commands)
+    add_calibrate_parser(commands)
 
     serve = commands.add_parser("serve", help="run the language server on stdio")
     serve.add_argument("--log-level", default="INFO")
@@ -155,7 +168,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _analyze(args)
     if args.command == "mcp":
         return _mcp(args)
+    if args.command == "calibrate":
+        return calibrate_command(args)
     import asyncio  # only profiling needs it; `analyze` starts faster without
+
+    if args.command == "diff":
+        from torchscope.cli_diff import run_diff_command
+
+        return asyncio.run(run_diff_command(args))
+    if args.command == "check":
+        from torchscope.cli_check import run_check_command
+
+        return asyncio.run(run_check_command(args))
 
     from torchscope.cli_profile import run_profile_command
 
@@ -196,6 +220,10 @@ def _analyze(args: argparse.Namespace) -> int:
 
     trace: Path = args.trace
     as_json: bool = args.json
+    if trace.is_dir():
+        from torchscope.cli_ranks import analyze_folder_command
+
+        return analyze_folder_command(args)
     try:
         steps = args.steps
         report = analyze_trace(trace) if steps is None else _analyze_steps(trace, steps)

@@ -1,9 +1,11 @@
 """``torchscope profile … --compare-compile [--mode M]`` and ``… --sweep N=64,256,1024``.
 
-``--compare-compile`` rides on the profile loop (each directive, or ``--call``, is profiled
-eagerly and under ``torch.compile`` in one job; the eager report prints as usual, then the
-side-by-side comparison). ``--sweep`` replaces the loop: one call template with a ``{N}``
-placeholder, profiled at each size, printed as a table with the path of its SVG chart.
+A job kind's flag (``CLI_FLAG`` of its request in ``protocol.JOB_KINDS``, e.g.
+``--compare-compile``) rides on the profile loop: each directive, or ``--call``, runs as that
+kind, and its ``HostJob.cli_report`` says what prints (for a comparison: the eager report as
+usual, then the side-by-side comparison). A new kind needs no edit here. ``--sweep`` replaces
+the loop: one call template with a ``{N}`` placeholder, profiled at each size, printed as a
+table with the path of its SVG chart.
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 # The profiling machinery is imported where it runs: building the parser must stay cheap,
 # because `torchscope analyze` builds it too and should not pay for asyncio and the host.
 if TYPE_CHECKING:
-    from torchscope.analysis.comparison import Comparison
-    from torchscope.host.profile_run import ProfileOutcome, Profiler
+    from torchscope.host.profile_run import CliReport, Profiler
     from torchscope.protocol import JobOptions, Output, Progress
     from torchscope.targets import Target
 
@@ -33,12 +34,23 @@ def _sweep_spec(text: str) -> tuple[str, list[int]]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _flag_kinds() -> list[tuple[str, str]]:
+    """``(flag, kind)`` for every job kind the CLI can run instead of a plain profile."""
+    from torchscope.protocol import JOB_KINDS
+
+    return [(r.CLI_FLAG, kind) for kind, r in JOB_KINDS.items() if r.CLI_FLAG]
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
 def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--compare-compile",
-        action="store_true",
-        help="also run torch.compile(fn) in the same job and compare it with eager",
-    )
+    """A flag per job kind that declares one (``--compare-compile``), and ``--sweep``."""
+    from torchscope.protocol import JOB_KINDS
+
+    for flag, kind in _flag_kinds():
+        parser.add_argument(flag, action="store_true", help=JOB_KINDS[kind].CLI_HELP)
     parser.add_argument(
         "--sweep",
         type=_sweep_spec,
@@ -47,7 +59,12 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def profile_or_compare(
+def chosen_kinds(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The ``(flag, kind)`` pairs given on the command line."""
+    return [(flag, kind) for flag, kind in _flag_kinds() if getattr(args, _dest(flag), False)]
+
+
+async def run_kind(
     profiler: Profiler,
     target: Target,
     call: Optional[str],
@@ -55,30 +72,15 @@ async def profile_or_compare(
     args: argparse.Namespace,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
-) -> tuple[ProfileOutcome, Optional[Comparison]]:
-    """A plain profile, or with ``--compare-compile`` the eager profile and the comparison."""
-    if not getattr(args, "compare_compile", False):
-        from torchscope.host.profile_run import PROFILE
+) -> CliReport:
+    """A plain profile, or the job kind whose flag was given (``--compare-compile``)."""
+    from torchscope.host.job_kinds import host_kinds
+    from torchscope.protocol import ProfileRequest
 
-        return await profiler.run_job(PROFILE, target, call, options, on_progress, on_output), None
-    from torchscope.host.compare_run import COMPARE
-
-    outcome = await profiler.run_job(COMPARE, target, call, options, on_progress, on_output)
-    error = outcome.compare.error
-    if error:
-        print(f"torchscope: {error.message}", file=sys.stderr)
-        if outcome.compile_traceback and not args.quiet:
-            print(outcome.compile_traceback, file=sys.stderr)
-        print("torchscope: the eager profile is still reported", file=sys.stderr)
-    return outcome.profile, outcome.compare
-
-
-def compare_text(compare: Optional[Comparison]) -> str:
-    if compare is None:
-        return ""
-    from torchscope.analysis.compare_render import render_comparison
-
-    return render_comparison(compare) + "\n"
+    chosen = chosen_kinds(args)
+    kind = host_kinds()[chosen[0][1] if chosen else ProfileRequest.TYPE]
+    outcome = await profiler.run_job(kind, target, call, options, on_progress, on_output)
+    return kind.cli_report(outcome, verbose=not args.quiet)
 
 
 async def run_sweep_command(
@@ -90,8 +92,9 @@ async def run_sweep_command(
     on_output: Callable[[Output], None],
 ) -> int:
     """``--sweep``: profile at each size, print the table (or JSON) and the chart's path."""
-    if args.compare_compile:
-        print("torchscope: --sweep and --compare-compile cannot be combined", file=sys.stderr)
+    for flag, _ in chosen_kinds(args):
+        print(f"torchscope: --sweep and {flag} cannot be combined", file=sys.stderr)
+    if chosen_kinds(args):
         await profiler.close()
         return EXIT_USAGE
     from torchscope.host.profile_run import ProfileFailure

@@ -6,16 +6,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from torchscope.analysis import format_duration, render_report
-from torchscope.analysis.comparison import Comparison
+from torchscope.analysis.report import Report
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
-from torchscope.cli_compare import compare_text, profile_or_compare, run_sweep_command
+from torchscope.cli_compare import run_kind, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
-from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
+from torchscope.cli_ranks import profile_ranks_command
+from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import Output, Progress
+from torchscope.protocol import Hello, Output, Progress
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
 
 
@@ -24,63 +25,60 @@ def _say(quiet: bool, text: str) -> None:
         print(f"[torchscope] {text}", file=sys.stderr, flush=True)
 
 
-def source_with_margin(source: str, target: Target, report: dict[str, Any]) -> str:
+def source_with_margin(source: str, target: Target, report: Report) -> str:
     """The function's source with each line's share and time per call in a left margin."""
-    by_line = {line["line"]: line for line in report.get("lines", [])}
-    gpu = report.get("device", {}).get("kind") == "cuda"
+    by_line = {line.line: line for line in report.lines}
+    gpu = report.device.kind == "cuda"
+    source_lines = source.splitlines()
     rows = []
     for number in range(target.first_line, target.end_line + 1):
-        code = source.splitlines()[number - 1] if number <= len(source.splitlines()) else ""
+        code = source_lines[number - 1] if number <= len(source_lines) else ""
         stats = by_line.get(number)
         margin = ""
         if stats is not None:
-            margin = f"{stats['share'] * 100:3.0f}% {format_duration(stats['cpu_us']):>8}"
+            margin = f"{stats.share * 100:3.0f}% {format_duration(stats.cpu_us):>8}"
             if gpu:
-                margin += f" {format_duration(stats['device_us']):>8}"
+                margin += f" {format_duration(stats.device_us):>8}"
         width = 23 if gpu else 14
         rows.append(f"{margin:>{width}} {number:4d} │ {code}")
     header = "per line (share · CPU" + (" · GPU" if gpu else "") + " per call):"
     return "\n".join([header, *rows])
 
 
-def _render_text(
-    data: dict[str, Any], report_text: str, listing: str, open_hint: bool = True
-) -> str:
-    target = data["target"]
+def _render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
+    target = outcome.target
+    trace_path = outcome.result.trace_path
     lines = [
-        f"== {target['qualname']} ({target['file']}:{target['line']})",
-        f"   call: {data['call'] or target['qualname'] + '()'}",
-        report_text,
+        f"== {target.qualname} ({target.file}:{target.def_line})",
+        f"   call: {outcome.call or target.qualname + '()'}",
+        render_report(outcome.report),
     ]
-    if data.get("lines"):
+    if outcome.report.lines:
         lines += ["", listing]
-    elif data.get("attribution_note"):
-        lines += ["", data["attribution_note"]]
-    lines += ["", f"trace: {data['trace_path']}"]
+    elif outcome.result.attribution_note:
+        lines += ["", outcome.result.attribution_note]
+    lines += ["", f"trace: {trace_path}"]
     if open_hint:
-        lines.append(f"open it in Perfetto: {open_command(data['trace_path'])}")
+        lines.append(f"open it in Perfetto: {open_command(trace_path)}")
     lines.append("")
     return "\n".join(lines)
 
 
-def _print_outcome(
-    args: argparse.Namespace,
-    source: str,
-    target: Target,
-    outcome: ProfileOutcome,
-    compare: Optional[Comparison],
-) -> Path:
-    """Print one profile (as JSON or text); returns its trace."""
-    data = outcome.to_json()
-    if compare is not None:
-        data["compare"] = compare.to_dict()
+def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: CliReport) -> Path:
+    """Print one job (as JSON or text); returns its trace."""
+    outcome = job.profile
+    for line in job.stderr:
+        print(line, file=sys.stderr)
     if args.json:
+        data = outcome.to_json()
+        if job.key is not None and job.extra is not None:
+            data[job.key] = job.extra()
         print(json.dumps(data, ensure_ascii=False), flush=True)
     else:
-        listing = source_with_margin(source, target, data)
-        text = _render_text(data, render_report(outcome.report), listing, not args.open)
-        print(text + compare_text(compare), flush=True)
-    return Path(data["trace_path"])
+        listing = source_with_margin(source, target, outcome.report)
+        text = _render_text(outcome, listing, not args.open)
+        print(text + job.text, flush=True)
+    return Path(outcome.result.trace_path)
 
 
 async def run_profile_command(args: argparse.Namespace) -> int:
@@ -115,15 +113,14 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     try:
         _say(args.quiet, f"starting a worker in {args.python}")
         hello = await profiler.hello()
-        devices = ", ".join(hello.device_names)
-        torch = f"torch {hello.torch_version}, "
-        _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
-        for call in _calls(args, target, hello.cuda_available):
+        _say_hello(args, hello)
+        for call, nproc in _calls(args, target, hello.cuda_available):
             _say(args.quiet, f"profiling {call or target.qualname + '()'}")
+            if nproc > 1:  # on N ranks under torchrun (cli_ranks)
+                status = max(status, await profile_ranks_command(args, target, call, nproc, hello))
+                continue
             try:
-                outcome, compare = await profile_or_compare(
-                    profiler, target, call, options, args, on_progress, on_output
-                )
+                job = await run_kind(profiler, target, call, options, args, on_progress, on_output)
             except ProfileFailure as failure:
                 status = EXIT_FAILED
                 where = f"{target.file}:{failure.line}" if failure.line else target.file
@@ -131,7 +128,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                 if failure.traceback:
                     print(failure.traceback, file=sys.stderr)
                 continue
-            traces.append(_print_outcome(args, source, target, outcome, compare))
+            traces.append(_print_outcome(args, source, target, job))
     except ProfileFailure as failure:
         print(f"torchscope: {failure.message}", file=sys.stderr)
         status = EXIT_FAILED
@@ -142,11 +139,21 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     return status
 
 
-def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[Optional[str]]:
-    """``--call``, else every directive that applies here, else the bare function."""
+def _say_hello(args: argparse.Namespace, hello: Hello) -> None:
+    devices = ", ".join(hello.device_names)
+    torch = f"torch {hello.torch_version}, "
+    _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
+
+
+def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[tuple[Optional[str], int]]:
+    """``--call``, else every directive that applies here, else the bare function; each with
+    its number of ranks (``--nproc``, else the directive's ``nproc=N``, else 1)."""
     if args.call:
-        return [args.call]
-    return [d.call for d in target.applicable_directives(cuda)] or [None]
+        return [(args.call, args.nproc or 1)]
+    found: list[tuple[Optional[str], int]] = [
+        (d.call, args.nproc or d.nproc or 1) for d in target.applicable_directives(cuda)
+    ]
+    return found or [(None, args.nproc or 1)]
 
 
 def _open_all(args: argparse.Namespace, traces: list[Path]) -> bool:

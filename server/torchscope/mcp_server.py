@@ -18,7 +18,7 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
@@ -28,9 +28,15 @@ from torchscope import __version__
 from torchscope.analysis import TraceError
 from torchscope.analysis import analyze_trace as analyze_trace_file
 from torchscope.host.compare_run import COMPARE
-from torchscope.host.profile_run import PROFILE, ProfileFailure, Profiler
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.mcp_summary import compare_summary, explain, output_tail, report_summary
+from torchscope.mcp_summary import (
+    compare_summary,
+    explain,
+    output_tail,
+    profile_summary,
+    report_summary,
+)
 from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.targets import Target, TargetError, function_named, read_source
 
@@ -45,6 +51,17 @@ INSTRUCTIONS = (
     "measures eager against torch.compile; analyze_trace reads a trace recorded elsewhere; "
     "explain_finding(rule) returns the documentation of a finding or verdict id."
 )
+
+
+class JobOutcome(Protocol):
+    """What every job kind's outcome offers the MCP tools."""
+
+    output: list[str]
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+JobOutcomeT = TypeVar("JobOutcomeT", bound=JobOutcome)
 
 
 def _text(*parts: str) -> list[ContentBlock]:
@@ -97,17 +114,26 @@ class Jobs:
             timeout_s=self.settings.timeout_s, workspace_root=str(self.settings.workspace_root)
         ).updated({k: v for k, v in asked.items() if v is not None})
 
-    async def profile(
-        self, target: Target, call: Optional[str], options: JobOptions
-    ) -> tuple[dict[str, Any], list[str]]:
-        outcome = await self.profiler.run_job(PROFILE, target, call, options)
-        return outcome.to_json(), outcome.output
-
-    async def compare(
-        self, target: Target, call: Optional[str], options: JobOptions
-    ) -> tuple[dict[str, Any], list[str]]:
-        outcome = await self.profiler.run_job(COMPARE, target, call, options)
-        return outcome.to_json(), outcome.output
+    async def run(
+        self,
+        kind: HostJob[Any, JobOutcomeT],
+        where: tuple[str, str, Optional[str]],
+        options: JobOptions,
+        summary: Callable[[JobOutcomeT], str],
+    ) -> CallToolResult:
+        """One job of ``kind`` on ``(file, qualname, call)``: its ``--json`` object and
+        ``summary`` of it, or an error result naming the problem."""
+        file, qualname, call = where
+        try:
+            target = self.target(file, qualname)
+        except TargetError as exc:
+            return _error(str(exc))
+        try:
+            outcome = await self.profiler.run_job(kind, target, call, options)
+        except ProfileFailure as failure:
+            return _failure(target, failure)
+        text = "\n\n".join(p for p in (summary(outcome), output_tail(outcome.output)) if p)
+        return _ok(outcome.to_json(), text)
 
     async def close(self) -> None:
         await self.profiler.close()
@@ -133,11 +159,7 @@ Steps = Annotated[Optional[int], Field(ge=1, le=100, description="profiled calls
 Warmup = Annotated[Optional[int], Field(ge=0, le=100, description="warmup calls (default 3)")]
 
 
-def build_server(jobs: Jobs) -> MCPServer:
-    server: MCPServer = MCPServer(
-        "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
-    )
-
+def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
     @server.tool()
     async def profile_function(
         file: File, qualname: Qualname, call: Call = None, steps: Steps = None,
@@ -146,15 +168,8 @@ def build_server(jobs: Jobs) -> MCPServer:
         """Profile one PyTorch function in a worker process: the verdict with its numbers,
         findings by cost, hot lines, top ops and the trace path (the `torchscope profile
         --json` object)."""
-        try:
-            target = jobs.target(file, qualname)
-        except TargetError as exc:
-            return _error(str(exc))
-        try:
-            data, output = await jobs.profile(target, call, jobs.options(steps, warmup))
-        except ProfileFailure as failure:
-            return _failure(target, failure)
-        return _ok(data, "\n\n".join(p for p in (report_summary(data), output_tail(output)) if p))
+        options = jobs.options(steps, warmup)
+        return await jobs.run(PROFILE, (file, qualname, call), options, profile_summary)
 
     @server.tool()
     async def compare_compile(
@@ -168,16 +183,11 @@ def build_server(jobs: Jobs) -> MCPServer:
         no-difference verdict (the `torchscope profile --compare-compile --json` object)."""
         if mode not in COMPILE_MODES:
             return _error(f"unknown mode {mode!r}: use one of {', '.join(COMPILE_MODES)}")
-        try:
-            target = jobs.target(file, qualname)
-        except TargetError as exc:
-            return _error(str(exc))
-        try:
-            data, output = await jobs.compare(target, call, jobs.options(steps, None, mode))
-        except ProfileFailure as failure:
-            return _failure(target, failure)
-        return _ok(data, "\n\n".join(p for p in (compare_summary(data), output_tail(output)) if p))
+        options = jobs.options(steps, None, mode)
+        return await jobs.run(COMPARE, (file, qualname, call), options, compare_summary)
 
+
+def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
     @server.tool()
     async def analyze_trace(
         path: Annotated[str, Field(description="a torch.profiler Chrome trace, .json or .json.gz")],
@@ -193,7 +203,7 @@ def build_server(jobs: Jobs) -> MCPServer:
             return _error(str(exc))
         data = report.to_dict()
         data["trace_path"] = str(trace)
-        return _ok(data, report_summary(data))
+        return _ok(data, report_summary(report, str(trace)))
 
     @server.tool()
     def explain_finding(
@@ -206,6 +216,13 @@ def build_server(jobs: Jobs) -> MCPServer:
             return _error(where)
         return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
 
+
+def build_server(jobs: Jobs) -> MCPServer:
+    server: MCPServer = MCPServer(
+        "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
+    _add_job_tools(server, jobs)
+    _add_trace_tools(server, jobs)
     return server
 
 

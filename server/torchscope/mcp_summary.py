@@ -1,17 +1,20 @@
 """What ``torchscope mcp`` tells a model besides the JSON: short text summaries of a report, and
 the documentation section of a finding (``explain_finding``).
 
-Pure functions over the ``--json`` objects (the output contract), so they do not depend on the
-host's or the analysis' Python types, and do not import the MCP SDK.
+Pure functions over the typed results (the host's outcomes, the analysis' ``Report`` and
+``Comparison``); they do not import the MCP SDK.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
-from torchscope.analysis import ALL_RULES, format_duration
+from torchscope.analysis import ALL_RULES, Finding, Report, format_duration
 from torchscope.analysis.rules.base import FINDINGS_DOC
+from torchscope.host.compare_run import CompareOutcome
+from torchscope.host.profile_run import ProfileOutcome
 
 #: The repository root of a source checkout (or an editable install), where the docs live.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -21,74 +24,80 @@ MAX_OUTPUT_LINES = 20
 
 
 def _us(value: Optional[float]) -> str:
-    return "?" if value is None else format_duration(value)
+    return "?" if value is None or not math.isfinite(value) else format_duration(value)
 
 
-def _finding_lines(findings: list[dict[str, Any]]) -> list[str]:
+def _finding_lines(findings: list[Finding]) -> list[str]:
     rows = []
     for f in findings[:MAX_FINDINGS]:
-        where = f" (line {f['line']})" if f.get("line") else ""
-        rows.append(f"  [{f['rule']}] {f['message']}{where}")
+        where = f" (line {f.line})" if f.line else ""
+        rows.append(f"  [{f.rule}] {f.message}{where}")
     if len(findings) > MAX_FINDINGS:
         rows.append(f"  … {len(findings) - MAX_FINDINGS} more in the structured report")
     return rows
 
 
-def report_summary(data: dict[str, Any]) -> str:
-    """A few lines a model reads before (or instead of) the full report: verdict, timing,
-    findings, hot lines and the trace."""
-    rows = []
-    target = data.get("target")
-    if target:
-        call = data.get("call") or f"{target['qualname']}()"
-        rows.append(f"{target['qualname']} ({target['file']}:{target['line']}), call: {call}")
-    rows.append(f"verdict: {data['verdict']['headline']}")
-    timing = data.get("timing")
+def _top_ops(report: Report) -> Optional[str]:
+    if not report.top_ops:
+        return None
+    steps = max(1, len(report.steps))
+    gpu = report.device.kind == "cuda"
+    return f"top ops per step (calls, self CPU{', device' if gpu else ''}): " + ", ".join(
+        f"{op.name} ×{op.calls / steps:.3g} {_us(op.self_cpu_us)}"
+        + (f" {_us(op.device_us)}" if gpu else "")
+        for op in report.top_ops[:5]
+    )
+
+
+def report_summary(report: Report, trace_path: str, head: str = "") -> str:
+    """A few lines a model reads before (or instead of) the full report: ``head`` (what was
+    profiled), verdict, timing, findings, hot lines and the trace."""
+    rows = [head] if head else []
+    rows.append(f"verdict: {report.verdict.headline}")
+    timing = report.timing
     if timing:
         rows.append(
-            f"per call without the profiler: median {_us(timing.get('median_us'))} "
-            f"(min {_us(timing.get('min_us'))}, max {_us(timing.get('max_us'))}); "
-            f"first call {_us(timing.get('cold_us'))}"
+            f"per call without the profiler: median {_us(timing.median_us)} "
+            f"(min {_us(timing.min_us)}, max {_us(timing.max_us)}); "
+            f"first call {_us(timing.cold_us)}"
         )
-    if data.get("findings"):
+    if report.findings:
         rows += ["findings (by cost; explain_finding(rule) says what to do):"]
-        rows += _finding_lines(data["findings"])
-    lines = sorted(data.get("lines") or [], key=lambda x: -x["share"])[:MAX_LINES]
+        rows += _finding_lines(report.findings)
+    lines = sorted(report.lines, key=lambda x: -x.share)[:MAX_LINES]
     if lines:
-        hot = ", ".join(f"L{x['line']} {x['share'] * 100:.0f}% {_us(x['cpu_us'])}" for x in lines)
+        hot = ", ".join(f"L{x.line} {x.share * 100:.0f}% {_us(x.cpu_us)}" for x in lines)
         rows.append(f"hot lines (share, CPU per call): {hot}")
-    ops = data.get("top_ops") or []
+    ops = _top_ops(report)
     if ops:
-        steps = max(1, len(data.get("steps") or []))
-        gpu = (data.get("device") or {}).get("kind") == "cuda"
-        rows.append(
-            f"top ops per step (calls, self CPU{', device' if gpu else ''}): "
-            + ", ".join(
-                f"{op['name']} ×{op['calls'] / steps:.3g} {_us(op['self_cpu_us'])}"
-                + (f" {_us(op.get('device_us'))}" if gpu else "")
-                for op in ops[:5]
-            )
-        )
-    if data.get("trace_path"):
-        rows.append(f"trace: {data['trace_path']}")
+        rows.append(ops)
+    if trace_path:
+        rows.append(f"trace: {trace_path}")
     return "\n".join(rows)
 
 
-def compare_summary(data: dict[str, Any]) -> str:
+def profile_summary(outcome: ProfileOutcome) -> str:
+    """:func:`report_summary` of one profile, headed by the function and the call."""
+    target = outcome.target
+    call = outcome.call or f"{target.qualname}()"
+    head = f"{target.qualname} ({target.file}:{target.def_line}), call: {call}"
+    return report_summary(outcome.report, outcome.result.trace_path, head)
+
+
+def compare_summary(outcome: CompareOutcome) -> str:
     """The eager profile's summary, then the comparison's verdict, error and findings."""
-    compare = data["compare"]
-    rows = [report_summary(data), ""]
-    if compare.get("error"):
-        error = compare["error"]
-        rows.append(f"torch.compile failed ({error['kind']}): {error['message']}")
+    compare = outcome.compare
+    rows = [profile_summary(outcome.profile), ""]
+    if compare.error:
+        rows.append(f"torch.compile failed ({compare.error.kind}): {compare.error.message}")
         rows.append("the eager profile above is still valid")
-    else:
-        rows.append(f"torch.compile (mode={compare['mode']}): {compare['verdict']['headline']}")
-        compiled = compare.get("compiled") or {}
-        if compiled.get("compile_s") is not None:
-            rows.append(f"first compiled call (the compile): {compiled['compile_s']:.2f} s")
-    if compare.get("findings"):
-        rows += ["comparison findings:", *_finding_lines(compare["findings"])]
+    elif compare.verdict is not None:
+        rows.append(f"torch.compile (mode={compare.mode}): {compare.verdict.headline}")
+        info = compare.compiled.compiled if compare.compiled else None
+        if info is not None and info.compile_s is not None and math.isfinite(info.compile_s):
+            rows.append(f"first compiled call (the compile): {info.compile_s:.2f} s")
+    if compare.findings:
+        rows += ["comparison findings:", *_finding_lines(compare.findings)]
     return "\n".join(rows)
 
 

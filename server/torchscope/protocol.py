@@ -63,6 +63,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune-no-cudagraphs")
 ``max-autotune``)."""
 
 DEVICES = ("auto", "cpu", "cuda")
+#: Process-group backends of a multi-process profile (``--backend``).
+BACKENDS = ("auto", "gloo", "nccl")
 
 
 def _option(default: Any, help: str, **meta: Any) -> Any:
@@ -106,15 +108,39 @@ class JobOptions:
         "record Python frames too: totals for the workspace functions it calls (slower)",
         flag="--with-stack",
     )
+    memory: bool = _option(
+        False,
+        "record allocations per line too (bytes, allocations, alive after the call, peak)",
+        flag="--memory",
+        setting="memory",
+    )
     compile_mode: str = _option(
         "default",
         "torch.compile mode for --compare-compile",
         flag="--mode",
         choices=COMPILE_MODES,
     )
+    nproc: int = _option(
+        0,
+        "ranks to run on under torch.distributed.run (torchrun) on this host; 0: a "
+        "directive's nproc=N, else one process",
+        flag="--nproc",
+        minimum=0,
+    )
+    backend: str = _option(
+        "auto",
+        "process-group backend with --nproc (auto: nccl where CUDA is used, else gloo)",
+        flag="--backend",
+        choices=BACKENDS,
+    )
     workspace_root: Optional[str] = _option(None, "folder whose files count as the user's")
     timing_calls: int = _option(20, "calls the unprofiled timing pass aims for", minimum=1)
-    timing_budget_s: float = _option(2.0, "seconds the timing pass may take", minimum=0)
+    timing_budget_s: float = _option(
+        2.0,
+        "seconds the unprofiled timing pass may take (per side in a comparison)",
+        flag="--timing-budget",
+        minimum=0,
+    )
 
     def updated(self, values: Mapping[str, Any]) -> JobOptions:
         """A copy with the fields named in ``values`` applied (other keys are ignored).
@@ -179,6 +205,11 @@ def parse_size(text: str) -> int:
 class JobRequest(Message):
     """Base of the requests that start a job; ``TYPE`` is the job kind (see ``JOB_KINDS``)."""
 
+    CLI_FLAG: ClassVar[str] = ""
+    """The ``torchscope profile`` flag that runs this kind instead of a plain profile ('':
+    none); ``cli_compare`` makes it from ``JOB_KINDS``."""
+    CLI_HELP: ClassVar[str] = ""
+
     job_id: int
     file: str
     qualname: str
@@ -232,6 +263,14 @@ class ProfileResult(Message):
     torch_version: str = ""
     attribution_note: str = ""  # why lines are not attributed ("" when they are)
     timed_calls: int = 0  # calls behind ``call_us`` (fast functions are timed in batches)
+    peaks: dict[str, Any] = field(default_factory=dict)
+    """This machine's calibrated peaks (``worker/calibrate.py``); empty when not measured."""
+    threads: int = 0  # intra-op threads of the timing pass
+    single_thread_us: list[float] = field(default_factory=list)
+    """Timing samples at one intra-op thread, interleaved with ``call_us`` (CPU, threads > 1)."""
+    page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
+    page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
+    cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
 
 
 @dataclass
@@ -256,6 +295,8 @@ class CompareRequest(JobRequest):
     """
 
     TYPE: ClassVar[str] = "compare"
+    CLI_FLAG: ClassVar[str] = "--compare-compile"
+    CLI_HELP: ClassVar[str] = "also run torch.compile(fn) in the same job and compare it with eager"
     compiled_trace_path: str = ""
 
 
@@ -287,13 +328,44 @@ class CompareResult(Message):
 
 
 @dataclass
+class DiffRequest(JobRequest):
+    """The function as it is on disk against an earlier version of its file, in one job.
+
+    ``before_source`` is the earlier file's text (``git show REV:path``, or the source the
+    editor kept from the last run); the worker loads it under a private module name so both
+    versions coexist, evaluates the same call expression for each, times them in interleaved
+    rounds and profiles both (the earlier side's trace goes to ``before_trace_path``). The
+    options are ``JobOptions``' (``timing_budget_s`` is per side: the rounds take twice it).
+    """
+
+    TYPE: ClassVar[str] = "diff"
+    before_source: str = ""
+    before_label: str = "HEAD"
+    before_trace_path: str = ""
+
+
+@dataclass
+class DiffResult(Message):
+    """Both sides of a before/after comparison; ``before``/``after`` are ``ProfileResult``
+    fields. Their ``call_us`` are the interleaved rounds: index ``i`` of each is one round."""
+
+    TYPE: ClassVar[str] = "diff_result"
+    job_id: int
+    before: dict[str, Any]
+    after: dict[str, Any]
+    before_label: str = "HEAD"
+
+
+@dataclass
 class Shutdown(Message):
     """Ask the worker to exit cleanly."""
 
     TYPE: ClassVar[str] = "shutdown"
 
 
-JOB_KINDS: dict[str, type[JobRequest]] = {cls.TYPE: cls for cls in (ProfileRequest, CompareRequest)}
+JOB_KINDS: dict[str, type[JobRequest]] = {
+    cls.TYPE: cls for cls in (ProfileRequest, CompareRequest, DiffRequest)
+}
 """Job kind → its request type. The worker serves each kind with one module under
 ``worker/jobs/``; a sweep is not a kind (``host/sweep.py`` runs one profile job per size)."""
 
@@ -311,6 +383,8 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
         JobError,
         CompareRequest,
         CompareResult,
+        DiffRequest,
+        DiffResult,
         Shutdown,
     )
 }

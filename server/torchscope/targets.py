@@ -16,10 +16,13 @@ from typing import Optional, Union
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 
 #: ``# torchscope: fn(torch.randn(8, 8))`` or ``# torchscope[cuda]: fn(...)`` — the bracket
-#: names a condition: ``cuda`` directives only run where the worker reports a GPU.
+#: names a condition: ``cuda`` directives only run where the worker reports a GPU. It may also
+#: hold ``nproc=N`` (``# torchscope[nproc=2]: …``, ``# torchscope[cuda, nproc=8]: …``): run the
+#: call on N ranks under torchrun (docs/multi-process.md).
 DIRECTIVE_RE = re.compile(
-    r"^\s*#\s*torchscope(?:\[(?P<condition>[a-z]+)\])?\s*:\s*(?P<call>.+?)\s*$"
+    r"^\s*#\s*torchscope(?:\[(?P<options>[a-z0-9=,\s]+)\])?\s*:\s*(?P<call>.+?)\s*$"
 )
+_NPROC_RE = re.compile(r"^nproc\s*=\s*(?P<n>[0-9]+)$")
 
 KNOWN_CONDITIONS = ("cuda",)
 
@@ -44,6 +47,8 @@ class Directive:
     call: str
     line: int  # 1-based line of the comment
     condition: Optional[str] = None
+    nproc: Optional[int] = None
+    """``nproc=N`` in the bracket: profile on N ranks (None: one process)."""
 
 
 @dataclass(frozen=True)
@@ -163,10 +168,24 @@ def _directives(lines: list[str], first_line: int) -> tuple[Directive, ...]:
     while index >= 0 and lines[index].lstrip().startswith("#"):
         match = DIRECTIVE_RE.match(lines[index])
         if match:
-            found.append(Directive(match["call"], index + 1, match["condition"]))
+            found.append(_directive(match["call"], index + 1, match["options"]))
         index -= 1
     found.reverse()
     return tuple(found)
+
+
+def _directive(call: str, line: int, options: Optional[str]) -> Directive:
+    """A directive from its bracket's items: a condition word and/or ``nproc=N``."""
+    condition: Optional[str] = None
+    nproc: Optional[int] = None
+    for item in (options or "").split(","):
+        item = item.strip()
+        m = _NPROC_RE.match(item)
+        if m:
+            nproc = int(m["n"]) or None
+        elif item:
+            condition = item
+    return Directive(call, line, condition, nproc)
 
 
 def _target(

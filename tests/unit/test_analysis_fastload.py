@@ -35,6 +35,19 @@ def test_fast_and_stdlib_paths_give_the_same_trace(shared_traces: Path, name: st
     assert any(isinstance(s.args, fastload.LazyArgs) for s in fast.ops + fast.kernels)
 
 
+def test_memory_events_are_kept_on_both_paths(shared_traces: Path) -> None:
+    """``[memory]`` instant events (``profile_memory=True``) reach ``Trace.memory`` on the
+    typed and the stdlib path alike, on the same clock and tracks as the spans."""
+    name = "kineto_resnet50_train_workers0_v100.json.gz"
+    text = decompress(name, (shared_traces / name).read_bytes())
+    fast, slow = fastload.load_fast(name, text), _stdlib(name, text)
+    assert fast is not None and fast.memory, "this trace was recorded with profile_memory"
+    assert fast.memory == slow.memory
+    assert {e.device_type for e in fast.memory} == {0, 1}  # CPU and CUDA blocks
+    first_op = min(s.start for s in fast.ops)
+    assert first_op - 1e6 < fast.memory[0].ts < max(s.end for s in fast.ops)
+
+
 def _doc(**changes: Any) -> bytes:
     event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10}
     event.update({"dur": 5, "args": {"correlation": 4, "Input Dims": [[2, 2]]}})

@@ -32,17 +32,23 @@ from torchscope.analysis.compare import (
     measured_noise,
     op_changes,
 )
-from torchscope.analysis.compare_render import comparison_markdown, render_comparison
+from torchscope.analysis.compare_render import (
+    comparison_markdown,
+    comparison_page_markdown,
+    render_comparison,
+)
 from torchscope.analysis.comparison import Comparison, CompileMeta, CopyRow, OpRow
 from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.rules.graph_break import short_reason
 from torchscope.analysis.sweep import (
+    Sweep,
     SweepPoint,
     compute_share,
     crossover,
     failed_point,
     point_from_report,
     render_sweep,
+    sweep_markdown,
 )
 from torchscope.analysis.sweep_chart import sweep_svg
 from torchscope.protocol import (
@@ -154,6 +160,12 @@ def test_the_gpu_compare_finds_the_dtod_bias_copy_before_the_gemm(
     markdown = comparison_markdown(gpu_compare)
     assert "| copies per call | none | 1× 64.0 MiB DtoD in `aten::addmm` |" in markdown
     assert "- `compile-copy`: torch.compile adds a 64.0 MiB DtoD bias copy" in markdown
+    page = comparison_page_markdown("Model.forward", gpu_compare)
+    assert page.startswith("## `Model.forward`: eager vs torch.compile (mode=default)\n\n")
+    assert markdown in page
+    assert page.endswith(
+        "`## Call CompiledFxGraph fabc123 ##` → `/tmp/torchinductor_u/ab/cabc.py`"
+    )
 
 
 def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> None:
@@ -327,6 +339,20 @@ def test_sweep_table_names_the_crossover() -> None:
     assert "failed: worker died" in text
     assert text.endswith("crossover: compute-bound from N=64 (overhead-bound at N=16)")
     assert "try larger sizes" in render_sweep([point(16, 0.1), point(64, 0.2)], None)
+
+
+def test_sweep_markdown_is_the_same_table() -> None:
+    points = [point(16, 0.3, us=3.3), point(64, 0.76, us=9.6), failed_point(256, "a | b\nmore")]
+    sweep = Sweep("N", "fn(torch.randn({N}))", points, 64, "/tmp/fn.svg")
+    markdown = sweep_markdown("fn", sweep)
+    lines = markdown.splitlines()
+    assert lines[0] == "## `fn` across N"
+    assert "| N | wall/call | CPU ops (prof.) | compute time | compute | verdict |" in lines
+    assert "| 16 | 3.3 µs | 3.3 µs | 1.0 µs | 30 % | overhead-bound |" in lines
+    assert any(line.startswith("| **64** | **9.6 µs** |") for line in lines)
+    assert "| 256 | — | — | — | — | failed: a \\| b |" in lines
+    assert "crossover: compute-bound from N=64 (overhead-bound at N=16)" in lines
+    assert lines[-1] == "Chart: `/tmp/fn.svg`"
 
 
 def test_sweep_svg_parses_with_one_point_per_size_and_escapes_text() -> None:

@@ -23,7 +23,7 @@ TARGET = Target("/w/model.py", "fn", 3, 3, 5, ())
 
 def test_every_kind_has_one_worker_module() -> None:
     jobs._load_all()
-    assert set(JOB_KINDS) == {"profile", "compare"}
+    assert set(JOB_KINDS) == {"profile", "compare", "diff"}
     assert set(jobs._HANDLERS) == set(JOB_KINDS)
     modules = {h.__module__.rsplit(".", 1)[-1] for h in jobs._HANDLERS.values()}
     assert modules == set(JOB_KINDS)  # worker/jobs/<kind>.py
@@ -66,3 +66,18 @@ def test_options_are_validated_with_a_clear_message() -> None:
     with pytest.raises(ValueError, match="'with_stack' must be true or false"):
         JobOptions().updated({"with_stack": "yes"})
     assert JobOptions().updated({"steps": 3.0, "unknown": 1}).steps == 3
+
+
+def test_a_diff_request_carries_the_options_and_the_earlier_source(tmp_path: Path) -> None:
+    from torchscope.host.diff_run import DiffJobKind
+    from torchscope.protocol import DiffRequest
+
+    options = JobOptions(steps=2, timing_budget_s=0.5)
+    store = TraceStore(tmp_path)
+    kind = DiffJobKind("def fn():\n    return 1\n", "HEAD~1")
+    request = kind.request(job_fields(9, TARGET, "fn()", options, store), TARGET, store)
+    assert isinstance(request, DiffRequest) and request.options is options
+    assert (request.before_source, request.before_label) == (kind.before_source, "HEAD~1")
+    assert request.before_trace_path and request.before_trace_path != request.trace_path
+    [decoded] = FrameDecoder().feed(encode(request))
+    assert decoded == request

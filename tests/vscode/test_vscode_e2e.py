@@ -4,7 +4,8 @@ Steps: install the prerequisites once into a cache outside the repository
 (``scripts/vscode/ensure-code-server.sh``: Chromium, Node 24, code-server), build the ``.vsix``
 (``npm run package``), then run the Playwright driver ``tests/vscode/e2e.mjs``, which installs
 the ``.vsix`` into code-server, right-clicks inside ``fn`` of a copy of ``examples/``, chooses
-**Profile this function**, and checks the Problems panel, the inlay hint and the hover.
+**Profile this function**, and checks the Problems panel, the inlay hint and the hover, then
+the **Profile memory** lens and its memory inlay hint.
 Screenshots and logs go to ``test-output/vscode/``.
 
 Set ``TORCHSCOPE_SKIP_VSCODE=1`` to skip it (the only way it skips);
@@ -16,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -154,7 +156,7 @@ def test_profile_this_function_in_vscode() -> None:
     _run(["npm", "run", "package"], 600, "building the .vsix")
 
     try:
-        result = _driver(timeout=float(os.environ.get("TORCHSCOPE_E2E_TIMEOUT_S", "420")) + 60)
+        result = _driver(timeout=float(os.environ.get("TORCHSCOPE_E2E_TIMEOUT_S", "480")) + 60)
     finally:
         leftovers = _kill_leftovers()
 
@@ -172,6 +174,10 @@ def test_profile_this_function_in_vscode() -> None:
     _print_first_click(result["firstClick"])
     checks = result["checks"]
     assert "-bound" in checks["problemsRow"], checks["problemsRow"]
+    # Edited in the editor, then Compare with last commit: the verdict against HEAD.
+    assert "faster than HEAD" in checks["diff"], checks["diff"]
+    # Profile memory: the lens runs the memory pass and the allocating line gets `+N MB · k alloc`.
+    assert re.fullmatch(r"\+\d[\d.]* [kMG]?B · \d+ allocs?", checks["memoryHint"]), checks
     if result.get("hotLinesChecked"):
         assert checks.get("inlayHint"), "no inlay hint text"
         assert "aten::mm" in checks.get("hover", "")

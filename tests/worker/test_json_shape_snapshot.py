@@ -27,6 +27,12 @@ CASES = {
         "fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))",
     ],
     "profile_lines_with_stack": ["examples/lines.py::calls_helper", "--with-stack"],
+    "profile_memory": [
+        "tests/fixtures/workspace/memory_samples.py::two_temporaries",
+        "--call",
+        "two_temporaries(torch.randn(512, 1024))",
+        "--memory",
+    ],
     "sweep_matmul_add": [
         "examples/matmul_add.py::fn",
         "--call",

@@ -1,15 +1,6 @@
 import * as assert from "node:assert/strict";
-import {
-  compareRows,
-  compareSummary,
-  escapeHtml,
-  formatBytes,
-  formatDuration,
-  generatedCodePaths,
-  isCompileMode,
-  parseCompare,
-  renderCompareHtml,
-} from "../compare";
+import { compareSummary, isCompileMode, parseCompare } from "../compare";
+import { escapeHtml } from "../html";
 
 const report = {
   verdict: { id: "overhead-bound", headline: "overhead-bound (CPU): 9.0 µs per call" },
@@ -43,7 +34,6 @@ describe("torch.compile comparison", () => {
     assert.ok(c !== undefined);
     assert.equal(c.verdict?.id, "keep-eager");
     assert.equal(c.findings.length, 1);
-    assert.deepEqual(generatedCodePaths(c), ["/tmp/torchinductor_u/yi/cyic.py"]);
     assert.equal(parseCompare({ verdict: {} }), undefined);
     assert.equal(parseCompare(null), undefined);
     assert.equal(parseCompare({ compare: { eager: "x" } }), undefined);
@@ -66,39 +56,10 @@ describe("torch.compile comparison", () => {
       text: "torch.compile failed: InvalidCxxCompiler: No working C++ compiler — the eager profile is shown",
       failed: true,
     });
-    assert.deepEqual(compareRows(failed), []);
-    assert.match(renderCompareHtml("fn", failed), /<pre>torch.compile failed: InvalidCxxCompiler: No working C\+\+ compiler\nmore<\/pre>/);
   });
 
-  it("builds the table side by side", () => {
-    const c = parseCompare(report);
-    assert.ok(c !== undefined);
-    const rows = compareRows(c);
-    assert.deepEqual(rows[0], ["time per call (unprofiled median)", "9.0 µs", "30 µs"]);
-    assert.deepEqual(rows[4], ["copies per call", "none", "1× 16.0 KiB cpu in aten::addmm"]);
-    assert.deepEqual(rows[6], ["first call", "900 µs", "3.20 s (compile)"]);
-  });
-
-  it("escapes everything it renders", () => {
-    const c = parseCompare(report);
-    assert.ok(c !== undefined);
-    const html = renderCompareHtml("Model<T>.forward", c);
-    assert.match(html, /Model&lt;T&gt;\.forward: eager vs torch\.compile \(mode=default\)/);
-    assert.match(html, /&lt;16 KiB&gt;/);
-    assert.match(html, /## Call CompiledFxGraph fd447jib ##<\/code> → <code>\/tmp\/torchinductor_u\/yi\/cyic\.py/);
-    assert.doesNotMatch(html, /<16 KiB>/);
+  it("escapes HTML", () => {
     assert.equal(escapeHtml(`<a href="x">'&'</a>`), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
-  });
-
-  it("formats like the server", () => {
-    assert.equal(formatDuration(2.74), "2.7 µs");
-    assert.equal(formatDuration(9.99), "10 µs");
-    assert.equal(formatDuration(999.7), "1.0 ms");
-    assert.equal(formatDuration(147_000), "147 ms");
-    assert.equal(formatDuration(1_200_000), "1.20 s");
-    assert.equal(formatDuration(null), "—");
-    assert.equal(formatBytes(704), "704 B");
-    assert.equal(formatBytes(64 * 1024 * 1024), "64.0 MiB");
   });
 
   it("knows the modes", () => {

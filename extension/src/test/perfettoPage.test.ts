@@ -222,7 +222,7 @@ describe("Perfetto page helpers", () => {
     const html = perfettoHtml(CONFIG, "abc123", "vscode-resource:");
     assert.match(html, /script-src 'nonce-abc123'/);
     assert.match(html, new RegExp(`frame-src ${ORIGIN};`));
-    assert.ok(html.includes(`<iframe id="perfetto" src="${ORIGIN}/#!/?mode=embedded&#38;hideSidebar=false"`));
+    assert.ok(html.includes(`<iframe id="perfetto" src="${ORIGIN}/#!/?mode=embedded&amp;hideSidebar=false"`));
     assert.ok(html.includes("acquireVsCodeApi()"));
   });
 });

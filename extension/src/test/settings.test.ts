@@ -95,6 +95,16 @@ describe("settings resolution", () => {
     assert.equal(buildProfileArgs("file:///w/m.py", 4, "fn(1)", DEFAULT_SETTINGS).call, "fn(1)");
   });
 
+  it("sends torchscope.memory as the memory job option, and the lens's memory for one profile", () => {
+    const on = resolveSettings(config({ memory: true }));
+    assert.equal(on.job.memory, true);
+    assert.equal(serverSettings(on).memory, true);
+    assert.equal(resolveSettings(config({ memory: "yes" })).job.memory, undefined);
+    assert.equal(buildProfileArgs("file:///w/m.py", 4, undefined, on).memory, true);
+    assert.equal(buildProfileArgs("file:///w/m.py", 4, undefined, DEFAULT_SETTINGS).memory, undefined);
+    assert.equal(buildProfileArgs("file:///w/m.py", 4, undefined, DEFAULT_SETTINGS, true).memory, true);
+  });
+
   it("restarts only for the interpreter, notifies for the rest", () => {
     assert.equal(needsRestart(change("torchscope.pythonPath")), true);
     assert.equal(needsNotify(change("torchscope.pythonPath")), false);

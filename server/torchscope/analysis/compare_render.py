@@ -1,4 +1,5 @@
-"""The comparison in words: terminal text (the CLI) and Markdown (the editor's hover).
+"""The comparison in words: terminal text (the CLI) and Markdown (the editor's hover and its
+comparison panel).
 
 Both read one :class:`.comparison.Comparison` and share the table rows, so the CLI and the
 editor show the same numbers under the same labels. (The editor adds its command links to the
@@ -109,4 +110,18 @@ def comparison_markdown(compare: Comparison) -> str:
         parts.append(f"Ops changed: `{compare.changes.summary}`")
     if compare.findings:
         parts.append("\n".join(f"- `{f.rule}`: {f.message}" for f in compare.findings))
+    return "\n\n".join(parts)
+
+
+def comparison_page_markdown(qualname: str, compare: Comparison) -> str:
+    """The editor's comparison panel: a heading, :func:`comparison_markdown`, and where the
+    code Inductor generated for each graph is (the panel runs no commands: paths, not links)."""
+    parts = [
+        f"## `{qualname}`: eager vs torch.compile (mode={compare.mode})",
+        comparison_markdown(compare),
+    ]
+    info = compare.compiled.compiled if compare.compiled else None
+    for graph in info.graphs if info else []:
+        where = f"`{graph.code_path}`" if graph.code_path else "generated code not found"
+        parts.append(f"`## Call CompiledFxGraph {graph.hash} ##` → {where}")
     return "\n\n".join(parts)

@@ -13,7 +13,9 @@ import os
 from .callees import callee_stats
 from .columns import median
 from .context import Context, build_context
+from .efficiency import annotate_lines
 from .lines import line_stats
+from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .model import Trace
 from .normalise import load_trace
@@ -59,7 +61,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
     ctx = build_context(trace, measurements)
     measured = measure(ctx)
     metrics, ops = list(measured.steps), list(measured.top_ops)
-    verdict = decide(ctx, metrics, ops)
+    verdict = decide(ctx, metrics, ops, measured.efficiency)
     findings, skipped = run_rules(ctx, measured)
     timing: Timing | None = None
     overhead: float | None = None
@@ -97,8 +99,12 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=line_stats(ctx),
+        lines=attach_line_memory(
+            annotate_lines(ctx, measured.efficiency, line_stats(ctx)), measured.memory
+        ),
         callees=callee_stats(ctx),
+        peaks=measured.efficiency.peaks,
+        memory=memory_summary(ctx, measured.memory),
     )
 
 

@@ -185,6 +185,7 @@ def accept_all(
     track_ids, track_kinds, track_keys = sink.track_ids, sink.track_kinds, sink.track_keys
     track_first_args = sink.track_first_args
     thread_names = sink.thread_names
+    memory_raw = sink.memory_raw.append
     kind_of = _CATEGORY_KIND.get
     head = _HEAD.decode
     ann_prefixes, marker = ANNOTATION_PREFIXES, LINE_MARKER_PREFIX
@@ -210,6 +211,13 @@ def accept_all(
                 a = _ANY.decode(e.args)
                 if isinstance(a, dict) and isinstance(a.get("name"), str):
                     thread_names[(e.pid, e.tid)] = a["name"]
+            elif (
+                ph == "i"
+                and e.name == "[memory]"
+                and e.args
+                and (not windowed or (e.ts is not UNSET and lo <= e.ts < hi))  # type: ignore[operator]
+            ):
+                memory_raw((e.ts, e.pid, e.tid, _ANY.decode(e.args)))
             continue
         ts = e.ts
         if origin is None and ts is not UNSET and -1e18 < ts < 1e18:  # type: ignore[operator]
@@ -276,6 +284,8 @@ def accept_all(
             track = last_track = found
             last_pid, last_tid = pid, tid
         appends[kind](new(Span, (start, end, name, track, args, corr)))
+    if sink.origin[0] is None:
+        sink.origin[0] = origin  # the clock ``[memory]`` events are placed on (``finish``)
     sink.flags["skipped"] += skipped
     sink.flags["legacy"] = sink.flags["legacy"] or legacy
     return not_events

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .columns import median
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
 from .normalise import LINE_MARKER_PREFIX
+
+if TYPE_CHECKING:
+    from .memory import LineMemory
 
 #: Lines whose share of the function's time is at least this get an inlay hint by default
 #: (the editor setting overrides it): below ~5 % a line is rarely worth a look.
@@ -34,6 +37,9 @@ class LineOp:
     calls: float
     self_cpu_us: float
     shapes: str = ""
+    gflops: float | None = None
+    gbps: float | None = None
+    efficiency: float | None = None
 
 
 @dataclass
@@ -72,6 +78,8 @@ class LineStats:
     ops: list[LineOp] = field(default_factory=list)
     kernels: list[LineKernel] = field(default_factory=list)
     copies: list[LineCopy] = field(default_factory=list)
+    memory: LineMemory | None = None
+    """Bytes the line allocated per device (only with the memory pass; see ``memory``)."""
 
 
 def _marker_line(name: str) -> int | None:
@@ -103,90 +111,134 @@ class _Acc:
     copies: dict[str, list[float]] = field(default_factory=dict)  # kind → [calls, bytes, us]
 
 
-def line_stats(ctx: Context) -> list[LineStats]:
-    """Hot-line statistics, hottest first; empty when the trace has no line markers."""
-    trace, nest = ctx.trace, ctx.nest
-    anns = trace.annotations
-    marker_line = [_marker_line(a.name) for a in anns]
-    if not any(line is not None for line in marker_line):
-        return []
-    n_steps = max(1, len(ctx.steps))
+def innermost_line(ctx: Context, ann: int) -> int | None:
+    """The line of the innermost marker at or above annotation ``ann`` (None when none)."""
+    anns = ctx.trace.annotations
+    for a in ctx.nest.annotation_chain(ann) if ann >= 0 else ():
+        line = _marker_line(anns[a].name)
+        if line is not None:
+            return line
+    return None
 
-    def enclosing_marker(ann: int) -> int:
+
+class _LineWalk:
+    """One pass over a trace's markers, ops and runtime calls, filling one ``_Acc`` per line.
+
+    The passes are methods of their own (the markers' exclusive time, the ops, the runtime
+    calls with what they launched); ``line_stats`` runs them in order and turns the totals
+    into per-call numbers."""
+
+    def __init__(self, ctx: Context, marker_line: list[int | None]) -> None:
+        self.ctx = ctx
+        self.marker_line = marker_line
+        self.acc: dict[int, _Acc] = {}
+
+    def enclosing_marker(self, ann: int) -> int:
         """The innermost marker at or above annotation ``ann`` (-1 when none)."""
-        for a in nest.annotation_chain(ann) if ann >= 0 else ():
+        marker_line = self.marker_line
+        for a in self.ctx.nest.annotation_chain(ann) if ann >= 0 else ():
             if marker_line[a] is not None:
                 return a
         return -1
 
-    acc: dict[int, _Acc] = {}
-
-    def bucket(marker: int) -> _Acc:
-        line = marker_line[marker]
+    def bucket(self, marker: int) -> _Acc:
+        line = self.marker_line[marker]
         assert line is not None
-        found = acc.get(line)
+        found = self.acc.get(line)
         if found is None:
-            found = acc[line] = _Acc()
+            found = self.acc[line] = _Acc()
         return found
 
-    # Exclusive CPU time per marker: its duration minus its nearest nested markers'.
-    exclusive = [a.end - a.start if line is not None else 0.0 for a, line in zip(anns, marker_line)]
-    for a, line in enumerate(marker_line):
-        if line is None or ctx.step_of_ann[a] < 0:
-            continue
-        parent = enclosing_marker(nest.ann_parent[a])
-        if parent >= 0:
-            exclusive[parent] -= anns[a].end - anns[a].start
-    for a, line in enumerate(marker_line):
-        step = ctx.step_of_ann[a]
-        if line is None or step < 0:
-            continue
-        entry = bucket(a)
-        entry.hits += 1
-        entry.cpu_by_step[step] = entry.cpu_by_step.get(step, 0.0) + max(0.0, exclusive[a])
+    def add_marker_times(self) -> None:
+        """Exclusive CPU time per marker: its duration minus its nearest nested markers'."""
+        ctx, marker_line = self.ctx, self.marker_line
+        anns, step_of_ann = ctx.trace.annotations, ctx.step_of_ann
+        exclusive = [
+            a.end - a.start if line is not None else 0.0 for a, line in zip(anns, marker_line)
+        ]
+        for a, line in enumerate(marker_line):
+            if line is None or step_of_ann[a] < 0:
+                continue
+            parent = self.enclosing_marker(ctx.nest.ann_parent[a])
+            if parent >= 0:
+                exclusive[parent] -= anns[a].end - anns[a].start
+        for a, line in enumerate(marker_line):
+            step = step_of_ann[a]
+            if line is None or step < 0:
+                continue
+            entry = self.bucket(a)
+            entry.hits += 1
+            entry.cpu_by_step[step] = entry.cpu_by_step.get(step, 0.0) + max(0.0, exclusive[a])
 
-    for i, op in enumerate(trace.ops):
-        if ctx.step_of_op[i] < 0:
-            continue
-        marker = enclosing_marker(nest.op_ann[i])
-        if marker < 0:
-            continue
-        stat = bucket(marker).ops.setdefault(op.name, [0, 0.0, ""])
-        parent = nest.op_parent[i]
-        if parent < 0 or trace.ops[parent].name != op.name:
-            stat[0] += 1  # aten::sum inside aten::sum is one call, not two
-        stat[1] += nest.op_self[i]
-        if not stat[2]:
-            stat[2] = _shapes(op.args)
+    def add_ops(self) -> None:
+        ctx = self.ctx
+        ops, nest = ctx.trace.ops, ctx.nest
+        for i, op in enumerate(ops):
+            if ctx.step_of_op[i] < 0:
+                continue
+            marker = self.enclosing_marker(nest.op_ann[i])
+            if marker < 0:
+                continue
+            stat = self.bucket(marker).ops.setdefault(op.name, [0, 0.0, ""])
+            parent = nest.op_parent[i]
+            if parent < 0 or ops[parent].name != op.name:
+                stat[0] += 1  # aten::sum inside aten::sum is one call, not two
+            stat[1] += nest.op_self[i]
+            if not stat[2]:
+                stat[2] = _shapes(op.args)
 
-    for r, call in enumerate(trace.runtime):
-        if ctx.step_of_rt[r] < 0 or ctx.is_artefact(r):
-            continue
-        marker = enclosing_marker(nest.rt_ann[r])
-        if marker < 0:
-            continue
-        entry = bucket(marker)
-        if call.name in SYNC_CALLS or ctx.blocking[r]:
-            entry.syncs += 1
-            entry.sync_us += call.end - call.start
-        for kind, index in ctx.links.rt_device.get(r, ()):
-            if kind == "kernel":
-                kernel = trace.kernels[index]
-                duration = kernel.end - kernel.start
-                stat_k = entry.kernels.setdefault(kernel.name, [0.0, 0.0])
-                stat_k[0] += 1
-                stat_k[1] += duration
-            else:
-                span = trace.memcpys[index] if kind == "memcpy" else trace.memsets[index]
-                duration = span.end - span.start
-                size = span.args.get("bytes", 0) if isinstance(span.args, Mapping) else 0
-                label = copy_kind(span.name) if kind == "memcpy" else "Memset"
-                stat_c = entry.copies.setdefault(label, [0.0, 0.0, 0.0])
-                stat_c[0] += 1
-                stat_c[1] += size if isinstance(size, (int, float)) else 0
-                stat_c[2] += duration
-            entry.device_us += duration
+    def add_runtime(self) -> None:
+        """Runtime calls: syncs, and the kernels and copies they launched."""
+        ctx = self.ctx
+        for r, call in enumerate(ctx.trace.runtime):
+            if ctx.step_of_rt[r] < 0 or ctx.is_artefact(r):
+                continue
+            marker = self.enclosing_marker(ctx.nest.rt_ann[r])
+            if marker < 0:
+                continue
+            entry = self.bucket(marker)
+            if call.name in SYNC_CALLS or ctx.blocking[r]:
+                entry.syncs += 1
+                entry.sync_us += call.end - call.start
+            for kind, index in ctx.links.rt_device.get(r, ()):
+                entry.device_us += self._add_device(entry, kind, index)
 
+    def _add_device(self, entry: _Acc, kind: str, index: int) -> float:
+        """Count one kernel, copy or memset for ``entry``; returns its duration."""
+        trace = self.ctx.trace
+        if kind == "kernel":
+            kernel = trace.kernels[index]
+            duration = kernel.end - kernel.start
+            stat_k = entry.kernels.setdefault(kernel.name, [0.0, 0.0])
+            stat_k[0] += 1
+            stat_k[1] += duration
+            return duration
+        span = trace.memcpys[index] if kind == "memcpy" else trace.memsets[index]
+        duration = span.end - span.start
+        size = span.args.get("bytes", 0) if isinstance(span.args, Mapping) else 0
+        label = copy_kind(span.name) if kind == "memcpy" else "Memset"
+        stat_c = entry.copies.setdefault(label, [0.0, 0.0, 0.0])
+        stat_c[0] += 1
+        stat_c[1] += size if isinstance(size, (int, float)) else 0
+        stat_c[2] += duration
+        return duration
+
+
+def line_stats(ctx: Context) -> list[LineStats]:
+    """Hot-line statistics, hottest first; empty when the trace has no line markers."""
+    marker_line = [_marker_line(a.name) for a in ctx.trace.annotations]
+    if not any(line is not None for line in marker_line):
+        return []
+    walk = _LineWalk(ctx, marker_line)
+    walk.add_marker_times()
+    walk.add_ops()
+    walk.add_runtime()
+    return _per_call(ctx, walk.acc)
+
+
+def _per_call(ctx: Context, acc: dict[int, _Acc]) -> list[LineStats]:
+    """The totals of each line as numbers per call of the function, hottest first."""
+    n_steps = max(1, len(ctx.steps))
     # Medians across steps, not means: one step where the OS took the CPU away (shared
     # machines) would otherwise make a 15 µs line look like 40 ms.
     per_line = {
@@ -216,22 +268,26 @@ def line_stats(ctx: Context) -> list[LineStats]:
                 profiled_cpu_us=typical[line],
                 syncs=entry.syncs / n_steps,
                 sync_us=entry.sync_us / n_steps,
-                ops=sorted(
-                    (LineOp(n, c / n_steps, t / n_steps, s) for n, (c, t, s) in entry.ops.items()),
-                    key=lambda o: -o.self_cpu_us,
-                ),
-                kernels=sorted(
-                    (
-                        LineKernel(n, c / n_steps, t / n_steps)
-                        for n, (c, t) in entry.kernels.items()
-                    ),
-                    key=lambda k: -k.device_us,
-                ),
-                copies=[
-                    LineCopy(kind, c / n_steps, b / n_steps, t / n_steps)
-                    for kind, (c, b, t) in entry.copies.items()
-                ],
+                **_contents(entry, n_steps),
             )
         )
     lines.sort(key=lambda s: -s.share)
     return lines
+
+
+def _contents(entry: _Acc, n_steps: int) -> dict[str, Any]:
+    """A line's ops, kernels and copies per call (ops and kernels hottest first)."""
+    return {
+        "ops": sorted(
+            (LineOp(n, c / n_steps, t / n_steps, s) for n, (c, t, s) in entry.ops.items()),
+            key=lambda o: -o.self_cpu_us,
+        ),
+        "kernels": sorted(
+            (LineKernel(n, c / n_steps, t / n_steps) for n, (c, t) in entry.kernels.items()),
+            key=lambda k: -k.device_us,
+        ),
+        "copies": [
+            LineCopy(kind, c / n_steps, b / n_steps, t / n_steps)
+            for kind, (c, b, t) in entry.copies.items()
+        ],
+    }

@@ -22,8 +22,10 @@ from types import MappingProxyType
 from .columns import DATALOADER, ByName, all_linked, is_comm_kernel, median, name_ids, top_level
 from .context import Context, assign
 from .cpu_index import cpu_index
+from .efficiency import annotate_ops, measure_efficiency
 from .intervals import union_length
 from .link import copy_kind, is_launch
+from .memory import memory_analysis
 from .model import Span
 from .op_table import op_table
 from .report import Gap, StepMetrics
@@ -44,8 +46,13 @@ GAPS_PER_STEP = 5
 def measure(ctx: Context) -> Metrics:
     """The metrics stage: per-step numbers, the op table and per-name call counts."""
     rows, calls = op_table(ctx)
+    efficiency = measure_efficiency(ctx)
     return Metrics(
-        steps=tuple(step_metrics(ctx)), top_ops=tuple(rows), op_calls=MappingProxyType(calls)
+        steps=tuple(step_metrics(ctx)),
+        top_ops=tuple(annotate_ops(ctx, efficiency, rows)),
+        op_calls=MappingProxyType(calls),
+        efficiency=efficiency,
+        memory=memory_analysis(ctx),
     )
 
 

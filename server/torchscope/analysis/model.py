@@ -40,6 +40,20 @@ class Track(NamedTuple):
     """Stream id for device tracks, -1 for CPU threads."""
 
 
+class MemoryEvent(NamedTuple):
+    """One ``[memory]`` instant event (``profile_memory=True``): an allocation (``bytes`` > 0)
+    or a free (< 0) of the block at ``addr`` on a device (c10 ``DeviceType``: 0 CPU, 1 CUDA)."""
+
+    ts: float
+    track: int
+    """The CPU thread that allocated or freed, as an index into :attr:`Trace.tracks`
+    (-1: a thread with no other event)."""
+    bytes: int
+    addr: int
+    device_type: int
+    device_id: int
+
+
 @dataclass(frozen=True)
 class DeviceProps:
     """One entry of ``deviceProperties`` (or the older ``computeProperties``)."""
@@ -83,6 +97,8 @@ class Trace:
     """True for the 2021 format (``Operator``/``Runtime``/``Kernel`` categories)."""
     skipped_events: int = 0
     """Events dropped because a field was missing or of the wrong type."""
+    memory: list[MemoryEvent] = field(default_factory=list)
+    """``[memory]`` events in time order (empty unless the profile recorded memory)."""
 
     @property
     def device_spans(self) -> int:

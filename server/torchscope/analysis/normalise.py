@@ -25,7 +25,7 @@ from operator import itemgetter
 from typing import Any
 
 from .errors import TraceError
-from .model import DeviceProps, Span, Trace, Track
+from .model import DeviceProps, MemoryEvent, Span, Trace, Track
 from .parse import check_memory, decompress, events_of, parse_json, read_bytes
 
 # Kinds, as indices into the per-kind lists built below.
@@ -154,6 +154,9 @@ class EventSink:
         self.track_first_args: list[Any] = []
         self.thread_names: dict[tuple[object, object], str] = {}
         self.flags = {"legacy": False, "skipped": 0}
+        self.memory_raw: list[tuple[Any, Any, Any, Any]] = []
+        """``[memory]`` instant events as (ts, pid, tid, args), placed in ``finish``."""
+        self.origin: list[Any] = [None]
         self.accept = self._make_accept()
 
     def _make_accept(self) -> Callable[[dict[str, Any]], Any]:
@@ -164,6 +167,8 @@ class EventSink:
         track_first_args = self.track_first_args
         thread_names = self.thread_names
         flags = self.flags
+        memory_raw = self.memory_raw.append
+        origin_box = self.origin
         kind_of = _CATEGORY_KIND.get
         ann_prefixes = ANNOTATION_PREFIXES
         marker = LINE_MARKER_PREFIX
@@ -195,11 +200,13 @@ class EventSink:
                         a = e.get("args")
                         if isinstance(a, dict) and isinstance(a.get("name"), str):
                             thread_names[(e.get("pid"), e.get("tid"))] = a["name"]
+                    elif ph == "i" and e.get("name") == "[memory]":
+                        memory_raw((e.get("ts"), e.get("pid"), e.get("tid"), e.get("args")))
                     return None
                 if origin is None:
                     ts = e.get("ts")
                     if ts.__class__ in (int, float) and -1e18 < ts < 1e18:
-                        origin = ts
+                        origin = origin_box[0] = ts
                 cat = e["cat"]
                 kind = kind_of(cat)
                 if kind is None:
@@ -285,6 +292,7 @@ class EventSink:
         track_ids = self.track_ids
         names = {track_ids[k]: v for k, v in self.thread_names.items() if k in track_ids}
 
+        memory = self._memory_events()
         trace = Trace(
             path=path,
             meta=meta,
@@ -305,6 +313,7 @@ class EventSink:
             thread_names=names,
             legacy=bool(self.flags["legacy"]),
             skipped_events=int(self.flags["skipped"]) + not_events,
+            memory=memory,
         )
         recognised = sum(len(x) for i, x in enumerate(lists) if i != _SPAN)
         if recognised == 0:
@@ -315,6 +324,27 @@ class EventSink:
                 "active steps"
             )
         return trace
+
+    def _memory_events(self) -> list[MemoryEvent]:
+        """The ``[memory]`` events on the spans' clock and tracks; malformed ones are skipped."""
+        origin = self.origin[0] or 0
+        out: list[MemoryEvent] = []
+        for ts, pid, tid, args in self.memory_raw:
+            try:
+                out.append(
+                    MemoryEvent(
+                        ts - origin,
+                        self.track_ids.get((pid, tid), -1),
+                        int(args["Bytes"]),
+                        int(args.get("Addr", 0)),
+                        int(args.get("Device Type", 0)),
+                        int(args.get("Device Id", -1)),
+                    )
+                )
+            except (KeyError, TypeError, ValueError, AttributeError):
+                self.flags["skipped"] += 1
+        out.sort(key=_START)
+        return out
 
 
 def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:

@@ -7,8 +7,9 @@ the same in a terminal, a CI log and a test assertion.
 from __future__ import annotations
 
 from .columns import median
-from .formatting import format_duration, format_share
+from .formatting import format_bytes, format_duration, format_share
 from .report import Report, StepMetrics
+from .roofline import achieved_text, peaks_text
 
 MAX_STEP_ROWS = 12
 """Longer step lists show the first and last few rows plus the min/median/max summary."""
@@ -61,13 +62,12 @@ def _steps_table(report: Report) -> list[str]:
     return lines
 
 
-def render_report(report: Report) -> str:
-    """Human-readable multi-line text of ``report``."""
-    out: list[str] = []
-    v = report.verdict
+def _header(report: Report) -> list[str]:
+    """Device, verdict, unprofiled timing and the profiler's overhead."""
     devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
-    out.append(f"device: {report.device.kind} ({devices})")
-    out.append(f"verdict: {v.headline}")
+    out = [f"device: {report.device.kind} ({devices})", f"verdict: {report.verdict.headline}"]
+    if report.peaks is not None:
+        out.append(f"peaks: {peaks_text(report.peaks, report.device.kind)}")
     if report.timing is not None:
         t = report.timing
         out.append(
@@ -80,56 +80,88 @@ def render_report(report: Report) -> str:
             f"profiler overhead: {format_duration(report.profiler_overhead_us)} per step "
             "(profiled step minus unprofiled call; not the function's own time)"
         )
-    out.append("")
-    out.extend(_steps_table(report))
-    out.append("")
-    if report.findings:
-        out.append(f"findings ({len(report.findings)}, by cost per step):")
-        for f in report.findings:
-            where = ""
-            if f.line is not None:
-                where = f" {f.file}:{f.line}" if f.file else f" line {f.line}"
-            per = "once" if f.details.get("once") else "per step"
-            cost = f" (costs {format_duration(f.cost_us)} {per})" if f.cost_us > 0 else ""
-            out.append(f"  [{f.severity}] {f.rule}{where}: {f.message}{cost}")
-    else:
-        out.append("findings: none")
-    if report.top_ops:
-        out.append("")
-        out.append("top ops (per step):")
-        n = max(1, len(report.steps))
-        device = report.device.kind != "cpu"
-        head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
-        rows = []
-        for o in report.top_ops:
-            row = [
-                o.name[:60],
-                f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
-                format_duration(o.self_cpu_us),
-                format_duration(o.cpu_us),
-            ]
-            rows.append(row + ([format_duration(o.device_us)] if device else []))
-        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        out.append(_row(head, widths))
-        out.extend(_row(r, widths) for r in rows)
-    if report.top_kernels:
-        out.append("")
-        out.append("top kernels (device time per step, across steps):")
-        head = ["kernel", "launches", "min", "median", "max", "launch delay"]
-        rows = [
-            [
-                k.name if len(k.name) <= 60 else k.name[:59] + "…",
-                str(k.calls),
-                format_duration(k.min_us),
-                format_duration(k.median_us),
-                format_duration(k.max_us),
-                format_duration(k.launch_delay_us) if k.launch_delay_us is not None else "-",
-            ]
-            for k in report.top_kernels
+    return out + _memory_text(report)
+
+
+def _memory_text(report: Report) -> list[str]:
+    """Page faults (every profile) and the peak (with the memory pass)."""
+    m = report.memory
+    if m is None:
+        return []
+    out = []
+    if m.page_faults_per_call is not None and m.page_fault_us is not None:
+        share = f" ({format_share(m.page_fault_share)} of the call)" if m.page_fault_share else ""
+        out.append(
+            f"page faults: {m.page_faults_per_call:.0f} per call ≈ "
+            f"{format_duration(m.page_fault_us)}{share}"
+        )
+    if m.peak_bytes is not None:
+        where = f" at line {m.peak_line}" if m.peak_line is not None else ""
+        out.append(f"memory peak: +{format_bytes(m.peak_bytes)} ({m.peak_device}){where}")
+    return out
+
+
+def _findings(report: Report) -> list[str]:
+    if not report.findings:
+        return ["findings: none"]
+    out = [f"findings ({len(report.findings)}, by cost per step):"]
+    for f in report.findings:
+        where = ""
+        if f.line is not None:
+            where = f" {f.file}:{f.line}" if f.file else f" line {f.line}"
+        per = "once" if f.details.get("once") else "per step"
+        cost = f" (costs {format_duration(f.cost_us)} {per})" if f.cost_us > 0 else ""
+        out.append(f"  [{f.severity}] {f.rule}{where}: {f.message}{cost}")
+    return out
+
+
+def _table(title: str, head: list[str], rows: list[list[str]]) -> list[str]:
+    """A blank line, the title, then the aligned table; nothing without rows."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return ["", title, _row(head, widths), *(_row(r, widths) for r in rows)]
+
+
+def _top_ops(report: Report) -> list[str]:
+    """The op table per step, with an ``achieved`` column when any op's rate is known."""
+    n = max(1, len(report.steps))
+    device = report.device.kind != "cpu"
+    achieved = [achieved_text(o.gflops, o.gbps, o.efficiency, report.peaks) for o in report.top_ops]
+    head = ["op", "calls", "self CPU", "CPU total"] + (["device"] if device else [])
+    head += ["achieved"] if any(achieved) else []
+    rows = []
+    for o, rate in zip(report.top_ops, achieved):
+        row = [
+            o.name[:60],
+            f"{o.calls / n:.0f}" if o.calls >= n else f"{o.calls / n:.1f}",
+            format_duration(o.self_cpu_us),
+            format_duration(o.cpu_us),
         ]
-        widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-        out.append(_row(head, widths))
-        out.extend(_row(r, widths) for r in rows)
-    for note in report.notes:
-        out.append(f"note: {note}")
+        row += [format_duration(o.device_us)] if device else []
+        rows.append(row + ([rate or "-"] if any(achieved) else []))
+    return _table("top ops (per step):", head, rows)
+
+
+def _top_kernels(report: Report) -> list[str]:
+    head = ["kernel", "launches", "min", "median", "max", "launch delay"]
+    rows = [
+        [
+            k.name if len(k.name) <= 60 else k.name[:59] + "…",
+            str(k.calls),
+            format_duration(k.min_us),
+            format_duration(k.median_us),
+            format_duration(k.max_us),
+            format_duration(k.launch_delay_us) if k.launch_delay_us is not None else "-",
+        ]
+        for k in report.top_kernels
+    ]
+    return _table("top kernels (device time per step, across steps):", head, rows)
+
+
+def render_report(report: Report) -> str:
+    """Human-readable multi-line text of ``report``."""
+    out = [*_header(report), "", *_steps_table(report), "", *_findings(report)]
+    out += _top_ops(report) + _top_kernels(report)
+    out += [f"note: {note}" for note in report.notes]
     return "\n".join(out) + "\n"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .callees import CalleeStats
     from .lines import LineStats
+    from .memory import MemorySummary
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -34,6 +35,32 @@ class Measurements:
     calls: int = 0
     """How many calls ``call_us`` stands for (a sample of a fast function is a batch's mean);
     0 when unknown."""
+    peaks: Peaks | None = None
+    """This machine's calibrated matmul FLOP/s and copy bandwidth (``worker/calibrate.py``)."""
+    threads: int = 0
+    """Intra-op threads the timing pass ran with (0: unknown)."""
+    single_thread_us: list[float] = field(default_factory=list)
+    """Samples at ``torch.set_num_threads(1)``, each taken right after the matching sample of
+    ``call_us`` (empty when only one thread was in use)."""
+    page_faults: list[float] = field(default_factory=list)
+    """Minor page faults per call, one value per timing sample (empty: not counted)."""
+    page_fault_us: float = 0.0
+    """The calibrated cost of one minor fault on the machine that ran the calls."""
+    cuda_memory: dict[str, Any] = field(default_factory=dict)
+    """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """What the device can do at best: matmul GFLOP/s per dtype and copy bandwidth (GB/s).
+
+    ``source`` is ``measured`` (calibrated on this machine) or ``spec-sheet`` (the vendor's
+    numbers for a named device, for traces recorded elsewhere)."""
+
+    matmul_gflops: dict[str, float]
+    bandwidth_gbps: float | None
+    source: str
+    device: str = ""
 
 
 @dataclass(frozen=True)
@@ -57,6 +84,8 @@ class Verdict:
     sat idle (1 − busy share)."""
     basis: str = "profile"
     """``measurements`` when the time per call came from the unprofiled timing pass."""
+    efficiency: float | None = None
+    """Achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +127,12 @@ class TopOp:
     device_us: float
     cpu_us: float = 0.0
     """Inclusive CPU time per step."""
+    gflops: float | None = None
+    """Achieved GFLOP/s (GEMMs and convolutions with recorded shapes)."""
+    gbps: float | None = None
+    """Achieved GB/s (bytes moved from recorded shapes and dtypes)."""
+    efficiency: float | None = None
+    """Achieved / matching peak (matmul FLOP/s for GEMMs, bandwidth otherwise), 0-1."""
 
 
 @dataclass(frozen=True)
@@ -186,10 +221,20 @@ class Report:
     """Workspace functions the profiled one called, with totals (needs ``with_stack``)."""
     lines: list[LineStats] = field(default_factory=list)
     """Per-line numbers from the worker's line markers, hottest first (see ``lines``)."""
+    peaks: Peaks | None = None
+    """The peaks efficiencies are measured against (None: none known for this device)."""
+    memory: MemorySummary | None = None
+    """Peak and page faults (see ``memory``); None for a bare trace without memory events."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (no NaN/inf: those become None)."""
+        """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
+        where there is something to say (a profile, or a trace with memory events)."""
         out: dict[str, Any] = _clean(asdict(self))
+        if out["memory"] is None:
+            del out["memory"]
+        for line in out["lines"]:
+            if line.get("memory") is None:
+                line.pop("memory", None)
         return out
 
 

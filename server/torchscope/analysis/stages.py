@@ -11,15 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from .efficiency import Efficiency
 from .report import StepMetrics, TopOp
+
+if TYPE_CHECKING:
+    from .memory import MemoryAnalysis
 
 
 @dataclass(frozen=True)
 class Metrics:
-    """The metrics stage's output: per-step numbers, the op table and per-name call counts."""
+    """The metrics stage's output: per-step numbers, the op table (with achieved rates),
+    per-name call counts and the efficiency table (work, time and peaks per op)."""
 
     steps: tuple[StepMetrics, ...]
     top_ops: tuple[TopOp, ...]
     op_calls: Mapping[str, int]
     """Op name → calls inside the steps (rules use it to skip early)."""
+    efficiency: Efficiency
+    """FLOPs, bytes and time per op with recorded shapes, and the peaks (``efficiency``)."""
+    memory: MemoryAnalysis | None = None
+    """Per-line memory and peaks from the ``[memory]`` events (None: the trace has none)."""

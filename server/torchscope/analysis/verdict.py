@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from .columns import median
 from .context import Context
+from .efficiency import Efficiency
 from .formatting import format_duration, format_share
 from .link import is_launch
 from .report import StepMetrics, TopOp, Verdict
+from .roofline import judge_efficiency
 
 # -- CPU-only runs -----------------------------------------------------------------------
 OVERHEAD_BOUND_DISPATCH_SHARE = 0.5
@@ -146,68 +148,65 @@ def _dominant_copy(ctx: Context) -> str:
 
 def device_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
     """The GPU verdict, first matching rule wins; see the thresholds above."""
-    wall = median([s.wall_us for s in metrics])
-    busy = median([s.device_busy_us for s in metrics])
     share = median([s.device_busy_share for s in metrics])
-    device_us = median([s.device_time_us for s in metrics]) or busy
+    busy = median([s.device_busy_us for s in metrics])
     cpu_us, basis = _timing_us(ctx, metrics)
-    idle = 1.0 - share
+    device_us = median([s.device_time_us for s in metrics]) or busy
+    verdict_id, headline = _device_cause(ctx, metrics, share, busy) or _device_overhead(
+        share, cpu_us, device_us, basis
+    )
+    return Verdict(
+        verdict_id,
+        headline,
+        cpu_us=cpu_us,
+        device_us=device_us,
+        overhead_share=1.0 - share,
+        basis=basis,
+    )
+
+
+def _device_cause(
+    ctx: Context, metrics: list[StepMetrics], share: float, busy: float
+) -> tuple[str, str] | None:
+    """The id and headline of the first GPU verdict with a cause, in the order above (None:
+    the device waits on the CPU for no named reason)."""
+    wall = median([s.wall_us for s in metrics])
     if share >= COMPUTE_BOUND_BUSY:
-        return Verdict(
-            "compute-bound",
+        return "compute-bound", (
             f"compute-bound: GPU busy {format_share(share)} ({format_duration(busy)} of "
-            f"{format_duration(wall)})",
-            cpu_us=cpu_us,
-            device_us=device_us,
-            overhead_share=idle,
-            basis=basis,
+            f"{format_duration(wall)})"
         )
     wait = median([s.input_wait_us for s in metrics])
     sync = median([s.sync_us for s in metrics])
     if wall > 0 and wait / wall >= INPUT_BOUND_SHARE and wait >= sync:
-        return Verdict(
-            "input-bound",
+        return "input-bound", (
             f"input-bound: GPU idle {format_share(wait / wall)} of each step while waiting on "
             "DataLoader"
-            f"{_dataloader_workers(ctx)} ({format_duration(wait)} of {format_duration(wall)})",
-            cpu_us=cpu_us,
-            device_us=device_us,
-            overhead_share=idle,
-            basis=basis,
+            f"{_dataloader_workers(ctx)} ({format_duration(wait)} of {format_duration(wall)})"
         )
     if wall > 0 and sync / wall >= SYNC_BOUND_SHARE:
         what, line = _dominant_sync(ctx)
         where = f" (line {line})" if line is not None else ""
-        return Verdict(
-            "sync-bound",
+        return "sync-bound", (
             f"sync-bound: {format_duration(sync)} of {format_duration(wall)} waiting in "
-            f"{what}{where}",
-            cpu_us=cpu_us,
-            device_us=device_us,
-            overhead_share=idle,
-            basis=basis,
+            f"{what}{where}"
         )
     memcpy = median([s.memcpy_us for s in metrics])
     if busy > 0 and memcpy / busy >= COPY_BOUND_SHARE:
-        return Verdict(
-            "copy-bound",
+        return "copy-bound", (
             f"copy-bound: {format_share(min(1.0, memcpy / busy))} of GPU time in "
-            f"{_dominant_copy(ctx)}",
-            cpu_us=cpu_us,
-            device_us=device_us,
-            overhead_share=idle,
-            basis=basis,
+            f"{_dominant_copy(ctx)}"
         )
+    return None
+
+
+def _device_overhead(share: float, cpu_us: float, device_us: float, basis: str) -> tuple[str, str]:
+    """The overhead-bound verdict's id and headline: the CPU side is the longer one."""
     label = "CPU" if basis == "measurements" else "CPU per step"
     extra = "" if share < OVERHEAD_BOUND_BUSY else f", GPU busy only {format_share(share)}"
-    return Verdict(
-        "overhead-bound",
+    return "overhead-bound", (
         f"overhead-bound: {format_duration(cpu_us)} {label} vs {format_duration(device_us)} "
-        f"GPU{extra}",
-        cpu_us=cpu_us,
-        device_us=device_us,
-        overhead_share=idle,
-        basis=basis,
+        f"GPU{extra}"
     )
 
 
@@ -228,8 +227,14 @@ def no_kernels_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
     )
 
 
-def decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
-    """Pick the verdict for the whole trace."""
+def decide(
+    ctx: Context, metrics: list[StepMetrics], ops: list[TopOp], efficiency: Efficiency
+) -> Verdict:
+    """Pick the verdict for the whole trace, with its efficiency (see ``roofline``)."""
+    return judge_efficiency(ctx, _decide(ctx, metrics, ops), ops, efficiency)
+
+
+def _decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
     if not metrics:
         return Verdict(
             "no-activity", "no-activity: the trace recorded no steps, ops or device work", 0.0, 0.0

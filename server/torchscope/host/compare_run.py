@@ -13,11 +13,12 @@ from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
 from torchscope.analysis.compare import compare_runs
+from torchscope.analysis.compare_render import render_comparison
 from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.normalise import load_trace
-from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
+from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     CompareRequest,
@@ -58,6 +59,7 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
     """The ``compare`` job kind: ``await profiler.run_job(COMPARE, target, call, options)``
     (the mode is ``options.compile_mode``)."""
 
+    kind = CompareRequest.TYPE
     reply_type = CompareResult
     # Compiling leaves the process changed (Inductor imported, Dynamo's caches, the allocator
     # settings of worker.compile_tools.steady_allocator): the next job gets a fresh worker, so
@@ -112,6 +114,18 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
         )
         profile = ProfileOutcome(target, call, eager, eager_report, output)
         return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)
+
+    def cli_report(self, outcome: CompareOutcome, verbose: bool) -> CliReport:
+        """The eager profile, then the comparison; a compile failure is told on stderr."""
+        stderr = []
+        error = outcome.compare.error
+        if error:
+            stderr.append(f"torchscope: {error.message}")
+            if outcome.compile_traceback and verbose:
+                stderr.append(outcome.compile_traceback)
+            stderr.append("torchscope: the eager profile is still reported")
+        text = render_comparison(outcome.compare) + "\n"
+        return CliReport(outcome.profile, "compare", outcome.compare.to_dict, text, stderr)
 
 
 COMPARE = CompareJobKind()

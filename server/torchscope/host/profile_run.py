@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
+from torchscope.analysis.report import Peaks
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,
@@ -115,12 +116,49 @@ def measurements_of(result: ProfileResult) -> Measurements:
         device_kind=result.device_kind,
         device_name=result.device_name,
         calls=result.timed_calls,
+        peaks=peaks_of(result.peaks),
+        threads=result.threads,
+        single_thread_us=list(result.single_thread_us),
+        page_faults=list(result.page_faults),
+        page_fault_us=result.page_fault_us,
+        cuda_memory=dict(result.cuda_memory),
     )
 
 
-class HostJob(Generic[ReplyT, OutcomeT]):
-    """The host side of one job kind: the request it sends and what its reply becomes."""
+def peaks_of(data: dict[str, Any]) -> Optional[Peaks]:
+    """The worker's calibration (``worker/calibrate.py``), as the analysis takes it."""
+    gflops = data.get("matmul_gflops")
+    if not isinstance(gflops, dict):
+        return None
+    bandwidth = data.get("bandwidth_gbps")
+    return Peaks(
+        matmul_gflops={str(k): float(v) for k, v in gflops.items()},
+        bandwidth_gbps=float(bandwidth) if isinstance(bandwidth, (int, float)) else None,
+        source=str(data.get("source", "measured")),
+        device=str(data.get("device", "")),
+    )
 
+
+@dataclass
+class CliReport:
+    """What ``torchscope profile`` prints for one job: the profile, and what the kind adds to it
+    (under ``key`` in ``--json``, ``text`` after the text report, ``stderr`` lines first)."""
+
+    profile: ProfileOutcome
+    key: Optional[str] = None
+    extra: Optional[Callable[[], dict[str, Any]]] = None
+    """The addition's JSON (called only for ``--json``)."""
+    text: str = ""
+    stderr: list[str] = field(default_factory=list)
+
+
+class HostJob(Generic[ReplyT, OutcomeT]):
+    """The host side of one job kind: the request it sends and what its reply becomes.
+
+    A module ``host/<kind>_run.py`` holding an instance is found by ``host.job_kinds``."""
+
+    kind: str
+    """The request's ``TYPE`` (``protocol.JOB_KINDS``)."""
     reply_type: type[ReplyT]
     #: Close the worker after the job: the kind leaves the process changed for later jobs.
     fresh_worker_after = False
@@ -134,6 +172,10 @@ class HostJob(Generic[ReplyT, OutcomeT]):
     ) -> OutcomeT:
         """The outcome of a successful reply (runs in a thread: the analysis goes here).
         A ``TraceError`` becomes an ``analysis`` failure."""
+        raise NotImplementedError
+
+    def cli_report(self, outcome: OutcomeT, verbose: bool) -> CliReport:
+        """What the CLI prints for ``outcome`` (``verbose``: without ``--quiet``)."""
         raise NotImplementedError
 
 
@@ -152,6 +194,7 @@ def job_fields(
 
 
 class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
+    kind = ProfileRequest.TYPE
     reply_type = ProfileResult
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
@@ -162,6 +205,9 @@ class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
     ) -> ProfileOutcome:
         report = analyze_trace(reply.trace_path, measurements_of(reply))
         return ProfileOutcome(target, call, reply, report, output)
+
+    def cli_report(self, outcome: ProfileOutcome, verbose: bool) -> CliReport:
+        return CliReport(outcome)
 
 
 PROFILE = ProfileJobKind()

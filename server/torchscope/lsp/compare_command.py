@@ -7,12 +7,14 @@ hovers); the comparison adds a second diagnostic on the ``def`` line (its verdic
 ``compile-tax``/``hidden-copy``/``recompile``/``graph-break`` findings as related information),
 a section in the ``def`` hover with the side-by-side table and a command link to the generated
 code, and a lens title. A compile failure is a Warning diagnostic and a message with the
-compiler's own error; the eager profile is still shown. Returns ``{ok, report}`` with
-``report.compare`` (the ``profile --json`` object).
+compiler's own error; the eager profile is still shown. Returns ``{ok, report, markdown}`` with
+``report.compare`` (the ``profile --json`` object) and the comparison rendered for the client's
+panel (``analysis.compare_render.comparison_page_markdown``).
 
 ``torchscope.sweep {uri, line, call, sizes?, name?, steps?, warmup?, timeout_s?}`` profiles
 the function at each size (``call`` holds ``{N}``) and returns
-``{ok, sweep: {name, call, points, crossover, chart_path}, report}``; the chart is an SVG next to
+``{ok, sweep: {name, call, points, crossover, chart_path}, report, markdown}`` (``markdown``:
+the table for the client's panel, ``analysis.sweep.sweep_markdown``); the chart is an SVG next to
 the traces. Nothing is published for a sweep: the client shows the table and the chart.
 """
 
@@ -22,6 +24,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from torchscope.analysis.compare_render import comparison_page_markdown
+from torchscope.analysis.sweep import sweep_markdown
 from torchscope.host.compare_run import COMPARE, CompareOutcome
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import (
@@ -64,7 +68,7 @@ def _publish_compare(
             ls.log(outcome.compile_traceback, types.MessageType.Warning)
     elif outcome.compare.verdict is not None:
         ls.log(f"{qualname}: {outcome.compare.verdict.headline}")
-    return reply
+    return {**reply, "markdown": comparison_page_markdown(qualname, outcome.compare)}
 
 
 COMPARE_COMMAND: JobCommand[str, CompareOutcome] = JobCommand(
@@ -112,7 +116,8 @@ def _publish_sweep(ls: TorchscopeServer, located: Located, outcome: SweepOutcome
                 types.MessageType.Warning,
             )
     data = outcome.to_json()
-    return {"ok": True, "sweep": data["sweep"], "report": data}
+    markdown = sweep_markdown(located.target.qualname, outcome.sweep, outcome.device)
+    return {"ok": True, "sweep": data["sweep"], "report": data, "markdown": markdown}
 
 
 def _sweep_failed(

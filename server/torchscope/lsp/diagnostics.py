@@ -11,6 +11,7 @@ from lsprotocol import types
 from torchscope.analysis import Finding, format_duration
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.lsp.constants import SOURCE
+from torchscope.lsp.ranks_presentation import headline
 from torchscope.lsp.results import Profile, ProfiledFunction
 
 #: Verdicts that say "this is as fast as the hardware allows" are information, not warnings.
@@ -81,7 +82,7 @@ def verdict_diagnostic(
         if verdict.id in INFORMATIONAL_VERDICTS
         else types.DiagnosticSeverity.Warning
     )
-    message = verdict.headline
+    message = headline(result.report)
     if result.stale:
         message += " (stale: the function changed — re-profile)"
     return types.Diagnostic(

@@ -10,6 +10,9 @@ from pygls.uris import to_fs_path
 
 from torchscope.analysis.lines import LineStats
 from torchscope.lsp.compare_presentation import lens_title
+from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
+from torchscope.lsp.diff_command import lens_title as diff_lens_title
+from torchscope.lsp.memory_presentation import memory_lines
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
     CLIENT_OPEN_TRACE,
@@ -44,11 +47,22 @@ def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[typ
             hints.append(
                 types.InlayHint(
                     position=types.Position(line=index, character=len(lines[index])),
-                    label=line_label(line, gpu, result.stale),
+                    label=line_label(line, gpu, result.stale, result.report.report.peaks),
                     padding_left=True,
                     data={"uri": uri, "qualname": result.qualname, "line": line.line},
                 )
             )
+        for line, label in memory_lines(result.report.report):
+            index = result.current_line(line.line) - 1
+            if first <= index <= last and index < len(lines):
+                hints.append(
+                    types.InlayHint(
+                        position=types.Position(line=index, character=len(lines[index])),
+                        label=label + (" (stale)" if result.stale else ""),
+                        padding_left=True,
+                        data={"uri": uri, "qualname": result.qualname, "line": line.line},
+                    )
+                )
     hints += callee_hints(ls, uri, lines, first, last)
     return hints
 
@@ -157,7 +171,29 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
                 ),
             )
         )
+        lenses.append(
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title="Profile memory",
+                    command=CLIENT_PROFILE,
+                    arguments=[{**argument, "memory": True}],
+                ),
+            )
+        )
         result = ls.results.latest(uri, target.qualname)
+        lenses.append(
+            types.CodeLens(
+                range=line,
+                command=types.Command(
+                    title=diff_lens_title(
+                        result.report if result else None, bool(result and result.stale)
+                    ),
+                    command=CLIENT_COMPARE_LAST_COMMIT,
+                    arguments=[argument],
+                ),
+            )
+        )
         title = headline_title(result.report if result else None, bool(result and result.stale))
         if result is None or result.report is None or title is None:
             continue

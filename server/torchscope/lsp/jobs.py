@@ -17,6 +17,7 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from torchscope.analysis.diff import Diff
 from torchscope.host.compare_run import CompareOutcome
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
 from torchscope.lsp.constants import NOTIFY_PROFILE_DONE
@@ -288,16 +289,29 @@ def refuse(ls: TorchscopeServer, exc: BadArguments) -> dict[str, Any]:
 
 
 def publish_profile(
-    ls: TorchscopeServer, located: Located, outcome: ProfileOutcome | CompareOutcome
+    ls: TorchscopeServer,
+    located: Located,
+    outcome: ProfileOutcome | CompareOutcome,
+    diff: Optional[Diff] = None,
 ) -> dict[str, Any]:
-    """Keep a finished profile (typed), show it everywhere, and tell the client (JSON)."""
+    """Keep a finished profile (typed), show it everywhere, and tell the client (JSON);
+    ``diff`` is a before/after comparison that came with it (``report.diff``)."""
     uri = located.args.uri
     profile = outcome.profile if isinstance(outcome, CompareOutcome) else outcome
     comparison = outcome.compare if isinstance(outcome, CompareOutcome) else None
-    kept = Profile(profile.report, profile.target.file, profile.result.trace_path, comparison)
+    kept = Profile(
+        profile.report,
+        profile.target.file,
+        profile.result.trace_path,
+        comparison,
+        diff,
+        located.source,
+    )
     forget_placeholders(ls, uri)
     store_result(ls, uri, located.source, located.target, report=kept)
     ls.refresh_views()
     report = outcome.to_json()
+    if diff is not None:
+        report["diff"] = diff.to_dict()
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": uri, "report": report})
     return {"ok": True, "report": report}

@@ -12,7 +12,9 @@ from typing import Any, Optional
 
 from torchscope.analysis import format_duration
 from torchscope.analysis.callees import CalleeStats
-from torchscope.analysis.lines import LineStats
+from torchscope.analysis.lines import LineOp, LineStats
+from torchscope.analysis.report import Peaks
+from torchscope.analysis.roofline import achieved_text, peaks_text
 
 # The client command ids live in lsp/constants.py; re-exported for the presentation modules.
 from torchscope.lsp.constants import CLIENT_COMPARE_COMPILE as CLIENT_COMPARE_COMPILE
@@ -20,14 +22,29 @@ from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE as CLIENT_OPEN_G
 from torchscope.lsp.constants import CLIENT_OPEN_TRACE as CLIENT_OPEN_TRACE
 from torchscope.lsp.constants import CLIENT_PROFILE as CLIENT_PROFILE
 from torchscope.lsp.constants import CLIENT_PROFILE_SIZES as CLIENT_PROFILE_SIZES
+from torchscope.lsp.memory_presentation import memory_hover, memory_sentences
+from torchscope.lsp.ranks_presentation import headline, ranks_hover
 from torchscope.lsp.results import Profile
 
 
-def line_label(line: LineStats, gpu: bool, stale: bool) -> str:
-    """``  41% · 2.1 ms CPU · 0.4 ms GPU`` (per call; no GPU part on CPU-only runs)."""
+def _op_rate(op: LineOp, peaks: Optional[Peaks]) -> str:
+    return achieved_text(op.gflops, op.gbps, op.efficiency, peaks)
+
+
+def line_rate(line: LineStats, peaks: Optional[Peaks]) -> str:
+    """The achieved rate of the line's hottest op that has one (``""`` when none does)."""
+    return next((rate for op in line.ops if (rate := _op_rate(op, peaks))), "")
+
+
+def line_label(line: LineStats, gpu: bool, stale: bool, peaks: Optional[Peaks] = None) -> str:
+    """``  41% · 2.1 ms CPU · 0.4 ms GPU`` (per call; no GPU part on CPU-only runs), then the
+    hottest op's achieved rate when known: ``· 165 GFLOP/s · 81 % of peak``."""
     parts = [f"{line.share * 100:.0f}%", f"{format_duration(line.cpu_us)} CPU"]
     if gpu:
         parts.append(f"{format_duration(line.device_us)} GPU")
+    rate = line_rate(line, peaks)
+    if rate:
+        parts.append(rate)
     label = "  " + " · ".join(parts)
     return label + " (stale)" if stale else label
 
@@ -59,14 +76,23 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 STALE_NOTE = "*The function changed since it was profiled: re-profile for current numbers.*"
 
 
-def _line_tables(line: LineStats) -> list[str]:
+def _ops_table(ops: list[LineOp], peaks: Optional[Peaks]) -> str:
+    """The line's ops; an ``achieved`` column (rate and share of the peak) when any has one."""
+    rates = [_op_rate(op, peaks) for op in ops]
+    rows = [
+        [f"`{op.name}`", f"{op.calls:g}", format_duration(op.self_cpu_us), op.shapes] for op in ops
+    ]
+    header = ["op", "calls", "self CPU", "input shapes"]
+    if any(rates):
+        header.append("achieved")
+        rows = [[*row, rate or "–"] for row, rate in zip(rows, rates)]
+    return _table(header, rows)
+
+
+def _line_tables(line: LineStats, peaks: Optional[Peaks] = None) -> list[str]:
     parts = []
     if line.ops:
-        rows = [
-            [f"`{op.name}`", f"{op.calls:g}", format_duration(op.self_cpu_us), op.shapes]
-            for op in line.ops[:8]
-        ]
-        parts.append(_table(["op", "calls", "self CPU", "input shapes"], rows))
+        parts.append(_ops_table(line.ops[:8], peaks))
     if line.kernels:
         rows = [
             [f"`{k.name[:80]}`", f"{k.calls:g}", format_duration(k.device_us)]
@@ -96,7 +122,7 @@ def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) ->
         parts.append(STALE_NOTE)
     if line.hits != 1:
         parts.append(f"Runs {line.hits:g}× per call.")
-    parts += _line_tables(line)
+    parts += _line_tables(line, profile.report.peaks)
     if line.syncs:
         parts.append(
             f"Synchronisations: {line.syncs:g} per call, {format_duration(line.sync_us)} "
@@ -107,6 +133,9 @@ def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) ->
             f"CPU per call is this line's share of the unprofiled time; under the profiler it "
             f"took {format_duration(line.profiled_cpu_us)} (op times above are profiled)."
         )
+    memory = memory_hover(line)
+    if memory:
+        parts.append(memory)
     parts.append(
         "Across steps (CPU): min "
         f"{format_duration(line.cpu_us_min)} · median {format_duration(line.cpu_us_median)}"
@@ -118,7 +147,7 @@ def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) ->
 def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
     """Verdict, timing (cold vs steady), top lines and a link to the trace."""
     report = profile.report
-    parts = [f"**torchscope** · `{qualname}` · {report.verdict.headline}"]
+    parts = [f"**torchscope** · `{qualname}` · {headline(profile)}"]
     if stale:
         parts.append(STALE_NOTE)
     timing = report.timing
@@ -131,22 +160,38 @@ def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
     overhead = report.profiler_overhead_us
     if overhead is not None:
         parts.append(f"Profiler overhead: {format_duration(overhead)} per call (not your code's).")
+    parts += _efficiency_note(profile)
     if report.lines:
         rows = [
             [str(line.line + offset), f"{line.share * 100:.0f}%", format_duration(line.cpu_us)]
             for line in report.lines[:3]
         ]
         parts.append(_table(["line", "share", "CPU per call"], rows))
+    parts += memory_sentences(report, offset)
     if profile.comparison is not None:
         from torchscope.lsp.compare_presentation import compare_hover
 
         parts.append(compare_hover(profile.comparison))
+    if profile.ranks is not None:
+        parts.append(ranks_hover(profile.ranks))
     parts.append(command_link("Open trace", CLIENT_OPEN_TRACE, {"path": profile.trace_path}))
     return "\n\n".join(parts)
+
+
+def _efficiency_note(profile: Profile) -> list[str]:
+    """How close the verdict's dominant op is to the peak, and which peaks those are."""
+    report = profile.report
+    if report.peaks is None:
+        return []
+    note = f"Peaks: {peaks_text(report.peaks, report.device.kind)}."
+    efficiency = report.verdict.efficiency
+    if efficiency is not None:
+        note = f"The dominant op runs at {efficiency * 100:.0f}% of its peak. " + note
+    return [note]
 
 
 def headline_title(profile: Optional[Profile], stale: bool) -> Optional[str]:
     if profile is None:
         return None
-    headline = profile.report.verdict.headline
-    return f"{headline} (stale)" if stale else headline
+    title = headline(profile)
+    return f"{title} (stale)" if stale else title

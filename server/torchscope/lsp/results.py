@@ -16,6 +16,8 @@ from lsprotocol import types
 
 from torchscope.analysis import Report
 from torchscope.analysis.comparison import Comparison
+from torchscope.analysis.diff import Diff
+from torchscope.analysis.ranks import RanksReport
 from torchscope.targets import TargetError, function_named
 
 
@@ -30,6 +32,13 @@ class Profile:
     trace_path: str
     comparison: Optional[Comparison] = None
     """The eager vs ``torch.compile`` comparison, when the job was one."""
+    diff: Optional[Diff] = None
+    """Before and after (against a revision, or the source of the previous profile)."""
+    source: str = ""
+    """The file's text when profiled: what a re-profile after an edit compares with (the
+    earlier version is run again, interleaved; no number of this run is reused)."""
+    ranks: Optional[RanksReport] = None
+    """The cross-rank view of a multi-process profile (``report`` is the slowest rank's)."""
 
     @property
     def gpu(self) -> bool:

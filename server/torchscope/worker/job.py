@@ -22,7 +22,9 @@ from torchscope.worker.call_expression import (
     direct_call,
     prepare_call,
 )
+from torchscope.worker.cuda_memory import memory_recording
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
+from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
 from torchscope.worker.timing import TimingSamples, time_calls
 
@@ -74,6 +76,7 @@ class ProfileJob:
         self.use_cuda = cuda and request.options.device != "cpu"
         self.module: Any = None
         self.target: Any = None
+        self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
@@ -186,8 +189,11 @@ class ProfileJob:
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
         floor = statistics.median(samples.floor_us)
+        fault_us = fault_cost_us()
         self._stage("profile", f"profiling {request.options.steps} calls with line markers")
-        attribution_note = self._profile(prepared)
+        cuda_memory: dict[str, Any] = {}
+        with memory_recording(request, self.use_cuda, cuda_memory):
+            attribution_note = self._profile(prepared)
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
@@ -204,6 +210,11 @@ class ProfileJob:
             def_line=def_line,
             torch_version=torch.__version__,
             attribution_note=attribution_note,
+            threads=samples.threads,
+            single_thread_us=samples.single_thread_us,
+            page_faults=samples.page_faults,
+            page_fault_us=fault_us,
+            cuda_memory=cuda_memory,
         )
 
     def _profile(self, prepared: PreparedCall) -> str:
@@ -219,20 +230,26 @@ class ProfileJob:
         if marked is not None:
             try:
                 with marked.active():
-                    profile_calls(
+                    self.gemm_dtypes = profile_calls(
                         marked.invoke,
                         request.options.steps,
                         self.use_cuda,
                         request.trace_path,
                         name,
                         with_stack=request.options.with_stack,
+                        profile_memory=request.options.memory,
                     )
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
-            profile_calls(
-                prepared.invoke, request.options.steps, self.use_cuda, request.trace_path, name
+            self.gemm_dtypes = profile_calls(
+                prepared.invoke,
+                request.options.steps,
+                self.use_cuda,
+                request.trace_path,
+                name,
+                profile_memory=request.options.memory,
             )
         except Exception as exc:
             raise self._fail(

@@ -63,7 +63,10 @@ def profile_calls(
     trace_path: str,
     trace_name: Optional[str] = None,
     with_stack: bool = False,
-) -> None:
+    profile_memory: bool = False,
+) -> list[str]:
+    """Profile ``steps`` calls into ``trace_path``; returns the dtypes its GEMMs ran in (what
+    the calibration measures peaks for)."""
     import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
@@ -73,7 +76,9 @@ def profile_calls(
     with profile(
         activities=activities,
         record_shapes=True,
+        with_flops=True,
         with_stack=with_stack,
+        profile_memory=profile_memory,
         schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
     ) as prof:
         for _ in range(steps + 1):
@@ -82,3 +87,29 @@ def profile_calls(
     if use_cuda:
         torch.cuda.synchronize()
     export_trace(prof, trace_path, trace_name)
+    return gemm_dtypes(prof)
+
+
+#: ``Input type`` strings of the dtypes the calibration can measure.
+_DTYPE_NAMES = {
+    "float": "float32",
+    "double": "float64",
+    "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16",
+}
+_GEMMS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::convolution"})
+
+
+def gemm_dtypes(prof: Any) -> list[str]:
+    """Dtypes of the profiled GEMMs' first operand (empty when the profiler cannot say)."""
+    found: set[str] = set()
+    try:
+        for event in prof.profiler.kineto_results.events():
+            if event.name() in _GEMMS:
+                types = event.dtypes()
+                operand = types[1] if event.name() in ("aten::addmm", "aten::baddbmm") else types[0]
+                if operand in _DTYPE_NAMES:
+                    found.add(_DTYPE_NAMES[operand])
+    except (AttributeError, IndexError, RuntimeError):
+        pass  # another torch: calibrate float32 only
+    return sorted(found)

@@ -12,6 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchscope.worker.page_faults import minor_faults
+from torchscope.worker.threads import intra_op_threads, one_thread
+
 #: A batch should last at least this long for the clock's overhead (~50 ns) to vanish.
 MIN_SAMPLE_S = 100e-6
 MAX_BATCH = 1000
@@ -29,6 +32,13 @@ class TimingSamples:
     calls: int
     floor_us: list[float] = field(default_factory=list)
     """Per-op dispatch floor, measured in alternation with the calls (see ``time_calls``)."""
+    threads: int = 0
+    """Intra-op threads ``per_call_us`` ran with."""
+    single_thread_us: list[float] = field(default_factory=list)
+    """One batch at ``torch.set_num_threads(1)`` after each sample, when ``threads > 1``:
+    on a shared machine a parallel op can wait for a descheduled thread (``thread-contention``)."""
+    page_faults: list[float] = field(default_factory=list)
+    """Minor page faults per call, one value per sample (``getrusage`` around its batch)."""
 
 
 def _synchronizer(use_cuda: bool) -> Callable[[], None]:
@@ -80,12 +90,26 @@ def time_calls(
         batch = min(MAX_BATCH, max(1, int(MIN_SAMPLE_S / max(estimate_s, 1e-9))))
     per_call_us: list[float] = []
     floor_us: list[float] = []
+    threads = intra_op_threads()
+    single_us: list[float] = []
+    page_faults: list[float] = []
     clock = time.perf_counter
     deadline = clock() + budget_s
     while len(per_call_us) < samples and (len(per_call_us) < 3 or clock() < deadline):
+        faults_before = minor_faults()
         per_call_us.append(_time_batch(invoke, batch, sync))
+        page_faults.append((minor_faults() - faults_before) / batch)
         floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
+        if threads > 1 and not use_cuda:
+            with one_thread():
+                single_us.append(_time_batch(invoke, batch, sync))
     while len(floor_us) < MIN_FLOOR_SAMPLES:
         floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
-    return TimingSamples(per_call_us, len(per_call_us) * batch, floor_us)
-
+    return TimingSamples(
+        per_call_us,
+        len(per_call_us) * batch,
+        floor_us,
+        threads=threads,
+        single_thread_us=single_us,
+        page_faults=page_faults,
+    )

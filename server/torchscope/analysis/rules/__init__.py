@@ -9,6 +9,7 @@ from ..context import Context
 from ..report import Finding
 from ..stages import Metrics
 from . import (
+    allocation_churn,
     cold_start,
     comm_heavy,
     compile_copy,
@@ -21,18 +22,24 @@ from . import (
     graph_break,
     heavy_kernel,
     hidden_copy,
+    host_to_device_in_loop,
     hot_op,
     kernel_variance,
     launch_delay,
     lazy_init,
+    leak,
+    low_efficiency_gemm,
     low_utilization,
     many_calls,
+    memory_bound_chain,
     pageable_copy,
+    peak_near_limit,
     profiler_buffer,
     profiler_flush,
     recompile,
     small_kernels,
     sync,
+    thread_contention,
     unaligned_fp16,
     zero_grad,
 )
@@ -62,6 +69,13 @@ ALL_RULES: list[Rule] = [
     lazy_init.RULE,
     profiler_flush.RULE,
     profiler_buffer.RULE,
+    low_efficiency_gemm.RULE,
+    memory_bound_chain.RULE,
+    thread_contention.RULE,
+    allocation_churn.RULE,
+    leak.RULE,
+    peak_near_limit.RULE,
+    host_to_device_in_loop.RULE,
 ]
 
 COMPARE_RULES: list[CompareRule] = [

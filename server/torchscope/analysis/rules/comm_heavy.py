@@ -4,6 +4,11 @@ HolisticTraceAnalysis' temporal and communication-computation overlap breakdowns
 above 10 % of a step are worth a look, and what hurts is the part not overlapped with compute
 (exposed communication). Remedies: DDP bucket sizes (``bucket_cap_mb``), gradient
 accumulation with ``no_sync()``, overlapping optimizer work, or finding the straggler rank.
+
+The same id is judged twice, with one threshold: ``RULE`` over one trace (its steps' NCCL
+kernels), ``RANK_RULE`` over every rank of a multi-process run (``RankSummary.comm_us``, which
+also counts a CPU backend's collectives such as gloo's). A single-trace report only ever holds
+the first; a cross-rank report holds the second, naming the rank with the largest share.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ from ..columns import ByName, is_comm_kernel, median
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
+from ..rank_model import RankContext
 from ..report import Finding
 from ..stages import Metrics
 from ._common import distinct_names, picker
 from .base import Rule
+from .rank_base import RankRule
 
 COMM_HEAVY_SHARE = 0.10
 """Communication ≥ 10 % of the step (DESIGN.md §3; HTA's comm/compute overlap analysis)."""
@@ -136,3 +143,45 @@ class CommHeavy(Rule):
 
 
 RULE = CommHeavy()
+
+
+class CommHeavyAcrossRanks(RankRule):
+    """Communication share of the step on each rank; one finding, for the rank with the
+    largest share, when the median rank's share is over ``COMM_HEAVY_SHARE``."""
+
+    id = CommHeavy.id
+    title = CommHeavy.title
+    severity = "information"
+    source = CommHeavy.source
+
+    def skip(self, rctx: RankContext) -> str | None:
+        if not any(r.comm_us > 0 for r in rctx.ranks):
+            return "no communication on any rank"
+        return None
+
+    def match(self, rctx: RankContext) -> list[Finding]:
+        ranks = [r for r in rctx.ranks if r.wall_us > 0]
+        if not ranks or median([r.comm_us / r.wall_us for r in ranks]) < COMM_HEAVY_SHARE:
+            return []
+        top = max(ranks, key=lambda r: (r.comm_us / r.wall_us, -r.rank))
+        share, exposed = top.comm_us / top.wall_us, top.exposed_comm_us / top.wall_us
+        return [
+            self.finding(
+                top.rank,
+                f"communication takes {format_share(share)} of each step on rank {top.rank} "
+                f"({format_duration(top.comm_us)}, {format_duration(top.wait_us)} of it waiting "
+                f"for other ranks, {format_share(exposed)} of the step not overlapped with "
+                "compute): tune DDP bucket_cap_mb, accumulate gradients under no_sync(), or "
+                "balance the ranks",
+                top.exposed_comm_us,
+                severity="warning" if exposed >= COMM_WARNING_EXPOSED else "information",
+                comm_share=share,
+                exposed_share=exposed,
+                comm_us=top.comm_us,
+                wait_us=top.wait_us,
+                exposed_us=top.exposed_comm_us,
+            )
+        ]
+
+
+RANK_RULE = CommHeavyAcrossRanks()

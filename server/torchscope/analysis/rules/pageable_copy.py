@@ -25,6 +25,59 @@ HIDDEN_SYNC_RATIO = 10.0
 a hidden synchronisation rather than a slow copy."""
 
 
+_Key = tuple[str, str, str | None, int | None, str]
+"""Copy name, runtime call, file, line, the op it ran under."""
+
+
+def _groups(ctx: Context) -> dict[_Key, list[tuple[int, int]]]:
+    """Pageable copies in a step, by where they came from: (runtime index, memcpy index)."""
+    trace = ctx.trace
+    groups: dict[_Key, list[tuple[int, int]]] = {}
+    for m, copy in enumerate(trace.memcpys):
+        if not is_pageable(copy.name):
+            continue
+        r = ctx.links.memcpy_rt[m]
+        if r < 0 or ctx.step_of_rt[r] < 0:
+            continue
+        file, line = rt_location(ctx, r)
+        op = top_op_of_rt(ctx, r)
+        under = trace.ops[op].name if op >= 0 else ""
+        groups.setdefault((copy.name, trace.runtime[r].name, file, line, under), []).append(
+            (r, m)
+        )
+    return groups
+
+
+def _message(
+    key: _Key, cost: float, cpu: list[float], gpu: list[float], nbytes: list[int]
+) -> str:
+    """A hidden synchronisation (one DtoH call blocks far longer than its copy runs), or
+    blocking copies."""
+    copy_name, call, _, _, under = key
+    longest = max(range(len(cpu)), key=lambda k: cpu[k])
+    inside = f" inside {under}" if under else ""
+    if copy_kind(copy_name) == "DtoH" and cpu[longest] >= HIDDEN_SYNC_RATIO * max(
+        gpu[longest], 1.0
+    ):
+        return (
+            f"hidden synchronisation: {call} of {format_bytes(nbytes[longest])} to "
+            "pageable memory "
+            f"({copy_name}){inside} blocks the CPU up to "
+            f"{format_duration(cpu[longest])} per call for a copy that runs "
+            f"{format_duration(gpu[longest])} "
+            "on the GPU: it waits for all work queued before it. Copy into pinned "
+            "memory with "
+            "non_blocking=True, or read back less often"
+        )
+    return (
+        f"{len(cpu)} {copy_name} copies "
+        f"({format_bytes(sum(nbytes))}){inside} "
+        f"block the CPU {format_duration(cost)} per step: pageable host memory makes "
+        "cudaMemcpyAsync synchronous; use pinned memory (DataLoader(pin_memory=True), "
+        "tensor.pin_memory()) and non_blocking=True"
+    )
+
+
 class PageableCopy(Rule):
     """Async copies that touch pageable host memory and so block the CPU."""
 
@@ -39,20 +92,8 @@ class PageableCopy(Rule):
 
     def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         trace = ctx.trace
-        groups: dict[tuple[str, str, str | None, int | None, str], list[tuple[int, int]]] = {}
-        for m, copy in enumerate(trace.memcpys):
-            if not is_pageable(copy.name):
-                continue
-            r = ctx.links.memcpy_rt[m]
-            if r < 0 or ctx.step_of_rt[r] < 0:
-                continue
-            call = trace.runtime[r].name
-            file, line = rt_location(ctx, r)
-            op = top_op_of_rt(ctx, r)
-            under = trace.ops[op].name if op >= 0 else ""
-            groups.setdefault((copy.name, call, file, line, under), []).append((r, m))
         out: list[Finding] = []
-        for (copy_name, call, file, line, under), pairs in groups.items():
+        for key, pairs in _groups(ctx).items():
             cost = per_step_median(
                 ctx,
                 (
@@ -68,39 +109,14 @@ class PageableCopy(Rule):
                 b if isinstance(b := trace.memcpys[m].args.get("bytes"), int) else 0
                 for _, m in pairs
             ]
-            longest = max(range(len(pairs)), key=lambda k: cpu[k])
-            inside = f" inside {under}" if under else ""
-            if copy_kind(copy_name) == "DtoH" and cpu[longest] >= HIDDEN_SYNC_RATIO * max(
-                gpu[longest], 1.0
-            ):
-                text = (
-                    f"hidden synchronisation: {call} of {format_bytes(nbytes[longest])} to "
-                    "pageable memory "
-                    f"({copy_name}){inside} blocks the CPU up to "
-                    f"{format_duration(cpu[longest])} per call for a copy that runs "
-                    f"{format_duration(gpu[longest])} "
-                    "on the GPU: it waits for all work queued before it. Copy into pinned "
-                    "memory with "
-                    "non_blocking=True, or read back less often"
-                )
-                severity = "warning"
-            else:
-                text = (
-                    f"{len(pairs)} {copy_name} copies "
-                    f"({format_bytes(sum(nbytes))}){inside} "
-                    f"block the CPU {format_duration(cost)} per step: pageable host memory makes "
-                    "cudaMemcpyAsync synchronous; use pinned memory (DataLoader(pin_memory=True), "
-                    "tensor.pin_memory()) and non_blocking=True"
-                )
-                severity = "warning"
             out.append(
                 self.finding(
-                    text,
+                    _message(key, cost, cpu, gpu, nbytes),
                     cost,
-                    line=line,
-                    file=file,
-                    severity=severity,
-                    copy=copy_name,
+                    line=key[3],
+                    file=key[2],
+                    severity="warning",
+                    copy=key[0],
                     calls=len(pairs),
                     bytes=sum(nbytes),
                     max_cpu_us=max(cpu),

@@ -25,6 +25,7 @@ from torchscope.protocol import (
     JobError,
     ProfileResult,
 )
+from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.compile_tools import (
     _failure_kind,
@@ -99,19 +100,21 @@ class CompareJob(ProfileJob):
         if compiled is not None:
             self._stage("profile-compiled", f"profiling {options.steps} compiled calls")
             try:
-                profile_calls(
+                compiled_dtypes = profile_calls(
                     compiled.invoke,
                     options.steps,
                     self.use_cuda,
                     request.compiled_trace_path,
                     with_stack=options.with_stack,
                 )
+                self.gemm_dtypes = sorted({*self.gemm_dtypes, *compiled_dtypes})
             except Exception as exc:
                 self._compiled_failed(
                     result, "compiled-call-raised", "a profiled compiled call", exc
                 )
                 compiled = None
         common = self._common(statistics.median(floor_us), def_line)
+        common["peaks"] = job_peaks(request.job_id, self.use_cuda, self.gemm_dtypes, self._send)
         result.eager = dataclasses.asdict(
             ProfileResult(
                 trace_path=request.trace_path,

@@ -1,14 +1,19 @@
-"""The ``profile`` job kind: the passes of ``worker/job.py`` (DESIGN.md §2)."""
+"""The ``profile`` job kind: the passes of ``worker/job.py`` (DESIGN.md §2), then this
+machine's peaks for the dtypes the profiled GEMMs used (``worker/calibrate.py``)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
 from torchscope.protocol import ProfileRequest, ProfileResult
+from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.job import ProfileJob
 from torchscope.worker.jobs import job_kind
 
 
 @job_kind(ProfileRequest)
 def run_profile(request: ProfileRequest, send: Callable[[Any], None], cuda: bool) -> ProfileResult:
-    return ProfileJob(request, send, cuda).run()
+    job = ProfileJob(request, send, cuda)
+    result = job.run()
+    result.peaks = job_peaks(request.job_id, job.use_cuda, job.gemm_dtypes, send)
+    return result

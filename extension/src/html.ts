@@ -1,0 +1,5 @@
+/** HTML escaping for the webview pages (pure logic, no `vscode` import). */
+
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+}

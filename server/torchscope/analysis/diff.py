@@ -1,0 +1,384 @@
+"""Before and after: did the edit make the function faster? A verdict with an interval.
+
+Inputs are what one worker job measured: the per-call times of the earlier and the current
+version in *interleaved* rounds (round ``i`` of each side ran back to back), the two analysed
+reports, an :class:`~.compare.Inventory` of each trace, and the two sources. Pure Python.
+
+Statistics (README "Before and after"): the ratio is median(after) / median(before) over the
+rounds; its 95 % interval is a paired bootstrap — rounds are resampled with replacement as
+pairs (a load spike hits both sides of a round), and the ratio of medians recomputed each
+time. The verdict is ``no-difference`` when that interval reaches into 1.0 ± the noise band
+(±5 %, or the measured noise of the per-round ratios when that is larger: bursts of load
+longer than a round are not independent, which the bootstrap assumes). The band is capped at
+±``MAX_NOISE_BAND``: one long burst on a shared machine can make the two halves of the rounds
+disagree by more than 100 %, and a 2× change must still be reported as one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import random
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+from .compare import NO_DIFFERENCE_BAND, TRIVIAL_OPS, measured_noise
+from .comparison import SideVerdict
+from .formatting import format_duration, format_share
+from .inventory import Inventory
+from .report import Report, _clean
+
+VERDICTS = ("faster", "slower", "no-difference")
+
+#: The widest no-difference band the measured noise may set (a ratio beyond 1.5× or below
+#: 1/1.5 with its whole interval is always a verdict).
+MAX_NOISE_BAND = 0.5
+
+CONFIDENCE = 0.95
+BOOTSTRAP_RESAMPLES = 1000
+"""Resamples of the paired rounds: the interval's ends move by well under 1 % between seeds."""
+
+SEED = 20260529
+"""A fixed seed: the same rounds always give the same interval."""
+
+CHANGED_SHARE = 0.10
+"""An op present on both sides counts as *changed* when its calls differ, or its self time per
+call by more than this share (profiled times wobble by a few percent)."""
+
+LINES_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """after / before per call, with its bootstrap interval and the rounds behind it."""
+
+    ratio: float
+    low: float
+    high: float
+    rounds: int
+    noise: float
+
+
+def ratio_interval(before_us: list[float], after_us: list[float]) -> RatioInterval:
+    """The ratio of medians of paired rounds and its ``CONFIDENCE`` bootstrap interval."""
+    pairs = [(b, a) for b, a in zip(before_us, after_us) if b > 0 and a > 0]
+    if not pairs:
+        raise ValueError("no timed rounds on both sides")
+    before = [b for b, _ in pairs]
+    after = [a for _, a in pairs]
+    ratio = statistics.median(after) / statistics.median(before)
+    noise = measured_noise([a / b for b, a in pairs])
+    n = len(pairs)
+    if n < 3:
+        return RatioInterval(ratio, ratio, ratio, n, noise)
+    rng = random.Random(SEED)
+    ratios = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        picks = [rng.randrange(n) for _ in range(n)]
+        ratios.append(
+            statistics.median([after[i] for i in picks])
+            / statistics.median([before[i] for i in picks])
+        )
+    ratios.sort()
+    tail = (1 - CONFIDENCE) / 2
+    low = ratios[int(tail * (BOOTSTRAP_RESAMPLES - 1))]
+    high = ratios[math.ceil((1 - tail) * (BOOTSTRAP_RESAMPLES - 1))]
+    return RatioInterval(ratio, min(low, ratio), max(high, ratio), n, noise)
+
+
+def _change(ratio: float) -> str:
+    """``3.2×`` from 1.5 on, ``12 %`` below (how much faster or slower)."""
+    big = ratio if ratio >= 1 else 1 / ratio
+    return f"{big:.1f}×" if big >= 1.5 else f"{(big - 1) * 100:.0f} %"
+
+
+@dataclass(frozen=True)
+class DiffVerdict:
+    """``faster`` / ``slower`` / ``no-difference``: the contract's ``diff.verdict``."""
+
+    id: str
+    headline: str
+    ratio: float
+    ci_low: float
+    ci_high: float
+    band: float
+    noise: float
+    rounds: int
+    confidence: float = CONFIDENCE
+
+
+def decide(
+    interval: RatioInterval, label: str, before_us: float, after_us: float
+) -> DiffVerdict:
+    """``faster`` / ``slower`` / ``no-difference`` with its headline; see the module docstring."""
+    band = max(NO_DIFFERENCE_BAND, min(interval.noise, MAX_NOISE_BAND))
+    ratio, low, high = interval.ratio, interval.low, interval.high
+    times = f"{format_duration(before_us)} → {format_duration(after_us)} per call"
+    plus_minus = (high - low) / 2 * 100
+    if high < 1 / (1 + band):
+        vid, word = "faster", "faster"
+    elif low > 1 + band:
+        vid, word = "slower", "slower"
+    else:
+        vid, word = "no-difference", ""
+    if vid == "no-difference":
+        headline = (
+            f"no difference from {label} ({times}; ratio {ratio:.2f}, {CONFIDENCE:.0%} interval "
+            f"{low:.2f}–{high:.2f}, within ±{format_share(band)})"
+        )
+    elif abs(math.log(ratio)) >= math.log(1.5):
+        near, far = (high, low) if vid == "faster" else (low, high)
+        headline = (
+            f"{_change(ratio)} {word} than {label} ({times}; {CONFIDENCE:.0%} interval "
+            f"{_change(near)}–{_change(far)})"
+        )
+    else:
+        headline = f"{_change(ratio)} {word} than {label} (±{plus_minus:.0f} %; {times})"
+    return DiffVerdict(vid, headline, ratio, low, high, band, interval.noise, interval.rounds)
+
+
+@dataclass(frozen=True)
+class OpChange:
+    """An op or kernel that appeared, disappeared or changed (calls and µs per call)."""
+
+    kind: str  # "op" | "kernel"
+    name: str
+    status: str  # "appeared" | "disappeared" | "changed"
+    before_calls: float
+    after_calls: float
+    before_us: float
+    after_us: float
+
+
+def ops_changed(
+    before: Inventory, after: Inventory, before_report: Report, after_report: Report
+) -> list[OpChange]:
+    """Ops and kernels that appeared, disappeared, or changed count or time (per call)."""
+    rows: list[OpChange] = []
+    b_ops = {r.name: r for r in before.ops}
+    a_ops = {r.name: r for r in after.ops}
+    for name in [*b_ops, *(n for n in a_ops if n not in b_ops)]:
+        if name in TRIVIAL_OPS:
+            continue
+        b, a = b_ops.get(name), a_ops.get(name)
+        row = _row(
+            "op",
+            name,
+            (b.calls, b.self_cpu_us) if b else None,
+            (a.calls, a.self_cpu_us) if a else None,
+        )
+        if row:
+            rows.append(row)
+    b_k = {k.name: k for k in before_report.top_kernels}
+    a_k = {k.name: k for k in after_report.top_kernels}
+    steps_b, steps_a = max(1, len(before_report.steps)), max(1, len(after_report.steps))
+    for name in [*b_k, *(n for n in a_k if n not in b_k)]:
+        kb, ka = b_k.get(name), a_k.get(name)
+        row = _row(
+            "kernel",
+            name,
+            (kb.calls / steps_b, kb.median_us * kb.calls / steps_b) if kb else None,
+            (ka.calls / steps_a, ka.median_us * ka.calls / steps_a) if ka else None,
+        )
+        if row:
+            rows.append(row)
+    order = {"appeared": 0, "disappeared": 0, "changed": 1}
+    rows.sort(key=lambda r: (order[r.status], -abs(r.after_us - r.before_us)))
+    return rows
+
+
+def _row(
+    kind: str,
+    name: str,
+    before: Optional[tuple[float, float]],
+    after: Optional[tuple[float, float]],
+) -> Optional[OpChange]:
+    b_calls, b_us = before or (0.0, 0.0)
+    a_calls, a_us = after or (0.0, 0.0)
+    if before is None:
+        status = "appeared"
+    elif after is None:
+        status = "disappeared"
+    elif abs(a_calls - b_calls) > 1e-9 or abs(a_us - b_us) > CHANGED_SHARE * max(a_us, b_us):
+        status = "changed"
+    else:
+        return None
+    return OpChange(kind, name, status, b_calls, a_calls, b_us, a_us)
+
+
+def line_map(before_source: str, after_source: str) -> dict[int, int]:
+    """Before line → after line (1-based) for the lines ``difflib`` finds unchanged, and for
+    the lines of a replaced block of the same length (an edited line stays itself)."""
+    b_lines, a_lines = before_source.splitlines(), after_source.splitlines()
+    mapping: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, b_lines, a_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            for k in range(i2 - i1):
+                mapping[i1 + k + 1] = j1 + k + 1
+    return mapping
+
+
+@dataclass(frozen=True)
+class LineChange:
+    """One line's time per call before and after (``line``: now; ``before_line``: then)."""
+
+    line: Optional[int]
+    before_line: Optional[int]
+    text: str
+    status: str  # "changed" | "added" | "removed"
+    before_us: float
+    after_us: float
+    before_device_us: float
+    after_device_us: float
+
+
+def lines_changed(
+    before_report: Report, after_report: Report, before_source: str, after_source: str
+) -> list[LineChange]:
+    """The lines whose time per call changed most, matched across the edit."""
+    mapping = line_map(before_source, after_source)
+    a_text, b_text = after_source.splitlines(), before_source.splitlines()
+    after = {s.line: s for s in after_report.lines}
+    rows: list[LineChange] = []
+    seen: set[int] = set()
+    for s in before_report.lines:
+        target = mapping.get(s.line)
+        a = after.get(target) if target is not None else None
+        if a is not None:
+            seen.add(a.line)
+        rows.append(_line_row(s.line, target, s, a, b_text, a_text))
+    for a in after_report.lines:
+        if a.line not in seen:
+            back = next((b for b, t in mapping.items() if t == a.line), None)
+            rows.append(_line_row(back, a.line, None, a, b_text, a_text))
+    rows.sort(key=lambda r: -abs(r.after_us - r.before_us))
+    return rows[:LINES_SHOWN]
+
+
+def _line_row(
+    b_line: Optional[int],
+    a_line: Optional[int],
+    b: Any,
+    a: Any,
+    b_text: list[str],
+    a_text: list[str],
+) -> LineChange:
+    line, text = (a_line, a_text) if a_line is not None else (b_line, b_text)
+    source = text[line - 1].strip() if line is not None and 0 < line <= len(text) else ""
+    status = "changed" if a is not None and b is not None else ("added" if b is None else "removed")
+    if a_line is not None and b is None and b_line is not None:
+        status = "changed"  # the line was there but did no measurable work before
+    return LineChange(
+        a_line,
+        b_line,
+        source,
+        status,
+        b.cpu_us if b is not None else 0.0,
+        a.cpu_us if a is not None else 0.0,
+        b.device_us if b is not None else 0.0,
+        a.device_us if a is not None else 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One version's numbers: ``median_us`` over the interleaved rounds, its own verdict."""
+
+    median_us: float
+    min_us: Optional[float]
+    max_us: Optional[float]
+    cold_us: Optional[float]
+    rounds: int
+    verdict: SideVerdict
+    trace_path: str
+
+
+def _summary(side: DiffSide) -> SideSummary:
+    timing, report = side.report.timing, side.report
+    return SideSummary(
+        median_us=statistics.median(side.call_us),
+        min_us=timing.min_us if timing else None,
+        max_us=timing.max_us if timing else None,
+        cold_us=timing.cold_us if timing else None,
+        rounds=timing.calls if timing else 0,
+        verdict=SideVerdict(report.verdict.id, report.verdict.headline),
+        trace_path=side.trace_path,
+    )
+
+
+@dataclass(frozen=True)
+class DiffSide:
+    """One version: its per-round times, report, inventory, source and trace."""
+
+    label: str
+    call_us: list[float]
+    report: Report
+    inventory: Inventory
+    source: str
+    trace_path: str = ""
+
+
+@dataclass(frozen=True)
+class Diff:
+    """Before and after; ``to_dict`` is the ``diff`` object of ``torchscope diff --json``."""
+
+    label: str
+    verdict: DiffVerdict
+    before: SideSummary
+    after: SideSummary
+    ops_changed: list[OpChange]
+    lines_changed: list[LineChange]
+    interval: RatioInterval
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = _clean(asdict(self))
+        return out
+
+
+def diff_runs(before: DiffSide, after: DiffSide) -> Diff:
+    """Compare two versions measured in one job (interleaved rounds)."""
+    interval = ratio_interval(before.call_us, after.call_us)
+    b_side, a_side = _summary(before), _summary(after)
+    return Diff(
+        label=before.label,
+        verdict=decide(interval, before.label, b_side.median_us, a_side.median_us),
+        before=b_side,
+        after=a_side,
+        ops_changed=ops_changed(before.inventory, after.inventory, before.report, after.report),
+        lines_changed=lines_changed(before.report, after.report, before.source, after.source),
+        interval=interval,
+    )
+
+
+def render_diff(diff: Diff) -> str:
+    """The comparison as terminal text."""
+    verdict = diff.verdict
+    lines = [f"verdict: {verdict.id}: {verdict.headline}"]
+    lines.append(
+        f"  ratio {verdict.ratio:.3f} (after / before per call), "
+        f"{verdict.confidence:.0%} interval {verdict.ci_low:.3f}–{verdict.ci_high:.3f} "
+        f"over {verdict.rounds} interleaved rounds; no-difference band "
+        f"±{format_share(verdict.band)}"
+    )
+    for name, side in (("before", diff.before), ("after", diff.after)):
+        what = diff.label if name == "before" else "now"
+        lines.append(
+            f"  {name} ({what}): {format_duration(side.median_us)} per call "
+            f"(min {format_duration(side.min_us or 0)}, first call "
+            f"{format_duration(side.cold_us or 0)})"
+        )
+    for row in diff.ops_changed[:12]:
+        lines.append(
+            f"  {row.status:>11} {row.kind} {row.name}: {row.before_calls:g} → "
+            f"{row.after_calls:g} calls, {format_duration(row.before_us)} → "
+            f"{format_duration(row.after_us)} per call"
+        )
+    for change in diff.lines_changed:
+        where = f"line {change.line}" if change.line else f"(was line {change.before_line})"
+        lines.append(
+            f"  {where}: {format_duration(change.before_us)} → "
+            f"{format_duration(change.after_us)} per call  {change.text[:60]}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,332 @@
+"""Memory per line from ``[memory]`` events: bytes allocated, blocks alive, leaks, the peak.
+
+With ``profile_memory=True`` the profiler writes one instant event per allocation (``Bytes``
+> 0) and per free (< 0), with the block's address and device. Each event goes to the
+innermost line marker (``torchscope:L<n>``) open on its thread at that moment — the line that
+allocated; a free is paired with its allocation by (device, address) and counts for the
+allocating line. Per step (one call of the function):
+
+- *allocated*: the bytes and number of allocations a line made;
+- *alive*: those still allocated after the call — not freed by the end of its step, after
+  the call's locals and its (discarded) result were released;
+- *retained*: those never freed at all in the trace — a line that retains bytes in every
+  profiled call leaks;
+- *peak*: the running sum of allocations minus frees from the step's start (the memory held
+  before the call is the zero) up to the call's return; its maximum, and the line whose
+  allocation reached it.
+
+All numbers are per call: totals over the steps divided by their number (peaks: the median
+step's, and the line that most steps peaked at).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .columns import median
+from .context import Context, assign
+from .lines import LineStats, _shapes
+from .normalise import LINE_MARKER_PREFIX
+
+#: c10 ``DeviceType`` values the profiler writes in ``Device Type``.
+DEVICE_NAMES = {0: "cpu", 1: "cuda"}
+
+#: Largest allocations kept per line for the hover.
+LARGEST_PER_LINE = 3
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """One line's memory on one device, per call."""
+
+    alloc_bytes: float
+    allocs: float
+    alive_bytes: float
+    """Allocated by the line and still alive after the call (its locals and result freed)."""
+    retained_bytes: float = 0.0
+    """Allocated by the line and never freed in the trace (per call)."""
+    leaks_every_call: bool = False
+    """True when the line retained bytes in every profiled call (at least two)."""
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One of a line's largest allocations (per call: ``count`` blocks of ``bytes``)."""
+
+    bytes: int
+    count: float
+    device: str
+    op: str
+    shapes: str
+
+
+@dataclass(frozen=True)
+class LineMemory:
+    """Per-device memory of one source line (JSON: ``lines[].memory``)."""
+
+    device: dict[str, DeviceMemory]
+    largest: list[Allocation] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DevicePeak:
+    """Peak above the memory held before the call, on one device (median over calls)."""
+
+    peak_bytes: float
+    peak_line: int | None
+
+
+@dataclass(frozen=True)
+class MemoryAnalysis:
+    """Everything the ``[memory]`` events say; ``lines`` maps line → :class:`LineMemory`."""
+
+    lines: dict[int, LineMemory]
+    peaks: dict[str, DevicePeak]
+    steps: int
+
+
+@dataclass(frozen=True)
+class MemorySummary:
+    """The top-level ``memory`` object of a profile: peak (needs the memory pass) and page
+    faults (measured by every profile's timing pass)."""
+
+    peak_bytes: float | None
+    peak_line: int | None
+    page_faults_per_call: float | None
+    page_fault_us: float | None
+    """Microseconds the page faults cost per call (faults × calibrated cost of one), summed
+    over the threads that took them."""
+    page_fault_share: float | None
+    """``page_fault_us`` over the median time per call, at most 1: the faults of several
+    threads overlap in time, so their summed cost can exceed the call's wall time."""
+    fault_cost_us: float | None = None
+    """The calibrated cost of one minor fault on the profiling machine."""
+    peak_device: str | None = None
+    peaks: dict[str, DevicePeak] = field(default_factory=dict)
+    cuda: dict[str, Any] = field(default_factory=dict)
+    """The CUDA allocator's own numbers (``max_allocated_bytes``, ``snapshot_peak_bytes``,
+    ``free_bytes_at_start``, ``snapshot_path``) when the memory pass ran on CUDA."""
+
+
+def _innermost(ctx: Context, spans: list[Any], keep: Any, times: list[float]) -> list[int]:
+    """For each memory event, the index in ``spans`` of the innermost span (passing ``keep``)
+    open on the event's thread at its time; -1 when none. A sweep per thread with a stack."""
+    events = ctx.trace.memory
+    by_track: dict[int, list[int]] = {}
+    for i, span in enumerate(spans):
+        if keep(span):
+            by_track.setdefault(span.track, []).append(i)
+    out = [-1] * len(events)
+    pending: dict[int, list[int]] = {}
+    for e, event in enumerate(events):
+        pending.setdefault(event.track, []).append(e)
+    for track, members in pending.items():
+        order = by_track.get(track, [])
+        stack: list[int] = []
+        k = 0
+        for e in members:  # events are in time order, spans sorted by start
+            t = times[e]
+            while k < len(order) and spans[order[k]].start <= t:
+                stack.append(order[k])
+                k += 1
+            while stack and spans[stack[-1]].end < t:
+                stack.pop()
+            # A span that ended may still sit under a later, longer sibling's child.
+            found = next((s for s in reversed(stack) if spans[s].end >= t), -1)
+            out[e] = found
+    return out
+
+
+def _marker_line(name: str) -> int | None:
+    if not name.startswith(LINE_MARKER_PREFIX):
+        return None
+    tail = name[len(LINE_MARKER_PREFIX) :]
+    return int(tail) if tail.isdigit() else None
+
+
+def _freed_at(ctx: Context) -> list[float | None]:
+    """When each allocation was freed (None: never in the trace), pairing by device and address."""
+    events = ctx.trace.memory
+    freed: list[float | None] = [None] * len(events)
+    open_blocks: dict[tuple[int, int, int], int] = {}
+    for i, ev in enumerate(events):
+        key = (ev.device_type, ev.device_id, ev.addr)
+        if ev.bytes > 0:
+            open_blocks[key] = i
+        elif ev.bytes < 0:
+            j = open_blocks.pop(key, None)
+            if j is not None:
+                freed[j] = ev.ts
+    return freed
+
+
+def _call_ends(ctx: Context, n_steps: int) -> list[float]:
+    """Where each step's call returned: the end of its last line marker (the step's end when
+    the trace has no markers)."""
+    ends = [s.end for s in ctx.steps]
+    seen = [False] * n_steps
+    anns = ctx.trace.annotations
+    for a, ann in enumerate(anns):
+        step = ctx.step_of_ann[a]
+        if step < 0 or _marker_line(ann.name) is None:
+            continue
+        ends[step] = ann.end if not seen[step] else max(ends[step], ann.end)
+        seen[step] = True
+    return ends
+
+
+@dataclass
+class _LineAcc:
+    alloc: float = 0.0
+    allocs: int = 0
+    alive: float = 0.0
+    retained_by_step: dict[int, float] = field(default_factory=dict)
+    blocks: Counter[tuple[int, str, str, str]] = field(default_factory=Counter)
+
+
+def memory_analysis(ctx: Context) -> MemoryAnalysis | None:
+    """Per-line memory and peaks; None when the trace holds no ``[memory]`` events."""
+    if not ctx.trace.memory or not ctx.steps:
+        return None
+    return _analyse(ctx)
+
+
+def _analyse(ctx: Context) -> MemoryAnalysis:
+    trace = ctx.trace
+    events = trace.memory
+    n_steps = len(ctx.steps)
+    times = [e.ts for e in events]
+    step_of = assign(ctx.steps, times)
+    lines_of = [_marker_line(a.name) for a in trace.annotations]
+    marker = _innermost(ctx, trace.annotations, lambda a: _marker_line(a.name) is not None, times)
+    op_of = _innermost(ctx, trace.ops, lambda op: True, times)
+    line_of = [lines_of[m] if m >= 0 else None for m in marker]
+    freed = _freed_at(ctx)
+    call_end = _call_ends(ctx, n_steps)
+    acc: dict[tuple[int, str], _LineAcc] = {}
+    for i, ev in enumerate(events):
+        step, line = step_of[i], line_of[i]
+        if step < 0 or line is None or ev.bytes <= 0 or ev.ts > call_end[step]:
+            continue
+        device = DEVICE_NAMES.get(ev.device_type, f"device{ev.device_type}")
+        entry = acc.setdefault((line, device), _LineAcc())
+        entry.alloc += ev.bytes
+        entry.allocs += 1
+        gone = freed[i]
+        if gone is None or gone >= ctx.steps[step].end:
+            entry.alive += ev.bytes
+        if gone is None:
+            entry.retained_by_step[step] = entry.retained_by_step.get(step, 0.0) + ev.bytes
+        op = trace.ops[op_of[i]] if op_of[i] >= 0 else None
+        entry.blocks[(ev.bytes, device, op.name if op else "", _shapes(op.args) if op else "")] += 1
+    return MemoryAnalysis(
+        lines=_line_memory(acc, n_steps),
+        peaks=_peaks(ctx, step_of, line_of, call_end),
+        steps=n_steps,
+    )
+
+
+def _line_memory(acc: dict[tuple[int, str], _LineAcc], n_steps: int) -> dict[int, LineMemory]:
+    devices: dict[int, dict[str, DeviceMemory]] = {}
+    blocks: dict[int, Counter[tuple[int, str, str, str]]] = {}
+    for (line, device), entry in acc.items():
+        retained = [entry.retained_by_step.get(s, 0.0) for s in range(n_steps)]
+        devices.setdefault(line, {})[device] = DeviceMemory(
+            alloc_bytes=entry.alloc / n_steps,
+            allocs=entry.allocs / n_steps,
+            alive_bytes=entry.alive / n_steps,
+            retained_bytes=sum(retained) / n_steps,
+            leaks_every_call=n_steps >= 2 and all(r > 0 for r in retained),
+        )
+        blocks.setdefault(line, Counter()).update(entry.blocks)
+    out: dict[int, LineMemory] = {}
+    for line, per_device in devices.items():
+        largest = sorted(blocks[line].items(), key=lambda kv: (-kv[0][0], kv[0][2]))
+        out[line] = LineMemory(
+            device=dict(sorted(per_device.items())),
+            largest=[
+                Allocation(size, count / n_steps, device, op, shapes)
+                for (size, device, op, shapes), count in largest[:LARGEST_PER_LINE]
+            ],
+        )
+    return out
+
+
+def _peaks(
+    ctx: Context, step_of: list[int], line_of: list[int | None], call_end: list[float]
+) -> dict[str, DevicePeak]:
+    """Per device: the median step's peak above the start of the call, and the line that
+    reached the peak in most steps. The peak's line is the first allocation that brought the
+    running total within 1 % of the step's maximum: a few bytes of scalars allocated after
+    the large blocks do not move the peak to a later line."""
+    history: dict[tuple[str, int], list[tuple[float, int | None]]] = {}
+    running: dict[tuple[str, int], float] = {}
+    for i, ev in enumerate(ctx.trace.memory):
+        step = step_of[i]
+        if step < 0 or ev.ts > call_end[step]:
+            continue
+        key = (DEVICE_NAMES.get(ev.device_type, f"device{ev.device_type}"), step)
+        now = running[key] = running.get(key, 0.0) + ev.bytes
+        if ev.bytes > 0:
+            history.setdefault(key, []).append((now, line_of[i]))
+    out: dict[str, DevicePeak] = {}
+    for device in sorted({d for d, _ in history}):
+        per_step: list[tuple[float, int | None]] = []
+        for s in range(len(ctx.steps)):
+            seen = history.get((device, s), [])
+            top = max((v for v, _ in seen), default=0.0)
+            line = next((ln for v, ln in seen if v >= 0.99 * top), None) if top > 0 else None
+            per_step.append((top, line))
+        lines = Counter(line for _, line in per_step if line is not None)
+        common = lines.most_common(1)[0][0] if lines else None
+        out[device] = DevicePeak(median([p for p, _ in per_step]), common)
+    return out
+
+
+def page_fault_numbers(ctx: Context) -> tuple[float | None, float | None, float | None, float]:
+    """(faults per call, their µs per call, their share of the call, µs per fault) from the
+    timing pass; Nones when the worker did not count faults."""
+    m = ctx.measurements
+    if m is None or not m.page_faults:
+        return None, None, None, 0.0
+    faults = median(m.page_faults)
+    cost = faults * m.page_fault_us
+    call = median(m.call_us) if m.call_us else 0.0
+    # ``getrusage`` counts the faults of every thread, the cost is calibrated on one: when
+    # torch's intra-op threads fault in parallel, faults × cost is CPU time, not wall time,
+    # and can exceed the call. The share of the call is therefore capped at 1.
+    share = min(1.0, cost / call) if call > 0 else None
+    return faults, cost, share, m.page_fault_us
+
+
+def memory_summary(ctx: Context, analysis: MemoryAnalysis | None) -> MemorySummary | None:
+    """The report's top-level ``memory``: present whenever the worker measured the call (page
+    faults) or the trace recorded memory; None for a bare trace without either."""
+    m = ctx.measurements
+    if analysis is None and m is None:
+        return None
+    faults, cost, share, per_fault = page_fault_numbers(ctx)
+    peaks = analysis.peaks if analysis is not None else {}
+    main = "cuda" if "cuda" in peaks else ("cpu" if "cpu" in peaks else None)
+    return MemorySummary(
+        peak_bytes=peaks[main].peak_bytes if main else None,
+        peak_line=peaks[main].peak_line if main else None,
+        page_faults_per_call=faults,
+        page_fault_us=cost,
+        page_fault_share=share,
+        fault_cost_us=per_fault if faults is not None else None,
+        peak_device=main,
+        peaks=dict(peaks),
+        cuda=dict(m.cuda_memory) if m is not None else {},
+    )
+
+
+def attach_line_memory(
+    lines: list[LineStats], analysis: MemoryAnalysis | None
+) -> list[LineStats]:
+    """``lines`` with each line's :class:`LineMemory` set (unchanged without memory events)."""
+    if analysis is None:
+        return lines
+    return [replace(s, memory=analysis.lines.get(s.line)) for s in lines]

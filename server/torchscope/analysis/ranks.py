@@ -1,0 +1,226 @@
+"""The cross-rank view: every rank's trace analysed (in parallel), aligned on collectives.
+
+    view = analyze_ranks(["rank0.json.gz", "rank1.json.gz"])   # -> RanksReport
+    view.to_dict()     # the slowest rank's report + "ranks" + cross-rank findings
+    render_ranks(view)
+
+Each trace is analysed in its own pool process (``concurrent.futures.ProcessPoolExecutor``,
+one process per core) exactly as ``analyze_trace`` would; the pool hands back small
+:class:`RankStats`. The ranks are then aligned on their collectives — by sequence number when
+every collective carries one, else by the n-th collective of each name — to split each rank's
+communication into waiting for the others and the rest.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.context
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .columns import median
+from .errors import TraceError
+from .formatting import format_duration, format_share
+from .rank_model import RankContext, RankStats, RankSummary
+from .rank_stats import measure_rank_file
+from .report import Finding, Measurements, Report
+from .report import _clean as clean
+from .rules.rank_rules import run_rank_rules
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass
+class RanksReport:
+    """Every rank's report, its row of the per-rank table, and the cross-rank findings."""
+
+    ranks: list[RankSummary]
+    reports: dict[int, Report]
+    findings: list[Finding]
+    rules_skipped: dict[str, str]
+    alignment: str
+    aligned: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def slowest(self) -> int:
+        """The rank that needs the most time per step (ties: the lowest rank)."""
+        return max(self.ranks, key=lambda r: (r.busy_us, -r.rank)).rank
+
+    def to_dict(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The slowest rank's report (or ``base``, a dict of it) with ``ranks``, the cross-rank
+        findings first in ``findings`` (every finding carries ``rank``), and ``rank`` (the
+        slowest), ``alignment``, ``aligned_collectives``; the verdict names the slowest rank."""
+        slow = self.slowest
+        data = dict(base) if base is not None else self.reports[slow].to_dict()
+        cross = [_finding_dict(f, f.details.get("rank")) for f in self.findings]
+        own = [{**f, "rank": slow} for f in data.get("findings", [])]
+        data["findings"] = cross + own
+        data["ranks"] = [asdict(r) for r in self.ranks]
+        data["rank"] = slow
+        data["alignment"] = self.alignment
+        data["aligned_collectives"] = self.aligned
+        data["rules_skipped"] = {**data.get("rules_skipped", {}), **self.rules_skipped}
+        data["notes"] = [*data.get("notes", []), *self.notes]
+        verdict = dict(data["verdict"])
+        verdict["headline"] = self.titled(verdict["headline"])
+        data["verdict"] = verdict
+        return data
+
+    def titled(self, verdict_headline: str) -> str:
+        """The slowest rank's verdict headline, preceded by which rank it is."""
+        return f"{self.headline()} — rank {self.slowest}: {verdict_headline}"
+
+    def headline(self) -> str:
+        """``slowest of N ranks: rank R (busy X vs median Y)``."""
+        slow = next(r for r in self.ranks if r.rank == self.slowest)
+        mid = median([r.busy_us for r in self.ranks])
+        return (
+            f"slowest of {len(self.ranks)} ranks: rank {slow.rank} "
+            f"({format_duration(slow.busy_us)} busy per step, median {format_duration(mid)})"
+        )
+
+
+def _finding_dict(f: Finding, rank: Any) -> dict[str, Any]:
+    data: dict[str, Any] = clean(asdict(f))
+    data["rank"] = rank
+    return data
+
+
+def trace_files(folder: Path) -> list[Path]:
+    """The trace files directly inside ``folder`` (``.json``/``.json.gz``), sorted by name."""
+    if not folder.is_dir():
+        raise TraceError(f"{folder} is not a folder of per-rank traces")
+    found = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(TRACE_SUFFIXES))
+    if not found:
+        raise TraceError(
+            f"{folder} holds no trace files (*.json, *.json.gz): put each rank's trace there"
+        )
+    return found
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """``fork`` where this process runs one thread (the CLI): no start-up cost, and the
+    caller's ``__main__`` is not run again. ``spawn`` where other threads run (the language
+    server analyses in a thread): a forked child could inherit a lock another thread holds."""
+    if sys.platform == "linux" and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _measure_all(
+    paths: Sequence[str], workers: int, measurements: Sequence[Measurements | None]
+) -> list[RankStats]:
+    if workers <= 1 or len(paths) <= 1:
+        return [measure_rank_file(p, i, m) for i, (p, m) in enumerate(zip(paths, measurements))]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+        return list(pool.map(measure_rank_file, paths, range(len(paths)), measurements))
+
+
+def _unique_ranks(stats: list[RankStats], notes: list[str]) -> None:
+    """Number the ranks by file order when the traces' own ranks repeat."""
+    if len({s.rank for s in stats}) == len(stats):
+        return
+    notes.append("the traces name the same rank more than once: ranks are numbered by file order")
+    for i, s in enumerate(stats):
+        s.rank = i
+
+
+def _waits(stats: list[RankStats]) -> tuple[list[list[float]], str, int]:
+    """Per rank, per step: time spent waiting in collectives shared by all ranks."""
+    sequenced = all(s.sequenced for s in stats)
+    keyed = [{key: dur for key, _, dur in s.collectives} for s in stats]
+    shared = set(keyed[0]).intersection(*keyed[1:]) if keyed else set()
+    fastest = {k: min(d[k] for d in keyed) for k in shared}
+    waits: list[list[float]] = []
+    for s in stats:
+        per_step = [0.0] * len(s.wall)
+        for key, step, dur in s.collectives:
+            if key in fastest and 0 <= step < len(per_step):
+                per_step[step] += dur - fastest[key]
+        waits.append(per_step)
+    how = "none" if not shared else "sequence" if sequenced else "order"
+    return waits, how, len(shared)
+
+
+def combine(stats: list[RankStats]) -> RanksReport:
+    """The cross-rank report from every rank's stats."""
+    notes: list[str] = []
+    _unique_ranks(stats, notes)
+    stats = sorted(stats, key=lambda s: s.rank)
+    waits, how, aligned = _waits(stats)
+    ranks = [
+        RankSummary(
+            rank=s.rank,
+            wall_us=median(s.wall),
+            compute_us=median(s.compute),
+            comm_us=median(s.comm),
+            wait_us=min(median(w), median(s.comm)),
+            exposed_comm_us=median(s.exposed),
+            trace_path=s.path,
+        )
+        for s, w in zip(stats, waits)
+    ]
+    if how == "none" and len(ranks) > 1:
+        notes.append("no collective is shared by all ranks: waiting time is not measured")
+    findings, skipped = run_rank_rules(RankContext(ranks, how, aligned))
+    return RanksReport(
+        ranks=ranks,
+        reports={s.rank: s.report for s in stats},
+        findings=findings,
+        rules_skipped=skipped,
+        alignment=how,
+        aligned=aligned,
+        notes=notes,
+    )
+
+
+def analyze_ranks(
+    paths: Sequence[str | os.PathLike[str]],
+    workers: int | None = None,
+    measurements: Sequence[Measurements | None] | None = None,
+) -> RanksReport:
+    """Analyse every rank's trace (``workers`` processes; default one per core) and combine
+    them; ``measurements[i]`` are the unprofiled numbers of ``paths[i]``'s rank, if any.
+    Raises :class:`TraceError` naming the trace that could not be read."""
+    names = [str(p) for p in paths]
+    if not names:
+        raise TraceError("no per-rank traces to analyse")
+    n = min(len(names), workers if workers is not None else (os.cpu_count() or 1))
+    return combine(_measure_all(names, n, measurements or [None] * len(names)))
+
+
+def analyze_folder(folder: str | os.PathLike[str], workers: int | None = None) -> RanksReport:
+    """``analyze_ranks`` over the trace files of one folder."""
+    return analyze_ranks(trace_files(Path(folder)), workers)
+
+
+def render_ranks(view: RanksReport) -> str:
+    """The per-rank table and the cross-rank findings, as text."""
+    rows = [
+        f"{'rank':>4} {'wall':>9} {'compute':>9} {'comm':>9} {'waiting':>9} "
+        f"{'exposed':>9} {'hidden':>9}"
+    ]
+    for r in view.ranks:
+        mark = " ◀ slowest" if r.rank == view.slowest and len(view.ranks) > 1 else ""
+        rows.append(
+            f"{r.rank:>4} {format_duration(r.wall_us):>9} {format_duration(r.compute_us):>9} "
+            f"{format_duration(r.comm_us):>9} {format_duration(r.wait_us):>9} "
+            f"{format_duration(r.exposed_comm_us):>9} {format_duration(r.hidden_comm_us):>9}{mark}"
+        )
+    lines = [view.headline(), "per rank (µs per step; medians over steps):", *rows]
+    lines.append(f"collectives aligned by {view.alignment} ({view.aligned} shared by all ranks)")
+    for f in view.findings:
+        share = ""
+        wall = view.reports[f.details["rank"]].steps
+        if wall:
+            share = f" [{format_share(f.cost_us / median([s.wall_us for s in wall]))}]"
+        lines.append(f"  {f.severity:<11} {f.rule}{share}: {f.message}")
+    lines += [f"note: {n}" for n in view.notes]
+    return "\n".join(lines)

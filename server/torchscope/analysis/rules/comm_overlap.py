@@ -1,0 +1,57 @@
+"""``comm-overlap``: how much of the communication is exposed (not hidden under compute).
+
+Communication that runs while compute runs costs nothing; the exposed part adds to every
+step. Reported for the rank with the most exposed communication when at least
+``EXPOSED_SHARE`` of its communication is exposed (HolisticTraceAnalysis'
+communication/computation overlap). Remedies: DDP's gradient bucketing overlaps the
+all-reduce with the backward pass (``bucket_cap_mb``), ``async_op=True`` collectives waited on
+later, FSDP prefetching.
+"""
+
+from __future__ import annotations
+
+from ..formatting import format_duration, format_share
+from ..rank_model import RankContext
+from ..report import Finding
+from .rank_base import RankRule
+
+EXPOSED_SHARE = 0.25
+"""At least a quarter of the rank's communication not overlapped with compute."""
+
+
+class CommOverlap(RankRule):
+    """Exposed versus hidden communication, on the most exposed rank."""
+
+    id = "comm-overlap"
+    title = "Communication is not hidden under compute"
+    severity = "information"
+    source = "HolisticTraceAnalysis communication/computation overlap"
+
+    def skip(self, rctx: RankContext) -> str | None:
+        if not any(r.comm_us > 0 for r in rctx.ranks):
+            return "no communication on any rank"
+        return None
+
+    def match(self, rctx: RankContext) -> list[Finding]:
+        worst = max(rctx.ranks, key=lambda r: (r.exposed_comm_us, -r.rank))
+        if worst.comm_us <= 0 or worst.exposed_comm_us < EXPOSED_SHARE * worst.comm_us:
+            return []
+        share = worst.exposed_comm_us / worst.comm_us
+        return [
+            self.finding(
+                worst.rank,
+                f"rank {worst.rank}: {format_duration(worst.exposed_comm_us)} of its "
+                f"{format_duration(worst.comm_us)} communication per step "
+                f"({format_share(share)}) is exposed, {format_duration(worst.hidden_comm_us)} "
+                "hidden under compute: overlap it (DDP bucketing, async_op=True and wait "
+                "later, FSDP prefetch)",
+                worst.exposed_comm_us,
+                exposed_share=share,
+                exposed_us=worst.exposed_comm_us,
+                hidden_us=worst.hidden_comm_us,
+                comm_us=worst.comm_us,
+            )
+        ]
+
+
+RULE = CommOverlap()

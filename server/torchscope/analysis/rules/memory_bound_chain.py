@@ -1,0 +1,128 @@
+"""``memory-bound-chain``: several elementwise ops in a row over the same tensor shape, each
+spending most of its time moving bytes.
+
+Each op reads its input(s) from memory and writes its output back; a fused kernel
+(``torch.compile``) reads once and writes once. Found among the top-level ops of each step, in
+order: a run of at least ``MIN_CHAIN`` elementwise ops whose first tensors have the same shape,
+each at ``MEMORY_BOUND_OP`` or more of the bandwidth (so bytes, not math, set its time).
+"""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..efficiency import Efficiency
+from ..formatting import format_bytes, format_duration, format_share
+from ..report import Finding
+from ..roofline import bandwidth_phrase, format_gbps
+from ..stages import Metrics
+from ..work import ELEMENTWISE, WRITE_ONLY, base_name
+from ._common import op_location
+from .base import Rule
+
+MIN_CHAIN = 3
+"""Three passes over the same tensor where one would do is the smallest chain worth fusing."""
+
+MEMORY_BOUND_OP = 0.3
+"""An op at ≥ 30 % of the copy bandwidth spends its time on bytes: its arithmetic is ~1 FLOP
+per element, far under any ridge point, and nothing else it does takes longer."""
+
+MIN_CHAIN_US = 50.0
+"""Chains shorter than this per step are not worth a compile."""
+
+
+def _chains(ctx: Context, eff: Efficiency) -> list[list[int]]:
+    """Runs of consecutive top-level memory-bound elementwise ops on one shape, per thread."""
+    parent = ctx.nest.op_parent
+    ops = ctx.trace.ops
+    bandwidth = eff.peaks.bandwidth_gbps if eff.peaks else None
+    same_step = ctx.step_of_op.__getitem__
+    runs: list[list[int]] = []
+    current: dict[int, list[int]] = {}
+    for i in range(len(ops)):
+        if parent[i] >= 0 or ctx.step_of_op[i] < 0:
+            continue
+        track = ops[i].track
+        run = current.setdefault(track, [])
+        w = eff.work.get(i)
+        t = eff.time_us.get(i)
+        base = base_name(ops[i].name)
+        fits = (
+            w is not None
+            and t
+            and bandwidth
+            and base in ELEMENTWISE
+            and base not in WRITE_ONLY
+            and base != "copy"
+            and w.bytes / t / 1e3 >= MEMORY_BOUND_OP * bandwidth
+        )
+        if fits and w is not None:
+            if run and (eff.work[run[-1]].flops != w.flops or same_step(run[-1]) != same_step(i)):
+                runs.append(run)  # another shape (same flops = same element count) or step
+                run = current[track] = []
+            run.append(i)
+        else:
+            if run:
+                runs.append(run)
+            current[track] = []
+    runs.extend(r for r in current.values() if r)
+    return [r for r in runs if len(r) >= MIN_CHAIN]
+
+
+class MemoryBoundChain(Rule):
+    """Elementwise ops in a row that fusion would collapse into one pass."""
+
+    id = "memory-bound-chain"
+    title = "chain of memory-bound elementwise ops (fuse them)"
+    severity = "information"
+    source = "roofline model; torch.compile's pointwise fusion (TorchInductor)"
+
+    def skip(self, ctx: Context, measured: Metrics) -> str | None:
+        eff = measured.efficiency
+        if eff.peaks is None or not eff.peaks.bandwidth_gbps:
+            return "no bandwidth known for this device (not calibrated, GPU not in the table)"
+        if not any(w.kind == "memory" for w in eff.work.values()):
+            return "no elementwise op with recorded shapes (profile with record_shapes=True)"
+        return None
+
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        eff = measured.efficiency
+        chains = _chains(ctx, eff)
+        if not chains or eff.peaks is None:
+            return []
+        steps = max(1, len(ctx.steps))
+        longest = max(chains, key=len)
+        members = [i for c in chains if len(c) == len(longest) for i in c]
+        totals = eff.totals(members)
+        per_step = totals.time_us / steps
+        if per_step < MIN_CHAIN_US:
+            return []
+        rates = eff.rates(totals)
+        ops = ctx.trace.ops
+        names = ", ".join(dict.fromkeys(ops[i].name for i in longest))
+        dims = ops[longest[0]].args.get("Input Dims")
+        shape = dims[0] if isinstance(dims, list) and dims else "?"
+        share = f", {format_share(rates.efficiency)}" if rates.efficiency is not None else ""
+        file, line = op_location(ctx, longest[0])
+        n = len(longest)
+        runs = len(members) / n / steps
+        where = f"on {shape}" if runs <= 1 else f"{runs:.3g} times per step, e.g. on {shape}"
+        return [
+            self.finding(
+                f"{n} elementwise ops in a row {where} {eff.work[longest[0]].dtype} "
+                f"({names}), each memory-bound: {format_gbps(rates.gbps or 0.0)}{share} of "
+                f"{bandwidth_phrase(eff.peaks)}, {format_duration(per_step)} and "
+                f"{format_bytes(totals.bytes / steps)} moved per step. Fused (torch.compile) "
+                "they read and write the tensor once: try Compare with torch.compile",
+                per_step * (1.0 - 1.0 / n),
+                line=line,
+                file=file,
+                ops=n,
+                runs_per_step=runs,
+                gbps=rates.gbps,
+                efficiency=rates.efficiency,
+                bytes_per_step=totals.bytes / steps,
+            )
+        ]
+
+
+RULE = MemoryBoundChain()

@@ -1,0 +1,301 @@
+"""What one recorded op asks of the machine: FLOPs and bytes, from its recorded shapes.
+
+``record_shapes=True`` gives every op its ``Input Dims`` and ``Input type``. From those:
+
+- GEMMs (``mm``, ``addmm``, ``bmm``, ``baddbmm``) and ``convolution``: 2·M·N·K multiply-adds
+  (the count ``torch.profiler``'s ``with_flops`` uses), and the bytes of their operands;
+- elementwise ops and reductions: the bytes they must read and write (inputs, plus the output
+  for out-of-place ops, plus ``self`` once more for in-place ones), and one FLOP per element
+  (enough for the arithmetic intensity, which for these ops is far below any ridge point).
+
+Only one level of a nested call gets the work: ``aten::matmul``/``aten::linear`` leave it to
+the ``mm``/``addmm`` inside, ``conv2d`` to ``convolution``. Elementwise ops that call another
+elementwise op (``relu`` → ``clamp_min``) both get it; callers that add up work take only the
+outermost op with work (see ``efficiency``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+DTYPES: dict[str, tuple[str, int]] = {
+    "float": ("float32", 4),
+    "double": ("float64", 8),
+    "c10::Half": ("float16", 2),
+    "c10::BFloat16": ("bfloat16", 2),
+    "c10::Float8_e4m3fn": ("float8_e4m3fn", 1),
+    "c10::Float8_e5m2": ("float8_e5m2", 1),
+    "long int": ("int64", 8),
+    "int": ("int32", 4),
+    "short int": ("int16", 2),
+    "signed char": ("int8", 1),
+    "unsigned char": ("uint8", 1),
+    "bool": ("bool", 1),
+    "c10::complex<float>": ("complex64", 8),
+    "c10::complex<double>": ("complex128", 16),
+}
+"""``Input type`` strings as Kineto writes them → (torch dtype name, bytes per element)."""
+
+GEMM_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
+CONV_OPS = frozenset({"aten::convolution"})
+
+ELEMENTWISE = frozenset(
+    {
+        "add",
+        "sub",
+        "rsub",
+        "mul",
+        "div",
+        "neg",
+        "abs",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "sqrt",
+        "rsqrt",
+        "pow",
+        "reciprocal",
+        "sigmoid",
+        "tanh",
+        "relu",
+        "relu6",
+        "gelu",
+        "silu",
+        "mish",
+        "hardtanh",
+        "hardsigmoid",
+        "hardswish",
+        "leaky_relu",
+        "elu",
+        "selu",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "threshold",
+        "where",
+        "maximum",
+        "minimum",
+        "sin",
+        "cos",
+        "tan",
+        "erf",
+        "erfc",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "frac",
+        "square",
+        "lerp",
+        "addcmul",
+        "addcdiv",
+        "masked_fill",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_not",
+        "logical_and",
+        "logical_or",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_not",
+        "copy",
+        "fill",
+        "zero",
+        "softmax",
+        "_softmax",
+        "log_softmax",
+        "_log_softmax",
+        "nan_to_num",
+        "fmod",
+        "remainder",
+        "sigmoid_backward",
+        "tanh_backward",
+        "threshold_backward",
+        "gelu_backward",
+        "silu_backward",
+    }
+)
+"""Ops whose time is bytes moved: one pass over inputs and output (base names, no ``aten::``,
+no trailing ``_``)."""
+
+REDUCTIONS = frozenset(
+    {
+        "sum",
+        "mean",
+        "amax",
+        "amin",
+        "max",
+        "min",
+        "prod",
+        "norm",
+        "linalg_vector_norm",
+        "var",
+        "std",
+        "var_mean",
+        "std_mean",
+        "argmax",
+        "argmin",
+        "any",
+        "all",
+        "logsumexp",
+        "cumsum",
+        "cumprod",
+    }
+)
+"""Ops that read their inputs once and write a much smaller output."""
+
+WRITE_ONLY = frozenset({"fill", "zero"})
+
+
+class Work(NamedTuple):
+    """What one op call asks for; ``kind`` is ``gemm`` (FLOPs are the point) or ``memory``."""
+
+    flops: float
+    bytes: float
+    dtype: str
+    kind: str
+
+
+def base_name(name: str) -> str:
+    """``aten::mul_`` → ``mul``."""
+    short = name[6:] if name.startswith("aten::") else name
+    return short.rstrip("_") if short not in ("_softmax", "_log_softmax") else short
+
+
+def _tensors(args: Any) -> list[tuple[list[int], str, int]]:
+    """(dims, dtype, itemsize) of each tensor input; scalars and lists are left out."""
+    dims = args.get("Input Dims")
+    types = args.get("Input type")
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return []
+    out: list[tuple[list[int], str, int]] = []
+    for d, t in zip(dims, types):
+        known = DTYPES.get(t) if isinstance(t, str) else None
+        if known is None or not isinstance(d, list):
+            continue
+        if not all(isinstance(x, int) and x >= 0 for x in d):
+            continue
+        out.append((d, known[0], known[1]))
+    return out
+
+
+def _numel(dims: list[int]) -> int:
+    return math.prod(dims) if dims else 1
+
+
+def _gemm(name: str, tensors: list[tuple[list[int], str, int]]) -> Work | None:
+    if name in ("aten::addmm", "aten::baddbmm"):
+        bias, operands = tensors[:1], tensors[1:3]
+    else:
+        bias, operands = [], tensors[:2]
+    if len(operands) != 2:
+        return None
+    (a, dtype, size), (b, _, _) = operands
+    if len(a) != len(b) or len(a) not in (2, 3) or a[-1] != b[-2]:
+        return None
+    batch = a[0] if len(a) == 3 else 1
+    m, k, n = a[-2], a[-1], b[-1]
+    flops = 2.0 * batch * m * n * k
+    moved = (_numel(a) + _numel(b) + batch * m * n) * size
+    moved += sum(_numel(d) * s for d, _, s in bias)
+    return Work(flops, float(moved), dtype, "gemm")
+
+
+def _int_list(text: Any) -> list[int] | None:
+    if not isinstance(text, str) or not text.startswith("["):
+        return None
+    try:
+        return [int(x) for x in text.strip("[]").split(",") if x.strip()]
+    except ValueError:
+        return None
+
+
+def _conv(args: Any, tensors: list[tuple[list[int], str, int]]) -> Work | None:
+    """FLOPs of ``aten::convolution(input, weight, bias, stride, padding, dilation, transposed,
+    output_padding, groups)`` from the concrete stride/padding/dilation/groups."""
+    concrete = args.get("Concrete Inputs")
+    if len(tensors) < 2 or not isinstance(concrete, list) or len(concrete) < 9:
+        return None
+    (x, dtype, size), (w, _, _) = tensors[0], tensors[1]
+    stride, padding, dilation = (_int_list(concrete[i]) for i in (3, 4, 5))
+    if concrete[6] not in ("False", "0") or stride is None or padding is None or dilation is None:
+        return None  # transposed convolutions: left out rather than guessed
+    spatial = len(x) - 2
+    if spatial < 1 or len(w) != len(x) or min(len(stride), len(padding), len(dilation)) < spatial:
+        return None
+    out_spatial = [
+        (x[2 + i] + 2 * padding[i] - dilation[i] * (w[2 + i] - 1) - 1) // stride[i] + 1
+        for i in range(spatial)
+    ]
+    if min(out_spatial) <= 0:
+        return None
+    out_numel = x[0] * w[0] * _numel(out_spatial)
+    flops = 2.0 * out_numel * _numel(w[1:])
+    moved = (_numel(x) + _numel(w) + out_numel) * size
+    return Work(flops, float(moved), dtype, "gemm")
+
+
+def _memory(name: str, tensors: list[tuple[list[int], str, int]]) -> Work | None:
+    if not tensors:
+        return None
+    base = base_name(name)
+    read = sum(_numel(d) * s for d, _, s in tensors)
+    first_dims, dtype, size = tensors[0]
+    first = _numel(first_dims) * size
+    if base in REDUCTIONS:
+        return Work(float(_numel(first_dims)), float(read), dtype, "memory")
+    if base in WRITE_ONLY:
+        return Work(float(_numel(first_dims)), float(first), dtype, "memory")
+    if name.endswith("_"):
+        # In place: self is written back (copy_ reads only its source, then writes self).
+        moved = read if base == "copy" else read + first
+        return Work(float(_numel(first_dims)), float(moved), dtype, "memory")
+    shape = _broadcast([d for d, _, _ in tensors])
+    out = _numel(shape) if shape is not None else _numel(first_dims)
+    return Work(float(out), float(read + out * size), dtype, "memory")
+
+
+def _broadcast(shapes: list[list[int]]) -> list[int] | None:
+    rank = max(len(s) for s in shapes)
+    out = [1] * rank
+    for s in shapes:
+        for i, d in enumerate(s, start=rank - len(s)):
+            if d != 1:
+                if out[i] not in (1, d):
+                    return None
+                out[i] = d
+    return out
+
+
+def has_work(name: str) -> bool:
+    """Whether ``op_work`` can know the work of an op of this name (a check on the name
+    alone, so callers can skip the other ops without reading their arguments)."""
+    if name in GEMM_OPS or name in CONV_OPS:
+        return True
+    base = base_name(name)
+    return name.startswith("aten::") and (base in ELEMENTWISE or base in REDUCTIONS)
+
+
+def op_work(name: str, args: Any) -> Work | None:
+    """FLOPs and bytes of one op call, or None when its kind or shapes are unknown."""
+    if not isinstance(args, Mapping):
+        return None
+    if name in GEMM_OPS:
+        return _gemm(name, _tensors(args))
+    if name in CONV_OPS:
+        return _conv(args, _tensors(args))
+    base = base_name(name)
+    if name.startswith("aten::") and (base in ELEMENTWISE or base in REDUCTIONS):
+        return _memory(name, _tensors(args))
+    return None

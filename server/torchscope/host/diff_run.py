@@ -1,0 +1,88 @@
+"""Before and after for one function: one worker job, two traces, one verdict.
+
+The earlier side is a file's text — from ``git show REV:path`` (``torchscope diff``, the CI
+check, **Compare with last commit**) or the source the editor kept from the previous profile
+(**Re-profile**) — never a number stored from another run. Run it with
+``await profiler.run_job(DiffJobKind(before_source, label), target, call, options)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from torchscope.analysis.diff import Diff, DiffSide, diff_runs
+from torchscope.analysis.engine import analyze
+from torchscope.analysis.inventory import inventory
+from torchscope.analysis.normalise import load_trace
+from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
+from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult
+from torchscope.targets import Target
+
+
+@dataclass
+class DiffOutcome:
+    """The current version's profile plus the comparison; ``to_json`` is ``diff --json``."""
+
+    profile: ProfileOutcome
+    diff: Diff
+    output: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": {
+                "file": self.profile.target.file,
+                "qualname": self.profile.target.qualname,
+                "line": self.profile.target.def_line,
+            },
+            "call": self.profile.call,
+            "diff": self.diff.to_dict(),
+        }
+
+
+def _result(fields: dict[str, Any]) -> ProfileResult:
+    names = {f.name for f in dataclasses.fields(ProfileResult)}
+    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
+
+
+def _side(result: ProfileResult, label: str, source: str) -> DiffSide:
+    trace = load_trace(result.trace_path)
+    report = analyze(trace, measurements_of(result))
+    return DiffSide(
+        label, list(result.call_us), report, inventory(trace), source, result.trace_path
+    )
+
+
+@dataclass(frozen=True)
+class DiffJobKind(HostJob[DiffResult, DiffOutcome]):
+    """The ``diff`` job kind against ``before_source``, called ``before_label`` in the verdict
+    ("HEAD", "before the edit"). One instance per comparison: it carries the earlier text."""
+
+    before_source: str
+    before_label: str = "HEAD"
+    kind = DiffRequest.TYPE
+    reply_type = DiffResult
+    # No module-level instance (each comparison makes its own), so ``host.job_kinds`` does not
+    # list it and ``profile`` gets no flag for it: ``torchscope diff`` / ``check`` are its CLI.
+
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        before_path = store.new_path(target.file, f"{target.qualname}.before")
+        return DiffRequest(
+            **fields,
+            before_source=self.before_source,
+            before_label=self.before_label,
+            before_trace_path=str(before_path),
+        )
+
+    def outcome(
+        self, target: Target, call: Optional[str], reply: DiffResult, output: list[str]
+    ) -> DiffOutcome:
+        after, before = _result(reply.after), _result(reply.before)
+        after_source = Path(target.file).read_text(encoding="utf-8")
+        after_side = _side(after, "now", after_source)
+        before_side = _side(before, reply.before_label, self.before_source)
+        profile = ProfileOutcome(target, call, after, after_side.report, output)
+        return DiffOutcome(profile, diff_runs(before_side, after_side), output)

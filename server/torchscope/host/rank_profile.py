@@ -1,0 +1,111 @@
+"""``profile --nproc N``: run the ranks (``rank_run``), then the cross-rank analysis.
+
+The outcome is the slowest rank's ``ProfileOutcome`` (its report, its lines) with the
+cross-rank view beside it; ``to_json`` merges the two as ``analyze DIR --json`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from torchscope.analysis import TraceError
+from torchscope.analysis.ranks import RanksReport, analyze_ranks
+from torchscope.host.profile_run import (
+    ProfileFailure,
+    ProfileOutcome,
+    choose_call,
+    measurements_of,
+)
+from torchscope.host.rank_run import run_ranks
+from torchscope.host.trace_store import TRACE_SUFFIX, TraceStore
+from torchscope.protocol import JobOptions, ProfileRequest
+from torchscope.targets import Target
+
+_JOB_IDS = itertools.count(1)
+RANKS_SUFFIX = ".ranks"
+"""A multi-process profile's folder: ``<file>.<function>.<time>.ranks/rank<R>.json.gz``."""
+
+
+def prune_rank_folders(store: TraceStore) -> None:
+    """Keep the newest ``store.keep - 1`` folders of rank traces (one more is being made), as
+    the store keeps its newest single traces."""
+    if not store.folder.is_dir():
+        return
+    found = [p for p in store.folder.iterdir() if p.is_dir() and p.name.endswith(RANKS_SUFFIX)]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in found[max(0, store.keep - 1) :]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@dataclass
+class RanksOutcome:
+    """The slowest rank's outcome and the cross-rank view."""
+
+    outcome: ProfileOutcome
+    view: RanksReport
+    trace_dir: Path
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``profile --nproc N --json`` object: the slowest rank's profile object with
+        ``ranks``, the cross-rank findings and ``trace_dir`` (the folder of all traces)."""
+        data = self.view.to_dict(self.outcome.to_json())
+        data["trace_dir"] = str(self.trace_dir)
+        return data
+
+
+async def profile_ranks(
+    python: str,
+    store: TraceStore,
+    target: Target,
+    call: Optional[str],
+    options: JobOptions,
+    cuda_available: bool,
+    cwd: Optional[str] = None,
+    on_output: Callable[[str], None] = lambda line: None,
+) -> RanksOutcome:
+    """Profile ``target`` on ``options.nproc`` ranks and analyse every rank (in a process
+    pool). Raises :class:`ProfileFailure` (a ``RankFailure`` naming the failing rank)."""
+    backend = resolve_backend(options, cuda_available)
+    nproc = max(1, options.nproc)
+    chosen = choose_call(target, call, backend == "nccl")
+    first = store.new_path(target.file, target.qualname)
+    prune_rank_folders(store)
+    trace_dir = first.with_name(first.name[: -len(TRACE_SUFFIX)] + RANKS_SUFFIX)
+    request = ProfileRequest(
+        job_id=next(_JOB_IDS),
+        file=str(Path(target.file).resolve()),
+        qualname=target.qualname,
+        call=chosen,
+        trace_path=str(trace_dir / "rank0.json.gz"),  # each rank writes rank<R>.json.gz
+        options=options.updated({"device": "cuda" if backend == "nccl" else "cpu"}),
+    )
+    ranks = await run_ranks(
+        python, request, nproc, backend, trace_dir, options.timeout_s, cwd, on_output
+    )
+    paths = [r.trace_path for r in ranks.results]
+    loop = asyncio.get_running_loop()
+    try:
+        view = await loop.run_in_executor(
+            None, analyze_ranks, paths, None, [measurements_of(r) for r in ranks.results]
+        )
+    except TraceError as exc:
+        raise ProfileFailure("analysis", str(exc), target.def_line) from exc
+    slow = view.slowest
+    path = next(r.trace_path for r in view.ranks if r.rank == slow)
+    result = next(r for r in ranks.results if r.trace_path == path)
+    outcome = ProfileOutcome(target, chosen, result, view.reports[slow])
+    return RanksOutcome(outcome, view, trace_dir)
+
+
+def resolve_backend(options: JobOptions, cuda_available: bool) -> str:
+    """``--backend``, or for ``auto``: nccl where the job uses CUDA, else gloo."""
+    if options.backend != "auto":
+        return options.backend
+    uses_cuda = options.device == "cuda" or (options.device == "auto" and cuda_available)
+    return "nccl" if uses_cuda else "gloo"

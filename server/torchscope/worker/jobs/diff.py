@@ -1,0 +1,190 @@
+"""The ``diff`` job kind: the function on disk against an earlier version of its file.
+
+Passes: setup (import today's file; load the earlier text under a private module name, so both
+versions coexist; evaluate the same call expression for each, from the same random seed) →
+cold call and warmup of each side → *timing*, both sides in interleaved rounds with no profiler
+(``time_interleaved``, as the compile comparison: A B, B A, …, so a load spike on a shared
+machine hits both alike) → a profile of each side, with line markers.
+
+The earlier text is written to a folder of this job, removed (with the private module) when
+the job ends: nothing is left behind in the worker or on disk. Nothing is compared with a
+number from another run: a stored baseline on a machine whose speed swings by ±30 % between
+runs says nothing about one edit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from torchscope.protocol import DiffRequest, DiffResult, ProfileResult
+from torchscope.worker.call_expression import (
+    CallExpressionError,
+    PreparedCall,
+    direct_call,
+    prepare_call,
+)
+from torchscope.worker.compile_tools import time_interleaved
+from torchscope.worker.job import ProfileJob, _cpu_name, _def_line
+from torchscope.worker.jobs import job_kind
+from torchscope.worker.loader import TargetNotFound, resolve_qualname
+
+DIFF_STAGES = ("setup", "cold", "warmup", "timing", "profile", "profile-before")
+
+SEED = 0
+"""Both sides' call expressions are evaluated after ``torch.manual_seed(SEED)``: the same
+random inputs for the earlier and the current version."""
+
+MAX_ROUNDS = 200
+"""Rounds stop here or when the timing budget (twice ``timing_budget_s``: two sides) is spent,
+as in the compile comparison."""
+
+
+def import_source(source: str, path: Path, private_name: str, like: ModuleType) -> ModuleType:
+    """Import ``source`` (an earlier version of ``like``'s file, written to ``path``) as the
+    module ``private_name``, beside ``like``: both versions coexist. Package-relative imports
+    resolve as they do in ``like`` (to today's sibling modules)."""
+    path.write_text(source, encoding="utf-8")
+    sys.modules.pop(private_name, None)
+    spec = importlib.util.spec_from_file_location(private_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = like.__package__
+    sys.modules[private_name] = module  # dataclasses and pickling look the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class DiffJob(ProfileJob):
+    """Today's side is this ``ProfileJob``; the earlier side is a second one over the private
+    module, so both run the same passes (see the module docstring)."""
+
+    request: DiffRequest
+    stages = DIFF_STAGES
+
+    def __init__(
+        self, request: DiffRequest, send: Callable[[Any], None], cuda: bool, folder: Path
+    ) -> None:
+        super().__init__(request, send, cuda)
+        self.request = request
+        self.folder = folder
+        stem = re.sub(r"[^A-Za-z0-9_]", "_", Path(request.file).stem)
+        self.private_name = f"_torchscope_before_{stem}"
+        before_request = dataclasses.replace(request, trace_path=request.before_trace_path)
+        self.before = ProfileJob(before_request, send, cuda)
+
+    def run_diff(self) -> DiffResult:
+        request, options = self.request, self.request.options
+        import torch
+
+        torch.manual_seed(SEED)
+        after, after_def = self._setup()
+        before, before_def = self._setup_before()
+        after_cold, after_estimate = self._cold_and_warm(after, side="current ")
+        before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
+        self._stage("timing", "timing both versions in alternating rounds")
+        try:
+            (before_us, after_us), floor_us = time_interleaved(
+                [before.invoke, after.invoke],
+                [before_estimate, after_estimate],
+                max(options.timing_calls, MAX_ROUNDS),
+                2 * options.timing_budget_s,
+                self.use_cuda,
+            )
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        self._stage("profile", f"profiling {options.steps} calls of the current version")
+        after_note = self._profile(after)
+        self._stage("profile-before", f"profiling {options.steps} calls of {request.before_label}")
+        before_note = self.before._profile(before)
+        common: dict[str, Any] = {
+            "job_id": request.job_id,
+            "dispatch_floor_us": statistics.median(floor_us),
+            "device_kind": "cuda" if self.use_cuda else "cpu",
+            "device_name": torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name(),
+            "steps": options.steps,
+            "torch_version": torch.__version__,
+        }
+        sides = (
+            (request.trace_path, after_cold, after_us, after_def, after_note),
+            (request.before_trace_path, before_cold, before_us, before_def, before_note),
+        )
+        after_result, before_result = (
+            ProfileResult(
+                trace_path=path,
+                cold_us=cold * 1e6,
+                call_us=calls,
+                def_line=def_line,
+                attribution_note=note,
+                **common,
+            )
+            for path, cold, calls, def_line, note in sides
+        )
+        return DiffResult(
+            job_id=request.job_id,
+            before=dataclasses.asdict(before_result),
+            after=dataclasses.asdict(after_result),
+            before_label=request.before_label,
+        )
+
+    def _setup_before(self) -> tuple[PreparedCall, int]:
+        """Load the earlier source beside today's module and evaluate the call in it."""
+        request, label = self.request, self.request.before_label
+        tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:40] or "before"
+        # Named after the file and the revision: it shows in tracebacks and in the trace.
+        path = self.folder / f"{Path(request.file).stem}@{tag}.py"
+        try:
+            module = import_source(request.before_source, path, self.private_name, self.module)
+        except (Exception, SystemExit) as exc:
+            raise self._fail(
+                "import",
+                f"importing {Path(request.file).name} as it was at {label} raised "
+                f"{type(exc).__name__}: {exc}",
+                exc,
+            ) from exc
+        try:
+            target = resolve_qualname(module, request.qualname)
+        except TargetNotFound as exc:
+            has = str(exc).split("(has:", 1)[-1].rstrip(")").strip()
+            raise self._fail(
+                "target-missing",
+                f"{request.qualname} does not exist in {Path(request.file).name} at {label} "
+                f"(it has: {has}): it is new, or was renamed or moved since — there is nothing "
+                f"to compare it with; compare with a revision that has it (--rev)",
+            ) from exc
+        self.before.module, self.before.target = module, target
+        import torch
+
+        torch.manual_seed(SEED)
+        if request.call:
+            try:
+                prepared = prepare_call(request.call, vars(module))
+            except CallExpressionError as exc:
+                raise self._fail(exc.kind, f"at {label}: {exc}", exc.__cause__) from exc
+        else:
+            prepared = direct_call(target, request.qualname)
+        return prepared, _def_line(target)
+
+
+@job_kind(DiffRequest)
+def run_diff(request: DiffRequest, send: Callable[[Any], None], cuda: bool) -> DiffResult:
+    """The ``diff`` job kind; a ``JobFailed`` propagates to the main loop. The earlier source's
+    folder and private module go when the job ends, whatever its end."""
+    folder = Path(tempfile.mkdtemp(prefix="torchscope-before-"))
+    job = DiffJob(request, send, cuda, folder)
+    try:
+        return job.run_diff()
+    finally:
+        sys.modules.pop(job.private_name, None)
+        shutil.rmtree(folder, ignore_errors=True)
