@@ -4,16 +4,18 @@ chosen steps of a trace, decoding it a chunk at a time."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchscope.analysis import TraceError, fastload, window
+from torchscope.analysis import TraceError, fastload, parse, window
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.model import Trace
-from torchscope.analysis.normalise import EventSink, load_trace_bytes
+from torchscope.analysis.normalise import EventSink, load_trace, load_trace_bytes
 from torchscope.analysis.parse import check_memory, decompress, events_of, parse_json
 
 TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))
@@ -122,6 +124,41 @@ def test_steps_outside_the_trace_name_the_steps_it_has(shared_traces: Path) -> N
 
 
 def test_a_trace_too_large_for_memory_is_refused_naming_the_bound_and_steps() -> None:
-    check_memory("big.json", 2**30, available=8 * 2**30)  # 5 GiB needed: fine
-    with pytest.raises(TraceError, match=r"big\.json: too large.*5\.0 GiB.*--steps 10-20"):
-        check_memory("big.json", 2**30, available=4 * 2**30)
+    check_memory("big.json", 2**29, available=8 * 2**30)  # 1.5 GiB needed: fine
+    with pytest.raises(TraceError, match=r"big\.json: too large.*1\.5 GiB.*--steps 10-20"):
+        check_memory("big.json", 2**29, available=2**30)
+    # From 1 GiB on, whole-trace analysis would break the 1.5× bound: refused however much
+    # memory there is.
+    with pytest.raises(TraceError, match=r"too large.*bound of 1\.5× the file's size.*--steps"):
+        check_memory("big.json", 2**30, available=2**40)
+
+
+def test_a_large_plain_trace_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    with big.open("wb") as fh:  # sparse: 1 GiB on paper, nothing on disk
+        fh.truncate(2**30)
+    with pytest.raises(TraceError, match=r"big\.json: too large.*1\.0 GiB of JSON.*--steps"):
+        load_trace(big)
+
+
+def test_gunzip_without_isal_gives_the_same_bytes(
+    shared_traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = (shared_traces / "hta_alexnet_a100.json.gz").read_bytes()
+    fast = parse._gunzip(data)
+    monkeypatch.setattr(parse, "_decompressobj", lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))
+    assert parse._gunzip(data) == fast == gzip.decompress(data)
+
+
+def test_a_list_after_the_events_is_found_and_the_buffer_is_left_as_it_was() -> None:
+    # The quick guess (the array ends at the last "]") is wrong here: the decode of the
+    # last chunk fails and the whole document is read to find the array.
+    doc = json.loads(_doc())
+    doc["after"] = [1, {"x": [2]}]
+    text = bytearray(json.dumps(doc, indent=1).encode())
+    before = bytes(text)
+    fast = fastload.load_fast("after.json", text)
+    assert fast is not None and fast.meta == {"after": [1, {"x": [2]}]}
+    assert bytes(text) == before  # the in-place decode puts every byte back
+    assert vars(fast) == vars(_stdlib("after.json", before))
+    assert dict(fast.ops[0].args) == {"correlation": 4, "Input Dims": [[2, 2]]}

@@ -276,21 +276,10 @@ def _find_lazy_init(trace: Trace, steps: list[Step], starts: list[float]) -> set
     }
 
 
-def build_context(trace: Trace, measurements: Measurements | None) -> Context:
-    """Nest, link, segment and assign once."""
-    links = link(trace)
-    names = list(map(_NAME, trace.runtime))
-    kind = {
-        n: (2 if n in SYNC_CALLS or n in BLOCKING_COPY_CALLS else 1 if is_copy_call(n) else 0)
-        for n in set(names)
-    }
-    codes = list(map(kind.__getitem__, names))
-    wanted = codes.copy()  # calls whose enclosing op matters: syncs, copies, launches
-    deque(map(wanted.__setitem__, links.rt_device, repeat(1)), maxlen=0)  # a loop in C
-    nest = build_nesting(trace, list(compress(range(len(wanted)), wanted)))
-    steps = find_steps(trace)
+def _timelines(trace: Trace) -> tuple[dict[int, Timeline], int | None]:
+    """Busy timeline per device, and the device with the most device time (``None``: none).
 
-    # Busy timeline per device: (start, end) pairs built in C; one device is the usual case.
+    The (start, end) pairs are built in C; one device is the usual case."""
     device_of_track = [t.device for t in trace.tracks]
     per_device: dict[int, list[tuple[float, float]]] = {}
     for spans in (trace.kernels, trace.memcpys, trace.memsets):
@@ -308,7 +297,42 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         d: float(sum(map(sub, map(_SECOND, iv), map(_START, iv)))) for d, iv in per_device.items()
     }
     primary = max(device_time, key=lambda d: device_time[d]) if device_time else None
+    return timelines, primary
 
+
+def _assign(ctx: Context, names: list[str], codes: list[int]) -> None:
+    """The step of every span, flushes, lazy init and blocking calls."""
+    trace = ctx.trace
+    # Step of every span, from the per-step slices the context caches for later stages too.
+    ctx.step_of_op = ctx.step_of(trace.ops)
+    ctx.step_of_rt = ctx.step_of(trace.runtime)
+    ctx.step_of_ann = ctx.step_of(trace.annotations)
+    ctx.step_of_kernel = ctx.step_of(trace.kernels)
+    ctx.step_of_memcpy = ctx.step_of(trace.memcpys)
+    ctx.step_of_memset = ctx.step_of(trace.memsets)
+    ctx.flush = _find_flush(trace, ctx.nest, ctx.steps, names)
+    ctx.lazy_init = _find_lazy_init(trace, ctx.steps, ctx.starts(trace.runtime))
+    # Blocking calls: by name (one decision per distinct name), then pageable DtoH copies.
+    blocking = [c == 2 for c in codes]
+    for i in compress(range(len(codes)), [c == 1 for c in codes]):
+        blocking[i] = any(is_pageable(m.name) and "DtoH" in m.name for m in ctx.copy_of(i))
+    ctx.blocking = blocking
+
+
+def build_context(trace: Trace, measurements: Measurements | None) -> Context:
+    """Nest, link, segment and assign once."""
+    links = link(trace)
+    names = list(map(_NAME, trace.runtime))
+    kind = {
+        n: (2 if n in SYNC_CALLS or n in BLOCKING_COPY_CALLS else 1 if is_copy_call(n) else 0)
+        for n in set(names)
+    }
+    codes = list(map(kind.__getitem__, names))
+    wanted = codes.copy()  # calls whose enclosing op matters: syncs, copies, launches
+    deque(map(wanted.__setitem__, links.rt_device, repeat(1)), maxlen=0)  # a loop in C
+    nest = build_nesting(trace, list(compress(range(len(wanted)), wanted)))
+    steps = find_steps(trace)
+    timelines, primary = _timelines(trace)
     ctx = Context(
         trace=trace,
         nest=nest,
@@ -325,18 +349,5 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         step_of_memset=[],
         sources=SourceMap(trace, nest),
     )
-    # Step of every span, from the per-step slices the context caches for later stages too.
-    ctx.step_of_op = ctx.step_of(trace.ops)
-    ctx.step_of_rt = ctx.step_of(trace.runtime)
-    ctx.step_of_ann = ctx.step_of(trace.annotations)
-    ctx.step_of_kernel = ctx.step_of(trace.kernels)
-    ctx.step_of_memcpy = ctx.step_of(trace.memcpys)
-    ctx.step_of_memset = ctx.step_of(trace.memsets)
-    ctx.flush = _find_flush(trace, nest, steps, names)
-    ctx.lazy_init = _find_lazy_init(trace, steps, ctx.starts(trace.runtime))
-    # Blocking calls: by name (one decision per distinct name), then pageable DtoH copies.
-    blocking = [c == 2 for c in codes]
-    for i in compress(range(len(codes)), [c == 1 for c in codes]):
-        blocking[i] = any(is_pageable(m.name) and "DtoH" in m.name for m in ctx.copy_of(i))
-    ctx.blocking = blocking
+    _assign(ctx, names, codes)
     return ctx

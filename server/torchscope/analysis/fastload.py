@@ -12,6 +12,7 @@ stdlib way, which skips and counts odd events and words parse errors (see ``pars
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Callable, Optional, TypeVar, Union
 
@@ -35,23 +36,21 @@ from .normalise import (
 _ANY = msgspec.json.Decoder()
 
 
-class LazyArgs(Mapping[str, Any]):
-    """An event's ``args`` object, decoded on first read (most events' never are)."""
+class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
+    """An event's ``args`` object, decoded on first read (most events' never are).
 
-    __slots__ = ("_dict", "_raw")
-
-    def __init__(self, raw: Raw) -> None:
-        self._raw: Raw | None = raw
-        self._dict: dict[str, Any] | None = None
+    A one-item tuple of the ``Raw`` bytes, so that making one per event is a C call
+    (``tuple.__new__(LazyArgs, (raw,))``, no Python ``__init__``: 120k of them for a 54 MB
+    trace); the decoded dict is kept in the instance dict, made only for the few read."""
 
     def _decoded(self) -> dict[str, Any]:
-        d = self._dict
-        if d is None:
-            d = self._dict = _ANY.decode(self._raw)  # type: ignore[arg-type]
-            self._raw = None  # no longer pins the decoded chunk
-        return d
+        try:
+            return self.__dict__["d"]  # type: ignore[no-any-return]
+        except KeyError:
+            d = self.__dict__["d"] = _ANY.decode(tuple.__getitem__(self, 0))
+            return d  # type: ignore[no-any-return]
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> Any:  # type: ignore[override]
         return self._decoded()[key]
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -60,11 +59,23 @@ class LazyArgs(Mapping[str, Any]):
     def __contains__(self, key: object) -> bool:
         return key in self._decoded()
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
         return iter(self._decoded())
 
     def __len__(self) -> int:
         return len(self._decoded())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyArgs):
+            other = other._decoded()
+        elif isinstance(other, Mapping) and not isinstance(other, dict):
+            other = dict(other.items())
+        return self._decoded() == other
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"LazyArgs({self._decoded()!r})"
@@ -101,7 +112,12 @@ CHUNK_BYTES = 8 << 20
 they are still in cache, and the whole event list never exists at once."""
 
 
-def array_span(data: bytes) -> tuple[dict[str, Any], int, int] | None:
+_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BLANK = re.compile(rb"\s*")
+_Buf = Union[bytes, bytearray]
+
+
+def array_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
     """The metadata and ``[lo, hi)`` of the event array's bytes in a trace document
     (``data[lo:lo+1] == b"["``), or ``None`` when there is no event list.
 
@@ -124,20 +140,64 @@ def array_span(data: bytes) -> tuple[dict[str, Any], int, int] | None:
     return None  # not a list
 
 
-def chunks(data: bytes, lo: int, hi: int, decode: Callable[[bytes], list[_T]]) -> Iterator[_T]:
+def quick_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
+    """:func:`array_span` without reading the whole document first: the array starts at the
+    first ``"traceEvents": [`` and ends at the last ``]``, which is right for every trace
+    Kineto writes (nothing after the events holds a list). The rest of the document, with
+    ``null`` for the events, must decode to an object whose ``traceEvents`` is that
+    ``null``; a wrong end leaves the last chunk of the array invalid, so the decode fails
+    and :func:`load_fast` falls back to :func:`array_span`. ``None``: no quick answer."""
+    at = _BLANK.match(data).end()  # type: ignore[union-attr]
+    try:
+        hi = data.rindex(b"]") + 1
+    except ValueError:
+        return None
+    if data[at : at + 1] == b"[":
+        if _BLANK.match(data, hi).end() != len(data):  # type: ignore[union-attr]
+            return None
+        return {}, at, hi
+    found = _KEY.search(data)
+    if found is None:
+        return None
+    lo = found.end() - 1
+    try:
+        meta = _ANY.decode(bytes(data[:lo]) + b"null" + bytes(data[hi:]))
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(meta, dict) or meta.get("traceEvents", 0) is not None or hi <= lo:
+        return None
+    del meta["traceEvents"]
+    return meta, lo, hi
+
+
+def chunks(data: _Buf, lo: int, hi: int, decode: Callable[[Any], list[_T]]) -> Iterator[_T]:
     """The elements of the JSON array ``data[lo:hi]``, decoded a chunk at a time.
 
     A chunk ends at a ``},`` at least :data:`CHUNK_BYTES` in. One inside a string or a
     nested object leaves the chunk unbalanced, so it fails to decode and the cut moves on
-    to the next ``},``: a chunk that decodes is always a run of whole elements."""
+    to the next ``},``: a chunk that decodes is always a run of whole elements.
+
+    A ``bytearray`` is decoded in place: the ``,`` on each side of the chunk is overwritten
+    with ``[``/``]`` for the decode and put back after, so the ``Raw`` args of the decoded
+    events point into ``data`` itself (no copy of the chunk, which they would pin)."""
     a = lo + 1
     end = hi - 1  # the closing bracket
+    buf = data if isinstance(data, bytearray) else None
+    view = memoryview(data)
     while a < end:
         b = data.find(b"},", min(a + CHUNK_BYTES, end), end)
         while True:
             stop = end if b < 0 else b + 1
             try:
-                items = decode(b"[" + data[a:stop] + b"]")
+                if buf is not None:
+                    left, right = buf[a - 1], buf[stop]
+                    buf[a - 1], buf[stop] = 0x5B, 0x5D  # "[", "]"
+                    try:
+                        items = decode(view[a - 1 : stop + 1])
+                    finally:
+                        buf[a - 1], buf[stop] = left, right
+                else:
+                    items = decode(b"[" + data[a:stop] + b"]")
                 break
             except msgspec.DecodeError:
                 if b < 0:
@@ -148,7 +208,7 @@ def chunks(data: bytes, lo: int, hi: int, decode: Callable[[bytes], list[_T]]) -
         a = end if b < 0 else b + 2
 
 
-def load_fast(name: str, data: bytes) -> Trace | None:
+def load_fast(name: str, data: _Buf) -> Trace | None:
     """The :class:`Trace` of decompressed trace bytes, or ``None`` when the document is not
     one the typed decode takes (then the stdlib path reads it and words any error).
 
@@ -157,20 +217,29 @@ def load_fast(name: str, data: bytes) -> Trace | None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        found = array_span(data)
-        if found is None or found[2] - found[1] < 3:
-            return None  # the stdlib path words the missing or empty event list
-        meta, lo, hi = found
-        sink = EventSink()
-        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
-        if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
-            return None  # possibly an empty list with whitespace: let the stdlib path judge
-        return sink.finish(name, meta, not_events)
+        quick = quick_span(data)
+        if quick is not None:
+            try:
+                return _load(name, data, quick)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass  # a wrong guess at the end, or a bad document: read it fully first
+        return _load(name, data, array_span(data))
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     finally:
         if enabled:
             gc.enable()
+
+
+def _load(name: str, data: _Buf, found: tuple[dict[str, Any], int, int] | None) -> Trace | None:
+    if found is None or found[2] - found[1] < 3:
+        return None  # the stdlib path words the missing or empty event list
+    meta, lo, hi = found
+    sink = EventSink()
+    not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
+    if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
+        return None  # possibly an empty list with whitespace: let the stdlib path judge
+    return sink.finish(name, meta, not_events)
 
 
 def accept_all(
@@ -250,7 +319,7 @@ def accept_all(
                 corr = None
             else:
                 # Windowed, each kept event copies its args out of the chunk, which is freed.
-                args = LazyArgs(raw.copy() if windowed else raw)
+                args = new(LazyArgs, (raw.copy() if windowed else raw,))
                 corr = h.correlation
         else:
             args, corr = _EMPTY, None

@@ -104,6 +104,16 @@ def _correlations(spans: list[Span]) -> list[object]:
     return list(map(_CORRELATION, spans))
 
 
+def _ops_by_ext(trace: Trace) -> dict[int, Span]:
+    """Ops by their ``External id`` (read only when some device span has no correlation)."""
+    out: dict[int, Span] = {}
+    for o in trace.ops:
+        oe = _ext(o.args)
+        if oe is not None:
+            out[oe] = o
+    return out
+
+
 def link(trace: Trace) -> Links:
     """Match device spans to runtime calls by correlation id, else to ops by External id.
 
@@ -144,11 +154,7 @@ def link(trace: Trace) -> Links:
             e = _ext(spans[i].args)
             if e is not None:
                 if op_by_ext is None:
-                    op_by_ext = {}
-                    for o in trace.ops:
-                        oe = _ext(o.args)
-                        if oe is not None:
-                            op_by_ext[oe] = o
+                    op_by_ext = _ops_by_ext(trace)
                 op = op_by_ext.get(e)
                 if op is not None:
                     issued[i] = op.start

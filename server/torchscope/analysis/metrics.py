@@ -18,10 +18,11 @@ from bisect import bisect_left
 from itertools import compress, groupby, repeat
 from operator import add, itemgetter, le, lt, methodcaller, not_, sub
 from types import MappingProxyType
+from typing import Any
 
 from .columns import DATALOADER, ByName, all_linked, is_comm_kernel, median, name_ids, top_level
 from .context import Context, assign
-from .cpu_index import cpu_index
+from .cpu_index import CpuIndex, cpu_index
 from .efficiency import annotate_ops, measure_efficiency
 from .intervals import union_length
 from .link import copy_kind, is_launch
@@ -29,6 +30,7 @@ from .memory import memory_analysis
 from .model import Span
 from .op_table import op_table
 from .report import Gap, StepMetrics
+from .segment import Step
 from .stages import Metrics
 
 _START = itemgetter(0)
@@ -162,11 +164,9 @@ def _copy_bytes(memcpys: list[Span], ranges: list[tuple[int, int]]) -> list[dict
     return out
 
 
-def step_metrics(ctx: Context) -> list[StepMetrics]:
-    """One :class:`StepMetrics` per step. Every list is sorted by start, so a step's members
-    are one slice and most sums below run in C over slices."""
+def _cpu_columns(ctx: Context) -> tuple[list[int], list[float]]:
+    """Per step: top-level ops, and their summed duration."""
     trace = ctx.trace
-    steps = ctx.steps
     tops = top_level(ctx)
     op_dur = ctx.durations(trace.ops)
     cpu_op_us: list[float] = []
@@ -176,8 +176,12 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
         last = bisect_left(tops, hi, first)
         ops.append(last - first)
         cpu_op_us.append(float(sum(map(op_dur.__getitem__, tops[first:last]))))
+    return ops, cpu_op_us
 
-    runtime = trace.runtime
+
+def _runtime_columns(ctx: Context) -> tuple[list[int], list[int], list[float]]:
+    """Per step: launch calls, blocking calls (flushes aside), and the time they blocked."""
+    runtime = ctx.trace.runtime
     rt_ranges = ctx.ranges(runtime)
     is_launch_call = list(map(ByName(is_launch).__getitem__, map(_NAME, runtime)))
     launches = [sum(is_launch_call[lo:hi]) for lo, hi in rt_ranges]
@@ -192,55 +196,81 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
         syncs.append(last - first)
         chosen = [runtime[r] for r in counted[first:last]]
         sync_us.append(float(sum(map(sub, map(_END, chosen), map(_START, chosen)))))
+    return launches, syncs, sync_us
 
+
+def _device_columns(ctx: Context) -> dict[str, list[Any]]:
+    """Per step: kernel, communication kernel, memcpy and memset time, copies and bytes."""
+    trace = ctx.trace
     kernels = trace.kernels
     k_ranges = ctx.ranges(kernels)
     k_dur = ctx.durations(kernels)
-    kernel_us = _slices(k_dur, k_ranges)
     k_ids, k_names = name_ids(ctx, kernels)  # top_kernels reads them too
     comm = list(map(is_comm_kernel, k_names))
-    comm_us = [
-        float(sum(compress(k_dur[lo:hi], map(comm.__getitem__, k_ids[lo:hi]))))
-        for lo, hi in k_ranges
+    m_ranges = ctx.ranges(trace.memcpys)
+    return {
+        "kernel_us": _slices(k_dur, k_ranges),
+        "comm_us": [
+            float(sum(compress(k_dur[lo:hi], map(comm.__getitem__, k_ids[lo:hi]))))
+            for lo, hi in k_ranges
+        ],
+        "memcpy_us": _slices(ctx.durations(trace.memcpys), m_ranges),
+        "copies": [hi - lo for lo, hi in m_ranges],
+        "copy_bytes": _copy_bytes(trace.memcpys, m_ranges),
+        "memset_us": _slices(ctx.durations(trace.memsets), ctx.ranges(trace.memsets)),
+    }
+
+
+def _input_wait(ctx: Context, st: Step, loaders: list[Span]) -> tuple[float, float]:
+    """Time of a step under DataLoader annotations, and the part of it the device idled."""
+    timeline = ctx.timeline()
+    dl_us = wait_us = 0.0
+    for a in loaders:
+        w0, w1 = max(a.start, st.start), min(a.end, st.end)
+        if w1 > w0:
+            dl_us += w1 - w0
+            if timeline is not None:
+                wait_us += (w1 - w0) - timeline.busy(w0, w1)
+    return dl_us, wait_us
+
+
+def _gaps(ctx: Context, st: Step, index: CpuIndex) -> list[Gap]:
+    """The step's largest device idle gaps, each with the code the CPU was in meanwhile."""
+    timeline = ctx.timeline()
+    if timeline is None:
+        return []
+    device = ctx.primary_device if ctx.primary_device is not None else 0
+    return [
+        Gap(
+            start_us=float(g0 - st.start),
+            dur_us=float(g1 - g0),
+            device=device,
+            under=index.at((g0 + g1) / 2),
+        )
+        for g0, g1 in timeline.largest_gaps(st.start, st.end, GAPS_PER_STEP)
     ]
 
-    m_ranges = ctx.ranges(trace.memcpys)
-    memcpy_us = _slices(ctx.durations(trace.memcpys), m_ranges)
-    copies = [hi - lo for lo, hi in m_ranges]
-    copy_bytes = _copy_bytes(trace.memcpys, m_ranges)
-    memset_us = _slices(ctx.durations(trace.memsets), ctx.ranges(trace.memsets))
 
+def step_metrics(ctx: Context) -> list[StepMetrics]:
+    """One :class:`StepMetrics` per step. Every list is sorted by start, so a step's members
+    are one slice and most sums below run in C over slices."""
+    ops, cpu_op_us = _cpu_columns(ctx)
+    launches, syncs, sync_us = _runtime_columns(ctx)
+    dev = _device_columns(ctx)
     delays = _launch_delays(ctx)
     launched = _launched_device_time(ctx)
     timeline = ctx.timeline()
-    anns = trace.annotations
+    anns = ctx.trace.annotations
     is_loader = map(str.startswith, map(_NAME, anns), repeat(DATALOADER))  # is_dataloader
     loaders = list(compress(anns, is_loader))
     out: list[StepMetrics] = []
+    steps = ctx.steps
     origin = steps[0].start if steps else 0.0
     index = cpu_index(ctx)
     for k, st in enumerate(steps):
         wall = st.wall_us
         busy = timeline.busy(st.start, st.end) if timeline is not None else 0.0
-        dl_us = 0.0
-        wait_us = 0.0
-        for a in loaders:
-            w0, w1 = max(a.start, st.start), min(a.end, st.end)
-            if w1 > w0:
-                dl_us += w1 - w0
-                if timeline is not None:
-                    wait_us += (w1 - w0) - timeline.busy(w0, w1)
-        gaps: list[Gap] = []
-        if timeline is not None:
-            for g0, g1 in timeline.largest_gaps(st.start, st.end, GAPS_PER_STEP):
-                gaps.append(
-                    Gap(
-                        start_us=float(g0 - st.start),
-                        dur_us=float(g1 - g0),
-                        device=ctx.primary_device if ctx.primary_device is not None else 0,
-                        under=index.at((g0 + g1) / 2),
-                    )
-                )
+        dl_us, wait_us = _input_wait(ctx, st, loaders)
         out.append(
             StepMetrics(
                 name=st.name,
@@ -250,19 +280,19 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
                 device_busy_us=float(busy),
                 device_busy_share=busy / wall if wall > 0 else 0.0,
                 device_time_us=launched[k],
-                kernel_us=kernel_us[k],
-                memcpy_us=memcpy_us[k],
-                memset_us=memset_us[k],
-                comm_us=comm_us[k],
+                kernel_us=dev["kernel_us"][k],
+                memcpy_us=dev["memcpy_us"][k],
+                memset_us=dev["memset_us"][k],
+                comm_us=dev["comm_us"][k],
                 launches=launches[k],
                 launch_delay_us=median(delays[k]) if delays[k] else None,
                 syncs=syncs[k],
                 sync_us=sync_us[k],
-                copies=copies[k],
-                copy_bytes=copy_bytes[k],
+                copies=dev["copies"][k],
+                copy_bytes=dev["copy_bytes"][k],
                 dataloader_us=dl_us,
                 input_wait_us=wait_us,
-                largest_gaps=gaps,
+                largest_gaps=_gaps(ctx, st, index),
                 start_us=float(st.start - origin),
             )
         )

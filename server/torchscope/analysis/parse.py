@@ -24,12 +24,21 @@ _MAX_RATIO = 40
 _HINT = "re-export it with torch.profiler's export_chrome_trace (or prof.export_chrome_trace)"
 
 
-def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    """Return the (still compressed, if gzipped) bytes of ``path``."""
+def read_bytes(path: str | os.PathLike[str]) -> bytearray:
+    """Return the (still compressed, if gzipped) bytes of ``path``, read straight into a
+    mutable buffer: the fast parser decodes a plain ``.json`` in place (``fastload.chunks``),
+    so a big file is never held twice."""
     name = os.fspath(path)
     try:
         with open(name, "rb") as fh:
-            return fh.read()
+            out = bytearray(os.fstat(fh.fileno()).st_size)
+            got = fh.readinto(out)
+            if got < len(out):
+                del out[got:]
+            rest = fh.read()  # a file that grew meanwhile
+            if rest:
+                out += rest
+            return out
     except FileNotFoundError:
         raise TraceError(f"{name}: no such file; check the path") from None
     except IsADirectoryError:
@@ -40,8 +49,12 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
         ) from None
 
 
-def _gunzip(data: bytes) -> bytes:
-    """``gzip.decompress`` into a buffer of the final size, read from the gzip trailer.
+_PIECE = 16 << 20
+
+
+def _gunzip(data: bytes | bytearray) -> bytearray:
+    """Inflate into a mutable buffer of the final size, read from the gzip trailer, a piece
+    at a time (so the output is never held twice, as ``bytearray(zlib.decompress(…))`` would).
 
     Without the size, the output buffer doubles its way up to ~50 MB, copying as it goes,
     and the CRC is checked in a second pass: a third of the time. ``zlib`` checks the CRC
@@ -52,13 +65,50 @@ def _gunzip(data: bytes) -> bytes:
     # A truncated file ends in arbitrary bytes: believe the size only when it is plausible
     # for JSON (Kineto traces compress 10-20×), so no garbage size allocates gigabytes.
     if len(data) < 18 or not 0 < size <= _MAX_RATIO * len(data):
-        return gzip.decompress(data)
-    out = zlib.decompress(data, 16 + zlib.MAX_WBITS, size)
-    return out if len(out) % 2**32 == size else gzip.decompress(data)
+        return bytearray(gzip.decompress(data))
+    out = bytearray(size)
+    inflate = _decompressobj()
+    pos, tail = 0, data
+    try:
+        while not inflate.eof:
+            piece = inflate.decompress(tail, _PIECE)
+            if not piece and not tail:
+                break
+            out[pos : pos + len(piece)] = piece
+            pos += len(piece)
+            tail = inflate.unconsumed_tail
+    except _ERRORS:
+        inflate = None
+    if inflate is None or not inflate.eof:  # corrupt or truncated: zlib's error, as before
+        return bytearray(zlib.decompress(data, 16 + zlib.MAX_WBITS, size))
+    if pos % 2**32 != size or len(out) != pos or inflate.unused_data:
+        return bytearray(gzip.decompress(data))  # more than one gzip member
+    return out
 
 
-def decompress(name: str, data: bytes) -> bytes:
-    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty."""
+def _decompressobj() -> Any:
+    """A gzip inflater: ISA-L's (``isal``, twice as fast) when installed, else zlib's."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    return isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
+def _isal_errors() -> tuple[type[Exception], ...]:
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return (zlib.error,)
+    return (zlib.error, isal_zlib.error)  # type: ignore[return-value]
+
+
+_ERRORS = _isal_errors()
+
+
+def decompress(name: str, data: bytes | bytearray) -> bytearray:
+    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty. The result
+    is a ``bytearray`` (``data`` itself when it is one and not gzipped)."""
     if not data:
         raise TraceError(
             f"{name}: the file is empty (0 bytes); the profiler did not finish writing it; {_HINT}"
@@ -73,10 +123,10 @@ def decompress(name: str, data: bytes) -> bytes:
             ) from None
         if not data:
             raise TraceError(f"{name}: the gzip archive holds an empty file; {_HINT}")
-    return data
+    return data if isinstance(data, bytearray) else bytearray(data)
 
 
-def _looks_truncated(data: bytes, exc: json.JSONDecodeError) -> bool:
+def _looks_truncated(data: bytes | bytearray, exc: json.JSONDecodeError) -> bool:
     """A document that starts like JSON and fails exactly where the bytes run out."""
     body = data.strip()
     if body[:1] not in (b"{", b"["):
@@ -88,7 +138,7 @@ def _looks_truncated(data: bytes, exc: json.JSONDecodeError) -> bool:
 
 
 def parse_json(
-    name: str, data: bytes, object_hook: Callable[[dict[str, Any]], Any] | None = None
+    name: str, data: bytes | bytearray, object_hook: Callable[[dict[str, Any]], Any] | None = None
 ) -> Any:
     """``json.loads`` with the collector paused and errors named after the file;
     ``object_hook`` sees every JSON object as it is built (see ``json.loads``)."""
@@ -147,9 +197,18 @@ def events_of(name: str, doc: Any) -> tuple[dict[str, Any], list[Any]]:
     return meta, events
 
 
-MEMORY_FACTOR = 5
-"""Peak memory of analysing a whole trace, in multiples of its uncompressed size (measured
-4× for a 1M-event trace by bench/run_all.py, plus headroom)."""
+MEMORY_FACTOR = 3
+"""Peak memory of analysing a whole trace, in multiples of its uncompressed size: measured
+by bench/run_all.py on synthetic traces of 1M and 10M events, with some headroom."""
+
+BOUND = 1.5
+"""The most memory a whole-trace analysis of a large trace may take, in multiples of its
+uncompressed size (issue 16). Whole-trace analysis needs :data:`MEMORY_FACTOR`, more than
+this, so traces of :data:`LARGE_BYTES` or more are refused whole and analysed by steps."""
+
+LARGE_BYTES = 1 << 30
+"""Size of JSON from which :data:`BOUND` applies (below it, the fixed cost of the
+interpreter is most of the memory, and a trace is analysed whole when it fits)."""
 
 
 def _available_memory() -> int | None:
@@ -165,14 +224,24 @@ def _available_memory() -> int | None:
 
 
 def check_memory(name: str, size: int, available: int | None = None) -> None:
-    """Refuse, before parsing, a whole-trace analysis that would run out of memory."""
+    """Refuse, before parsing, a whole-trace analysis that would take more than
+    :data:`BOUND` × the file's size (for traces of :data:`LARGE_BYTES` or more) or more
+    memory than is available."""
     available = _available_memory() if available is None else available
     need = MEMORY_FACTOR * size
-    if available is not None and need > available:
-        raise TraceError(
-            f"{name}: too large to analyse whole: {size / 2**30:.1f} GiB of JSON needs about "
-            f"{need / 2**30:.1f} GiB of memory ({MEMORY_FACTOR}× its size) and "
-            f"{available / 2**30:.1f} GiB is available; analyse some steps of it with "
-            "--steps FIRST-LAST (e.g. --steps 10-20), which needs about the file's size plus "
-            "those steps' events"
+    gib = 2**30
+    if size >= LARGE_BYTES and need > BOUND * size:
+        why = (
+            f"more than the bound of {BOUND:g}× the file's size kept for traces of "
+            f"{LARGE_BYTES / gib:g} GiB or more"
         )
+    elif available is not None and need > available:
+        why = f"and {available / gib:.1f} GiB is available"
+    else:
+        return
+    raise TraceError(
+        f"{name}: too large to analyse whole: {size / gib:.1f} GiB of JSON needs about "
+        f"{need / gib:.1f} GiB of memory ({MEMORY_FACTOR:g}× its size), {why}; analyse some "
+        "steps of it with --steps FIRST-LAST (e.g. --steps 10-20), which needs about the "
+        "file's size plus those steps' events"
+    )

@@ -21,7 +21,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .errors import TraceError
-from .fastload import _EVENTS, accept_all, array_span, chunks
+from .fastload import _EVENTS, accept_all, array_span, chunks, quick_span
 from .model import Trace
 from .normalise import EventSink
 
@@ -50,7 +50,7 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 
 def _find_window(
-    name: str, data: bytes, lo: int, hi: int, first: int, last: int
+    name: str, data: bytes | bytearray, lo: int, hi: int, first: int, last: int
 ) -> tuple[float, float, float, Any]:
     steps: dict[int, tuple[float, float]] = {}
     origin: Any = None
@@ -79,19 +79,37 @@ def _find_window(
     return start, stop, (later[0] if later else float("inf")), origin
 
 
-def load_steps(name: str, data: bytes, steps: tuple[int, int]) -> Trace:
-    """The :class:`Trace` of only ``ProfilerStep#first..#last`` of decompressed trace bytes."""
-    sink = EventSink()
+def load_steps(name: str, data: bytes | bytearray, steps: tuple[int, int]) -> Trace:
+    """The :class:`Trace` of only ``ProfilerStep#first..#last`` of decompressed trace bytes.
+
+    The event array is found without a pass over the whole document first (``quick_span``);
+    when that guess does not decode, the document is read fully to find it."""
+    quick = quick_span(data)
+    if quick is not None:
+        try:
+            return _load_steps(name, data, quick, steps)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
     try:
         found = array_span(data)
         if found is None:
             raise TraceError(f"{name}: not a Kineto trace: no 'traceEvents' list")
-        meta, lo, hi = found
-        window = _find_window(name, data, lo, hi, *steps)
-        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode), window)
+        return _load_steps(name, data, found, steps)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceError(
             f"{name}: an event has a field of an unexpected type ({exc}); --steps reads only "
             "traces as Kineto writes them; analyse it without --steps"
         ) from None
+
+
+def _load_steps(
+    name: str,
+    data: bytes | bytearray,
+    found: tuple[dict[str, Any], int, int],
+    steps: tuple[int, int],
+) -> Trace:
+    meta, lo, hi = found
+    sink = EventSink()
+    window = _find_window(name, data, lo, hi, *steps)
+    not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode), window)
     return sink.finish(name, meta, not_events)

@@ -26,7 +26,7 @@ from torchscope.lsp.presentation import (
 )
 from torchscope.lsp.results import ProfiledFunction
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.targets import TargetError, list_functions
+from torchscope.targets import Target, TargetError, list_functions
 
 
 def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:
@@ -147,6 +147,39 @@ def hover(ls: TorchscopeServer, params: types.HoverParams) -> Optional[types.Hov
     return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text))
 
 
+def _lens(line: types.Range, title: str, command: str, argument: Any) -> types.CodeLens:
+    return types.CodeLens(
+        range=line, command=types.Command(title=title, command=command, arguments=[argument])
+    )
+
+
+def _function_lenses(
+    ls: TorchscopeServer, uri: str, target: Target, line: types.Range
+) -> list[types.CodeLens]:
+    """Profile, Profile memory and Compare with last commit; after a run also the verdict,
+    Open trace and the torch.compile comparison."""
+    argument = {"uri": uri, "line": target.def_line - 1}
+    result = ls.results.latest(uri, target.qualname)
+    profile = result.report if result else None
+    stale = bool(result and result.stale)
+    lenses = [
+        _lens(line, "Profile", CLIENT_PROFILE, argument),
+        _lens(line, "Profile memory", CLIENT_PROFILE, {**argument, "memory": True}),
+        _lens(line, diff_lens_title(profile, stale), CLIENT_COMPARE_LAST_COMMIT, argument),
+    ]
+    title = headline_title(profile, stale)
+    if profile is None or title is None:
+        return lenses
+    trace = {"path": profile.trace_path}
+    compare = lens_title(profile.comparison) or "Compare with torch.compile"
+    return [
+        *lenses,
+        _lens(line, title, CLIENT_OPEN_TRACE, trace),
+        _lens(line, "Open trace", CLIENT_OPEN_TRACE, trace),
+        _lens(line, compare, CLIENT_COMPARE_COMPILE, argument),
+    ]
+
+
 def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
     try:
@@ -158,66 +191,8 @@ def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[type
     for target in targets:
         if "<locals>" in target.qualname:
             continue  # nested functions only exist while their parent runs
-        line = types.Range(
-            start=types.Position(line=target.first_line - 1, character=0),
-            end=types.Position(line=target.first_line - 1, character=0),
-        )
-        argument = {"uri": uri, "line": target.def_line - 1}
-        lenses.append(
-            types.CodeLens(
-                range=line,
-                command=types.Command(
-                    title="Profile", command=CLIENT_PROFILE, arguments=[argument]
-                ),
-            )
-        )
-        lenses.append(
-            types.CodeLens(
-                range=line,
-                command=types.Command(
-                    title="Profile memory",
-                    command=CLIENT_PROFILE,
-                    arguments=[{**argument, "memory": True}],
-                ),
-            )
-        )
-        result = ls.results.latest(uri, target.qualname)
-        lenses.append(
-            types.CodeLens(
-                range=line,
-                command=types.Command(
-                    title=diff_lens_title(
-                        result.report if result else None, bool(result and result.stale)
-                    ),
-                    command=CLIENT_COMPARE_LAST_COMMIT,
-                    arguments=[argument],
-                ),
-            )
-        )
-        title = headline_title(result.report if result else None, bool(result and result.stale))
-        if result is None or result.report is None or title is None:
-            continue
-        trace = {"path": result.report.trace_path}
-        lenses += [
-            types.CodeLens(
-                range=line,
-                command=types.Command(title=title, command=CLIENT_OPEN_TRACE, arguments=[trace]),
-            ),
-            types.CodeLens(
-                range=line,
-                command=types.Command(
-                    title="Open trace", command=CLIENT_OPEN_TRACE, arguments=[trace]
-                ),
-            ),
-            types.CodeLens(
-                range=line,
-                command=types.Command(
-                    title=lens_title(result.report.comparison) or "Compare with torch.compile",
-                    command=CLIENT_COMPARE_COMPILE,
-                    arguments=[argument],
-                ),
-            ),
-        ]
+        start = types.Position(line=target.first_line - 1, character=0)
+        lenses += _function_lenses(ls, uri, target, types.Range(start=start, end=start))
     return lenses
 
 
