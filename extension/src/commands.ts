@@ -47,7 +47,9 @@ export class Commands {
     private readonly server: ServerManager,
     private readonly status: StatusBar,
   ) {
-    this.traces = new TraceCommands(this);
+    // private redirect pages for Open trace in browser go under the global storage (perfetto.ts)
+    const storage = context.globalStorageUri;
+    this.traces = new TraceCommands(this, storage.scheme === "file" ? vscode.Uri.joinPath(storage, "open").fsPath : undefined);
     this.compare = new CompareCommands(context, this, status);
   }
 

@@ -6,7 +6,10 @@
  *   and its script are in perfettoPage.ts.
  * - **Open trace in browser**: serves the trace once from 127.0.0.1:9001 (traceServer.ts) and
  *   opens `<origin>/#!/?url=…` through `asExternalUri`; when the forwarded local port is not 9001
- *   the UI could not fetch it, so it says why and opens the panel instead.
+ *   the UI could not fetch it, so it says why and opens the panel instead. When the browser is
+ *   on this machine the link (its path holds the server's token) never reaches a command line:
+ *   the browser gets a private redirect page (redirectPage.ts). Over Remote-SSH the local VS
+ *   Code hands the link to the local OS opener, whose command line shows it briefly.
  * - **Copy trace path**, **Reveal trace file**.
  */
 import { randomBytes } from "node:crypto";
@@ -22,6 +25,7 @@ import {
   plainBytes,
   traceTitle,
 } from "./perfettoPage";
+import { removeRedirectPage, writeRedirectPage } from "./redirectPage";
 import {
   DEFAULT_SERVE_TIMEOUT_MS,
   LOOPBACK,
@@ -57,6 +61,9 @@ export function isLocalPerfettoPort(uri: { scheme: string; authority: string }):
 export class PerfettoViews implements vscode.Disposable {
   private readonly panels = new Map<string, vscode.WebviewPanel>();
   private served: RunningTraceServer | undefined;
+
+  /** `pageFolder`: where private redirect pages go (the extension's global storage). */
+  constructor(private readonly pageFolder?: string) {}
 
   /** The trace in a webview panel with the Perfetto UI (reuses the trace's open panel). */
   async openInPanel(trace: vscode.Uri, originSetting: string): Promise<void> {
@@ -156,10 +163,45 @@ export class PerfettoViews implements vscode.Disposable {
         traceWarn(`nothing fetched ${trace.fsPath} within ${DEFAULT_SERVE_TIMEOUT_MS / 1000} s; stopped serving`);
       }
     });
-    const opened = await vscode.env.openExternal(vscode.Uri.parse(link));
+    const target = this.browserTarget(link);
+    if (target === undefined) {
+      await server.close();
+      await this.openInPanel(trace, originSetting);
+      return;
+    }
+    if (target.scheme === "file") {
+      void server.done.then(() => {
+        removeRedirectPage(target.fsPath);
+      });
+    }
+    const opened = await vscode.env.openExternal(target);
     if (!opened) {
       await server.close();
       traceWarn(`the browser did not open ${link}`);
+    }
+  }
+
+  /**
+   * What to hand to the OS opener for `link`: a private redirect page when the browser runs on
+   * this machine (desktop VS Code, no remote), so the token never shows in a command line;
+   * otherwise the link itself (the opener is on the local computer over Remote-SSH; a web UI
+   * opens a tab). Undefined when the page cannot be written: the caller shows the panel.
+   */
+  private browserTarget(link: string): vscode.Uri | undefined {
+    const local = vscode.env.remoteName === undefined && vscode.env.uiKind === vscode.UIKind.Desktop;
+    if (!local) {
+      return vscode.Uri.parse(link);
+    }
+    try {
+      if (this.pageFolder === undefined) {
+        throw new Error("no extension storage folder");
+      }
+      return vscode.Uri.file(writeRedirectPage(this.pageFolder, link));
+    } catch (e) {
+      const why = `cannot write the private page that opens the browser (${errorText(e)})`;
+      traceWarn(why);
+      void vscode.window.showWarningMessage(`torchscope: ${why}. Showing the trace in a VS Code panel instead.`);
+      return undefined;
     }
   }
 

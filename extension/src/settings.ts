@@ -10,21 +10,25 @@ import type { ProfileArgs } from "./types";
  * `server/torchscope/protocol.py`. Their defaults are package.json's (a test holds them equal to
  * `JobOptions`'); a value of the wrong type is left out, so the server's default applies.
  * A new job option that the editor exposes is one row here plus its package.json setting.
+ * A `size` row holds a memory size as text (`12G`); it is sent as set, "" included (the
+ * server's default: half the physical memory), so clearing it takes effect.
  */
 export const JOB_SETTINGS: readonly JobSetting[] = [
   { key: "steps", wire: "steps", min: 1, max: 1000, integer: true },
   { key: "warmup", wire: "warmup", min: 0, max: 1000, integer: true },
   { key: "timeout", wire: "timeout_s", min: 1, max: 24 * 3600, integer: false },
   { key: "memory", wire: "memory", boolean: true },
+  { key: "maxMemory", wire: "max_memory", size: true },
 ];
 
-/** A numeric job setting (clamped to [min, max]) or an on/off one. */
+/** A numeric job setting (clamped to [min, max]), an on/off one, or a memory size as text. */
 export type JobSetting =
   | { key: string; wire: string; min: number; max: number; integer: boolean }
-  | { key: string; wire: string; boolean: true };
+  | { key: string; wire: string; boolean: true }
+  | { key: string; wire: string; size: true };
 
 /** Job options by wire name (only those set with the right type). */
-export type JobOptions = Record<string, number | boolean>;
+export type JobOptions = Record<string, number | boolean | string>;
 
 export interface Settings {
   job: JobOptions;
@@ -81,6 +85,13 @@ export function jobOptions(config: ConfigurationLike): JobOptions {
       const flag = config.get(row.key);
       if (typeof flag === "boolean") {
         out[row.wire] = flag;
+      }
+      continue;
+    }
+    if ("size" in row) {
+      const text = config.get(row.key); // sent even when "" (the server's default)
+      if (typeof text === "string") {
+        out[row.wire] = text.trim();
       }
       continue;
     }

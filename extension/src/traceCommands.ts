@@ -16,9 +16,15 @@ export class TraceCommands {
   /** The trace of the latest run per document URI, and of the latest run of all. */
   private readonly results = new Map<string, string>();
   private lastTrace: string | undefined;
-  private readonly perfetto = new PerfettoViews();
+  private readonly perfetto: PerfettoViews;
 
-  constructor(private readonly host: { clientOrExplain(): Promise<LanguageClient | undefined> }) {}
+  /** `pageFolder`: where Open trace in browser writes its private redirect pages. */
+  constructor(
+    private readonly host: { clientOrExplain(): Promise<LanguageClient | undefined> },
+    pageFolder?: string,
+  ) {
+    this.perfetto = new PerfettoViews(pageFolder);
+  }
 
   rows(): CommandRow[] {
     return [

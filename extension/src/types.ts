@@ -31,6 +31,7 @@ export interface ProfileArgs {
   steps?: number;
   warmup?: number;
   timeout_s?: number;
+  max_memory?: string;
   /** Record allocations per line (the memory pass). */
   memory?: boolean;
 }

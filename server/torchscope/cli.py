@@ -19,7 +19,7 @@ from torchscope import __version__
 from torchscope.cli_calibrate import add_calibrate_parser, calibrate_command
 from torchscope.cli_compare import add_compare_arguments
 from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, parse_size
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -39,6 +39,17 @@ def _number(kind: type, minimum: Optional[float]) -> Callable[[str], Any]:
     return parse
 
 
+def _size(text: str) -> str:
+    """A memory size such as 12G, kept as written (``JobOptions.max_memory``; "": the default,
+    which argparse passes through here too)."""
+    try:
+        if text.strip():
+            parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text.strip()
+
+
 def add_job_options(parser: argparse.ArgumentParser) -> None:
     """One flag per ``JobOptions`` field that has one, with its default and limits from there
     (``args``' attribute is the field's name, so ``job_options(args)`` fills it back)."""
@@ -49,6 +60,16 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
         if spec.default is False:
             parser.add_argument(
                 meta["flag"], dest=spec.name, action="store_true", help=meta["help"]
+            )
+            continue
+        if meta.get("size"):  # its help says what the default ("") means
+            parser.add_argument(
+                meta["flag"],
+                dest=spec.name,
+                default=spec.default,
+                metavar="SIZE",
+                type=_size,
+                help=meta["help"],
             )
             continue
         kind = type(spec.default)

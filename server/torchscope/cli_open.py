@@ -16,6 +16,7 @@ import webbrowser
 from pathlib import Path
 from typing import Optional, TextIO
 
+from torchscope.host.browser import remove, write_redirect
 from torchscope.host.trace_server import (
     DEFAULT_ORIGIN,
     DEFAULT_TIMEOUT_S,
@@ -81,13 +82,17 @@ def open_in_perfetto(
     except TraceServerError as exc:
         print(f"torchscope: {exc}", file=sys.stderr, flush=True)
         return False
+    redirect: Optional[Path] = None
     with server:
         print(f"Perfetto: {server.link}", file=link_out or sys.stdout, flush=True)
         if _has_gui_browser():
             _say("opening the link in your browser")
-            # A BROWSER command may block until it exits: never let it hold the wait.
+            # Never the link itself on the browser's command line (the token would show in
+            # `ps`): a private redirect file. A BROWSER command may block until it exits:
+            # never let it hold the wait.
+            redirect = write_redirect(server.link)
             threading.Thread(
-                target=webbrowser.open, args=(server.link,), name="browser", daemon=True
+                target=webbrowser.open, args=(redirect.as_uri(),), name="browser", daemon=True
             ).start()
         else:
             ssh = os.environ.get("SSH_CONNECTION")
@@ -106,6 +111,9 @@ def open_in_perfetto(
         except KeyboardInterrupt:
             _say("interrupted: stopped serving")
             return False
+        finally:
+            if redirect is not None:
+                remove(redirect)
     if served:
         _say(f"Perfetto fetched the trace ({len(server.data):,} bytes); stopped serving")
         return True

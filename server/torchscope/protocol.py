@@ -72,7 +72,8 @@ def _option(default: Any, help: str, **meta: Any) -> Any:
 
     ``flag``: the CLI flag (None: not a profile flag); ``setting``: the editor setting
     (``torchscope.<setting>`` in package.json; None: not an editor setting); ``minimum``,
-    ``choices``: what ``JobOptions.updated`` accepts.
+    ``choices``: what ``JobOptions.updated`` accepts; ``size``: a memory size as text
+    (``parse_size``; "" for the default).
     """
     return field(default=default, metadata={"help": help, **meta})
 
@@ -91,6 +92,15 @@ class JobOptions:
     )
     timeout_s: float = _option(
         120.0, "seconds per job", flag="--timeout", setting="timeout", minimum=1
+    )
+    # A size (``parse_size``); "" means half the machine's RAM, which no literal could say.
+    max_memory: str = _option(
+        "",
+        "stop the worker when its processes hold more memory than this, e.g. 12G "
+        "(default: half the physical memory)",
+        flag="--max-memory",
+        setting="maxMemory",
+        size=True,
     )
     device: str = _option("auto", "where the code runs", flag="--device", choices=DEVICES)
     with_stack: bool = _option(
@@ -157,10 +167,38 @@ def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
         if minimum is not None and value < minimum:
             raise ValueError(f"option {spec.name!r} must be a number >= {minimum}, got {value!r}")
         return kind(value)
+    if spec.metadata.get("size"):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(int(value))
+        if not isinstance(value, str):
+            raise ValueError(f"option {spec.name!r} must be a size such as 12G, got {value!r}")
+        if value.strip():
+            try:
+                parse_size(value)
+            except ValueError as exc:
+                raise ValueError(f"option {spec.name!r}: {exc}") from None
+        return value.strip()
     if not isinstance(value, str) or (choices and value not in choices):
         allowed = f"one of {', '.join(choices)}" if choices else "a string"
         raise ValueError(f"option {spec.name!r} must be {allowed}, got {value!r}")
     return value
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``12G``, ``512MB``, ``1.5 GiB`` or a number of bytes; ValueError says what is allowed."""
+    cleaned = text.strip().upper().replace(" ", "").removesuffix("IB").removesuffix("B")
+    number = cleaned.rstrip("KMGT")
+    unit = cleaned[len(number) :]
+    try:
+        value = float(number) * _SIZE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise ValueError(f"{text!r} is not a memory size: write e.g. 12G, 512M or 1.5GB") from None
+    if value < 16 << 20:
+        raise ValueError(f"memory limit {text!r} is below 16 MB: torch alone needs more")
+    return int(value)
 
 
 @dataclass

@@ -8,16 +8,32 @@ an ``Origin`` header, after probing ``POST /status``), and writes what it got as
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
+import re
 import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 
 
+def follow_redirect_file(argument: str) -> tuple[str, dict[str, object]]:
+    """torchscope opens a private redirect page (so the token is not in argv): read it as a
+    browser would and return the link it redirects to, with what the page's file looked like."""
+    if not argument.startswith("file://"):
+        return argument, {"opened": argument}
+    page = urllib.parse.unquote(urllib.parse.urlsplit(argument).path)
+    with open(page, encoding="utf-8") as handle:
+        text = handle.read()
+    link = html.unescape(re.search(r'content="0;url=([^"]+)"', text).group(1))  # type: ignore[union-attr]
+    mode = os.stat(page).st_mode & 0o777
+    return link, {"opened": argument, "page_mode": mode}
+
+
 def main() -> None:
-    link, report = sys.argv[1], sys.argv[2]
+    link, page = follow_redirect_file(sys.argv[1])
+    report = sys.argv[2]
     parts = urllib.parse.urlsplit(link)
     origin = f"{parts.scheme}://{parts.netloc}"
     route = parts.fragment  # "!/?url=http://127.0.0.1:9001/<token>/<name>"
@@ -33,6 +49,7 @@ def main() -> None:
         body = r.read()
         result = {
             "link": link,
+            **page,
             "url": url,
             "status": r.status,
             "status_probe": status_probe,

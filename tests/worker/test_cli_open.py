@@ -115,6 +115,9 @@ def test_profile_open_serves_the_trace_to_the_browser(trace_dir: Path, tmp_path:
 
     fetched = wait_for_file(report, 30)
     assert fetched["url"] == match.group(2)
+    # The browser got a private (0600) redirect page, never the link with its token in argv.
+    assert fetched["opened"].startswith("file://") and fetched["page_mode"] == 0o600
+    assert match.group(2) not in fetched["opened"]
     assert fetched["status"] == 200 and fetched["status_probe"] == 404
     assert fetched["allow_origin"] == ORIGIN and fetched["cache_control"] == "no-cache"
     data = trace_file.read_bytes()

@@ -32,10 +32,11 @@ describe("settings resolution", () => {
         pythonPath: " /opt/py/bin/python ",
         "perfetto.origin": "https://perfetto.example.org/",
         keepTraces: 50,
+        maxMemory: " 12G ",
       }),
     );
     assert.deepEqual(s, {
-      job: { steps: 7, warmup: 0, timeout_s: 30.5 },
+      job: { steps: 7, warmup: 0, timeout_s: 30.5, max_memory: "12G" },
       hotLineThreshold: 12.5,
       inlayHintsEnabled: false,
       pythonPath: "/opt/py/bin/python",
@@ -57,6 +58,7 @@ describe("settings resolution", () => {
     assert.equal(s.perfettoOrigin, DEFAULT_SETTINGS.perfettoOrigin);
     assert.equal(resolveSettings(config({ keepTraces: 0 })).keepTraces, 1);
     assert.equal(resolveSettings(config({ keepTraces: "many" })).keepTraces, 20);
+    assert.equal(resolveSettings(config({ maxMemory: 12 })).job.max_memory, undefined);
   });
 
   it("rounds step counts", () => {
@@ -76,6 +78,9 @@ describe("settings resolution", () => {
       keep_traces: 20,
     });
     assert.equal(serverSettings(DEFAULT_SETTINGS, "/ws/storage/traces").trace_dir, "/ws/storage/traces");
+    // a memory size is sent as set, "" too (the server's default: half the RAM)
+    assert.equal(serverSettings(resolveSettings(config({ maxMemory: "1G" }))).max_memory, "1G");
+    assert.equal(serverSettings(resolveSettings(config({ maxMemory: "" }))).max_memory, "");
   });
 
   it("builds the profile command's argument", () => {

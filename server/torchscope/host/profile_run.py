@@ -19,7 +19,12 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
 from torchscope.analysis.report import Peaks
 from torchscope.host.trace_store import TraceStore
-from torchscope.host.worker_process import JobCancelled, WorkerError, WorkerProcess
+from torchscope.host.worker_process import (
+    JobCancelled,
+    MemoryLimitExceeded,
+    WorkerError,
+    WorkerProcess,
+)
 from torchscope.protocol import (
     Hello,
     JobError,
@@ -228,6 +233,12 @@ class Profiler:
         # One start at a time: a background prestart and the first job must share one worker.
         self._start_lock = asyncio.Lock()
         self._job_ids = itertools.count(1)
+        self._running = "another job"  # what a queued request waits for
+
+    def _say_queued(self, on_progress: Optional[Callable[[Progress], None]]) -> None:
+        """Requests run one at a time, in order; one that has to wait says for what."""
+        if self._lock.locked() and on_progress is not None:
+            on_progress(Progress(0, "queued", f"waiting for the job on `{self._running}`", 0.0))
 
     async def hello(self) -> Hello:
         """Start the worker if needed and return its handshake (torch version, CUDA, devices)."""
@@ -255,7 +266,9 @@ class Profiler:
         on_progress: Optional[Callable[[Progress], None]] = None,
         on_output: Optional[Callable[[Output], None]] = None,
     ) -> OutcomeT:
-        """Run one job of ``kind`` on ``target``; every failure is a ``ProfileFailure``."""
+        """Run one job of ``kind`` on ``target``; every failure is a ``ProfileFailure``.
+        Jobs run one at a time, in order."""
+        self._say_queued(on_progress)
         output: list[str] = []
 
         def collect_output(message: Output) -> None:
@@ -264,6 +277,7 @@ class Profiler:
                 on_output(message)
 
         async with self._lock:
+            self._running = target.qualname
             hello = await self.hello()
             chosen = choose_call(target, call, hello.cuda_available)
             fields = job_fields(next(self._job_ids), target, chosen, options, self.trace_store)
@@ -273,6 +287,8 @@ class Profiler:
                 reply = await worker.run(request, on_progress, collect_output, options.timeout_s)
             except JobCancelled as exc:
                 raise ProfileFailure("timeout", str(exc), target.def_line) from exc
+            except MemoryLimitExceeded as exc:
+                raise ProfileFailure("memory", str(exc), target.def_line) from exc
             except WorkerError as exc:
                 raise ProfileFailure("worker", str(exc), target.def_line) from exc
             finally:

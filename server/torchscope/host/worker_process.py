@@ -12,11 +12,15 @@ import contextlib
 import logging
 import os
 import signal
+import subprocess
 import sys
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
+from torchscope.host import process_tree
+from torchscope.host.worker_env import dependency_path, start_guardian, worker_environment
 from torchscope.protocol import (
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -28,6 +32,7 @@ from torchscope.protocol import (
     ProtocolError,
     Shutdown,
     encode,
+    parse_size,
 )
 
 log = logging.getLogger(__name__)
@@ -48,6 +53,11 @@ _BOOTSTRAP = (
 #: How long a fresh worker may take to import torch and say hello.
 START_TIMEOUT_S = 120.0
 
+#: Forward at most this much of the worker's stderr per job; the rest is counted.
+MAX_STDERR_BYTES = 256 * 1024
+#: Lines of stderr quoted when the worker dies.
+TAIL_LINES = 12
+
 
 class WorkerError(Exception):
     """The worker could not be started or died; the message says what to do."""
@@ -55,6 +65,10 @@ class WorkerError(Exception):
 
 class JobCancelled(Exception):
     """The job was cancelled (by the user or a timeout) and its worker killed."""
+
+
+class MemoryLimitExceeded(WorkerError):
+    """The worker's processes together went over the memory limit and were stopped."""
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -82,21 +96,35 @@ class WorkerProcess:
         self._pending: list[Message] = []
         self._stderr_task: Optional[asyncio.Task[None]] = None
         self.hello: Optional[Hello] = None
+        self.marker = process_tree.new_marker()
+        """``TORCHSCOPE_JOB`` of this worker and everything it starts."""
+        self.max_memory: Optional[int] = None
+        """Bytes the worker's processes may hold together; set by each job's options."""
+        self._stopped: Optional[str] = None  # why the host stopped the worker, if it did
+        self._tail: deque[str] = deque(maxlen=4 * TAIL_LINES)
+        self._stderr_room = MAX_STDERR_BYTES
+        self._stderr_dropped = 0
+        self._guardian: Optional[subprocess.Popen[bytes]] = None
+        self._guardian_pipe: Optional[int] = None
+        self._watch_task: Optional[asyncio.Task[None]] = None
 
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
     async def start(self) -> Hello:
-        env = dict(os.environ)
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        process_tree.become_subreaper()  # escaped descendants come back to us, to be killed
+        env = worker_environment(self.marker)
+        dependencies = dependency_path()
         try:
+            self._guardian, self._guardian_pipe = start_guardian(PACKAGE_PARENT, self.marker)
             self._process = await asyncio.create_subprocess_exec(
                 self.python,
                 "-c",
                 _BOOTSTRAP,
                 PACKAGE_PARENT,
                 *self.extra_paths,
+                *([dependencies] if dependencies else []),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -106,11 +134,13 @@ class WorkerProcess:
                 limit=1024 * 1024,
             )
         except OSError as exc:
+            await self._stop_guardian()
             raise WorkerError(
                 f"cannot start the Python interpreter {self.python!r}: {exc} — "
                 "set the interpreter (torchscope.pythonPath / --python) to a Python with torch"
             ) from exc
         self._stderr_task = asyncio.ensure_future(self._pump_stderr())
+        self._watch_task = asyncio.ensure_future(self._watch_memory())
         try:
             message = await asyncio.wait_for(self._next_message(), START_TIMEOUT_S)
         except asyncio.TimeoutError:
@@ -145,21 +175,89 @@ class WorkerProcess:
                 line = await stream.read(65536)
             if not line:
                 return
-            self._on_stderr(line.decode("utf-8", "replace").rstrip("\n"))
+            text = line.decode("utf-8", "replace").rstrip("\n")
+            self._tail.append(text[:500])
+            if self._stderr_room <= 0:
+                self._stderr_dropped += len(line)
+                continue
+            if len(line) > self._stderr_room:
+                self._stderr_dropped += len(line) - self._stderr_room
+                text = line[: self._stderr_room].decode("utf-8", "replace").rstrip("\n")
+            self._stderr_room -= len(line)
+            self._on_stderr(text)
+
+    def _start_job_output(self) -> None:
+        """A new job: its own stderr allowance."""
+        self._stderr_room = MAX_STDERR_BYTES
+        self._stderr_dropped = 0
+
+    def _end_job_output(self) -> None:
+        if self._stderr_dropped:
+            size = process_tree.format_size(self._stderr_dropped)
+            self._on_stderr(f"[torchscope] … {size} more output not shown")
+        self._stderr_dropped = 0
+
+    async def _watch_memory(self) -> None:
+        """Stop the worker when its process tree's RSS goes over ``max_memory``."""
+        process = self._process
+        assert process is not None
+        over = await process_tree.watch_memory(process.pid, self.marker, lambda: self.max_memory)
+        if over is not None and process.returncode is None:
+            used, limit = (process_tree.format_size(n) for n in over)
+            self._stopped = (
+                f"stopped at {used} (limit {limit}): the function's processes used more memory "
+                "than allowed — profile a smaller input, or raise the limit "
+                "(torchscope.maxMemory / --max-memory)"
+            )
+            process_tree.kill_marked_now(self.marker, keep={process.pid})
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
 
     async def _next_message(self) -> Message:
         assert self._process is not None and self._process.stdout is not None
         while not self._pending:
-            chunk = await self._process.stdout.read(65536)
+            chunk = await self._read_or_exit()
             if not chunk:
-                code = await self._process.wait()
-                raise WorkerError(f"the worker exited unexpectedly (exit code {code}); see the log")
+                raise await self._death()
             try:
                 self._pending.extend(self._decoder.feed(chunk))
             except ProtocolError as exc:
                 await self.kill()
                 raise WorkerError(f"the worker's pipe is corrupt: {exc}") from exc
         return self._pending.pop(0)
+
+    async def _read_or_exit(self) -> bytes:
+        """The next chunk from the worker, or b"" once it has exited. Waits on the process, not
+        on EOF: a child the user's code left behind may hold the pipes open."""
+        process = self._process
+        assert process is not None and process.stdout is not None
+        read = asyncio.ensure_future(process.stdout.read(65536))
+        exited = asyncio.ensure_future(process_tree.wait_exited(process))
+        try:
+            await asyncio.wait({read, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if not read.done():  # gone: take what it wrote before dying, if it comes at once
+                await asyncio.wait({read}, timeout=0.2)
+            return read.result() if read.done() else b""
+        finally:
+            for task in (read, exited):
+                task.cancel()
+
+    async def _death(self) -> WorkerError:
+        """The error for a worker that died: the signal or exit code, named, and its last
+        words on stderr."""
+        process = self._process
+        assert process is not None
+        await process_tree.wait_exited(process, 2.0)
+        process_tree.kill_marked_now(self.marker, keep={process.pid})  # they may hold stderr
+        await self._finish_stderr()
+        if self._stopped:
+            return MemoryLimitExceeded(self._stopped)
+        tail = [line for line in self._tail if process_tree.worth_quoting(line)][-TAIL_LINES:]
+        said = "; its last output:\n" + "\n".join(tail) if tail else " (it wrote nothing to stderr)"
+        return WorkerError(
+            f"{process_tree.describe_exit(process.returncode)}{said}\n"
+            "The next profile starts a fresh worker."
+        )
 
     def _send(self, message: Message) -> None:
         assert self._process is not None and self._process.stdin is not None
@@ -176,6 +274,9 @@ class WorkerProcess:
         timeout or cancellation the worker is killed and the error raised."""
         if not self.alive:
             raise WorkerError("the worker is not running")
+        limit = request.options.max_memory
+        self.max_memory = parse_size(limit) if limit else process_tree.default_max_memory()
+        self._start_job_output()
         self._send(request)
         try:
             return await asyncio.wait_for(
@@ -190,6 +291,14 @@ class WorkerProcess:
         except asyncio.CancelledError:
             await self.kill()
             raise
+        finally:
+            await self._end_job()
+
+    async def _end_job(self) -> None:
+        """Whatever the outcome: nothing the job started outlives it."""
+        keep = {self._process.pid} if self._process is not None else set()
+        await process_tree.kill_marked(self.marker, keep=keep)
+        self._end_job_output()
 
     async def _collect(
         self,
@@ -218,10 +327,30 @@ class WorkerProcess:
                 os.killpg(process.pid, signal.SIGKILL)
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 10)
+        process_tree.kill_marked_now(self.marker, keep={process.pid})
+        await process_tree.wait_exited(process, 10.0)
+        await process_tree.kill_marked(self.marker, keep={process.pid})
         await self._finish_stderr()
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            self._watch_task = None
+        await self._stop_guardian()
         self._process = None
+
+    async def _stop_guardian(self) -> None:
+        """Close the guardian's pipe (it sweeps once more and exits) and reap it."""
+        if self._guardian_pipe is not None:
+            os.close(self._guardian_pipe)
+            self._guardian_pipe = None
+        guardian, self._guardian = self._guardian, None
+        if guardian is None:
+            return
+        for _ in range(100):
+            if guardian.poll() is not None:
+                return
+            await asyncio.sleep(0.02)
+        with contextlib.suppress(ProcessLookupError):
+            guardian.kill()
 
     async def _finish_stderr(self) -> None:
         if self._stderr_task is not None:
@@ -239,7 +368,6 @@ class WorkerProcess:
                 self._send(Shutdown())
                 assert process.stdin is not None
                 process.stdin.close()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 5)
+            await process_tree.wait_exited(process, 5.0)
         await self.kill()
 

@@ -31,8 +31,13 @@ def register(server: TorchscopeServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def opened(ls: TorchscopeServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
+        ls.closed_documents.discard(uri)
         if ls.results.functions(uri) and ls.results.reopen(uri, params.text_document.text):
             ls.publish(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def closed(ls: TorchscopeServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.closed_documents.add(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def edited(ls: TorchscopeServer, params: types.DidChangeTextDocumentParams) -> None:

@@ -251,7 +251,16 @@ def store_result(
     document = ls.workspace.text_documents.get(uri)
     if document is not None:
         ls.results.reopen(uri, document.source)
-    ls.publish(uri)
+    if uri not in ls.closed_documents:  # closed while the job ran: kept, shown on reopen
+        ls.publish(uri)
+
+
+def forget_placeholders(ls: TorchscopeServer, uri: str) -> None:
+    """A profile of the file worked: errors not tied to a function ("line 3 is not inside a
+    function") are out of date."""
+    kept = ls.results.by_uri.get(uri, {})
+    for qualname in [q for q in kept if q.startswith("<line ")]:
+        del kept[qualname]
 
 
 def report_failure(
@@ -298,6 +307,7 @@ def publish_profile(
         diff,
         located.source,
     )
+    forget_placeholders(ls, uri)
     store_result(ls, uri, located.source, located.target, report=kept)
     ls.refresh_views()
     report = outcome.to_json()

@@ -66,6 +66,8 @@ class TorchscopeServer(LanguageServer):
         self._profiler: Optional[Profiler] = None
         self._profiler_key: tuple[Any, ...] = ()
         self._closing: set[asyncio.Future[None]] = set()  # old workers shutting down
+        self.closed_documents: set[str] = set()
+        """URIs the editor closed (and has not reopened): results are kept, not published."""
 
     def apply_settings(self, options: Any) -> None:
         try:

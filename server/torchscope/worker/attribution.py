@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from torchscope.worker.call_expression import PreparedCall
+from torchscope.worker.call_expression import PreparedCall, run_to_completion
 from torchscope.worker.line_markers import InstrumentError, instrument
 from torchscope.worker.loader import unwrap
 
@@ -65,11 +65,11 @@ def marked_call(
     callee: Any = prepared.func
     args, kwargs = prepared.args, prepared.kwargs
     if callee is target or unwrap(callee) is inner:
-        return MarkedCall(lambda: copy(*args, **kwargs)), ""
+        return MarkedCall(lambda: run_to_completion(copy(*args, **kwargs))), ""
     bound_func = getattr(callee, "__func__", None)
     if bound_func is not None and unwrap(bound_func) is inner:
         bound = types.MethodType(copy, callee.__self__)
-        return MarkedCall(lambda: bound(*args, **kwargs)), ""
+        return MarkedCall(lambda: run_to_completion(bound(*args, **kwargs))), ""
     try:
         owner, name = _owner(module, qualname)
     except AttributeError as exc:

@@ -8,6 +8,8 @@ the passes. That way ``Model().forward(torch.randn(8, 3))`` builds the model and
 from __future__ import annotations
 
 import ast
+import asyncio
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -30,7 +32,37 @@ class PreparedCall:
     source: str = ""
 
     def invoke(self) -> Any:
-        return self.func(*self.args, **self.kwargs)
+        try:
+            return run_to_completion(self.func(*self.args, **self.kwargs))
+        except SystemExit as exc:  # the job stops, the worker stays (sys.exit is BaseException)
+            raise FunctionExited(
+                f"the function called sys.exit({exc.code!r}) — return instead; torchscope stops "
+                "the job, not the process"
+            ) from None
+
+
+class FunctionExited(Exception):
+    """The function called ``sys.exit``."""
+
+
+def run_to_completion(result: Any) -> Any:
+    """A coroutine is awaited (``asyncio.run``, one loop per call), a generator or async
+    generator exhausted, so that ``async def`` and generator functions do their work; the
+    value of a plain call is returned as it is."""
+    if inspect.iscoroutine(result):
+        return asyncio.run(result)
+    if inspect.isgenerator(result):
+        for _ in result:
+            pass
+        return None
+    if inspect.isasyncgen(result):
+
+        async def drain() -> None:
+            async for _ in result:
+                pass
+
+        return asyncio.run(drain())
+    return result
 
 
 def _namespace(module_globals: dict[str, Any]) -> dict[str, Any]:
@@ -91,4 +123,3 @@ def prepare_call(source: str, module_globals: dict[str, Any]) -> PreparedCall:
 def direct_call(func: Callable[..., Any], name: str) -> PreparedCall:
     """A function with no required parameters is called as it is."""
     return PreparedCall(func, (), {}, f"{name}()")
-

@@ -93,6 +93,7 @@ class ProfileJob:
     def _setup(self) -> tuple[PreparedCall, int]:
         """Import the file, find the target, evaluate the call; keeps module and target."""
         request = self.request
+        self._check_device()
         self._stage("setup", f"importing {Path(request.file).name} and evaluating the call")
         root = Path(request.options.workspace_root) if request.options.workspace_root else None
         try:
@@ -123,6 +124,20 @@ class ProfileJob:
                 "def, or --call on the command line",
             )
         return direct_call(target, request.qualname), def_line
+
+    def _check_device(self) -> None:
+        """``cuda`` asked for where there is none is an error, never a silent CPU profile."""
+        if self.request.options.device == "cuda" and not self.use_cuda:
+            import sys
+
+            import torch
+
+            raise self._fail(
+                "device",
+                f"--device cuda was asked for, but torch {torch.__version__} in "
+                f"{sys.executable} sees no CUDA device — profile on the CPU with --device cpu "
+                "(torchscope.device: cpu), or install a CUDA build of torch where there is a GPU",
+            )
 
     def _call_once(self, prepared: PreparedCall, what: str) -> float:
         start = time.perf_counter()

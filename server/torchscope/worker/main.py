@@ -9,6 +9,7 @@ import traceback
 from typing import Optional
 
 from torchscope.protocol import PROTOCOL_VERSION, Hello, JobError, JobRequest, Shutdown
+from torchscope.worker import safety
 from torchscope.worker.channel import Channel
 
 MIN_TORCH = (2, 1)
@@ -67,6 +68,7 @@ def _warm_up_profiler(cuda: bool) -> None:
 
 def main() -> None:
     channel = Channel.take_over_stdio()
+    safety.install()
     torch_version, cuda, names, error = _torch_status()
     channel.send(
         Hello(

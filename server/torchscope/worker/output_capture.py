@@ -1,9 +1,9 @@
 """Capture what the user's code prints during a job and forward it to the host's log.
 
-Python-level writes to ``sys.stdout``/``sys.stderr`` are copied to the real stderr (so they show
-up even if the host only reads stderr) and forwarded as ``Output`` frames, batched so that a
-function printing inside a hot loop cannot flood the pipe. C-level writes go to fd 2, which the
-host reads and logs as well.
+Python-level writes to ``sys.stdout``/``sys.stderr`` are forwarded as ``Output`` frames (once:
+not also to fd 2), batched so that a function printing inside a hot loop cannot flood the pipe,
+and cut at 256 KiB per job with the rest counted. C-level writes go to fd 2, which the host
+reads, caps the same way and logs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ class _Tee:
         self._sink = sink
 
     def write(self, text: str) -> int:
-        self._real.write(text)
-        self._sink.add(self._stream, text)
+        self._sink.add(self._stream, text)  # forwarded once; not also to fd 2, which is logged
         return len(text)
 
     def flush(self) -> None:
@@ -56,9 +55,12 @@ class OutputForwarder:
         self._saved: Optional[tuple[TextIO, TextIO]] = None
 
     def add(self, stream: str, text: str) -> None:
-        if self._forwarded + self._buffered >= MAX_FORWARDED_CHARS:
-            self.dropped += len(text)
-            return
+        room = MAX_FORWARDED_CHARS - self._forwarded - self._buffered
+        if len(text) > room:  # a single huge write is cut too, not only the writes after it
+            self.dropped += len(text) - max(room, 0)
+            text = text[: max(room, 0)]
+            if not text:
+                return
         self._buffer.append((stream, text))
         self._buffered += len(text)
         if self._buffered >= FLUSH_AT_CHARS:
@@ -93,7 +95,15 @@ class OutputForwarder:
             self._buffer.append(
                 (
                     "stderr",
-                    f"\n[torchscope] {self.dropped} more characters of output not forwarded\n",
+                    f"\n[torchscope] … {_size(self.dropped)} more output not shown "
+                    f"(the first {MAX_FORWARDED_CHARS // 1024} KiB were)\n",
                 )
             )
         self.flush()
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} characters"

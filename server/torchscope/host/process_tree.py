@@ -1,0 +1,240 @@
+"""Find, measure and kill every process a worker started, wherever it went.
+
+Each worker runs with ``TORCHSCOPE_JOB=<uuid>`` in its environment; everything it starts
+inherits the variable, even a process that calls ``setsid()`` or double-forks. The host is a
+child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), so such escaped descendants are re-parented
+to it instead of to init, and can be reaped after they are killed. ``/proc/<pid>/environ`` is
+the initial environment, so a process cannot hide by editing ``os.environ``.
+
+On macOS none of this exists (no ``/proc``, no subreaper, no parent-death signal): there the
+worker's process group is still killed, but a descendant that leaves the group survives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Callable
+from typing import Optional, Protocol
+
+#: The environment variable naming the worker a process belongs to.
+MARKER_ENV = "TORCHSCOPE_JOB"
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+#: How long a SIGTERM'd process gets before SIGKILL.
+TERM_GRACE_S = 0.5
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt its orphaned descendants (Linux); idempotent."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def new_marker() -> str:
+    return uuid.uuid4().hex
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return handle.read()
+    except OSError:  # gone, or another user's
+        return b""
+
+
+def marked_pids(marker: str, variable: str = MARKER_ENV) -> list[int]:
+    """Live processes whose initial environment has ``variable=marker`` (zombies excluded)."""
+    needle = f"{variable}={marker}".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            pid = int(name)
+            if pid == os.getpid():
+                continue
+            if needle in _environ(pid).split(b"\0") and not _is_zombie(pid):
+                found.append(pid)
+    return found
+
+
+def _stat_fields(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return []
+    return text[text.rfind(")") + 2 :].split()  # the name may hold spaces and parentheses
+
+
+def _is_zombie(pid: int) -> bool:
+    fields = _stat_fields(pid)
+    return not fields or fields[0] in ("Z", "X")
+
+
+def rss_bytes(pids: list[int]) -> int:
+    """The summed resident memory of ``pids`` (those already gone count 0)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", encoding="ascii") as handle:
+                total += int(handle.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def _reap(pids: list[int]) -> None:
+    """Collect the exit status of those that became our children (we are the subreaper)."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+async def kill_marked(
+    marker: str, keep: Optional[set[int]] = None, grace_s: float = TERM_GRACE_S
+) -> list[int]:
+    """SIGTERM every process carrying ``marker`` (but ``keep``), SIGKILL those still there after
+    ``grace_s``; returns the pids found. Repeats, so children forked meanwhile are caught too."""
+    keep = keep or set()
+    seen: set[int] = set()
+    for _ in range(5):
+        pids = [p for p in marked_pids(marker) if p not in keep]
+        if not pids:
+            break
+        seen.update(pids)
+        _signal_all(pids, signal.SIGTERM)
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while asyncio.get_running_loop().time() < deadline:
+            _reap(pids)
+            if not [p for p in pids if not _is_zombie(p)]:
+                break
+            await asyncio.sleep(0.02)
+        _signal_all(pids, signal.SIGKILL)
+        await asyncio.sleep(0.01)
+        _reap(pids)
+    return sorted(seen)
+
+
+def kill_marked_now(marker: str, keep: Optional[set[int]] = None) -> None:
+    """SIGKILL every process carrying ``marker`` at once (no grace: used when stopping)."""
+    for _ in range(3):
+        pids = [p for p in marked_pids(marker) if p not in (keep or set())]
+        if not pids:
+            return
+        _signal_all(pids, signal.SIGKILL)
+        _reap(pids)
+
+
+class _Exiting(Protocol):
+    @property
+    def returncode(self) -> Optional[int]: ...
+
+
+async def wait_exited(process: _Exiting, timeout_s: Optional[float] = None) -> None:
+    """Wait until ``process`` has exited (at most ``timeout_s``). Polls the return code, which
+    the child watcher sets at exit: ``process.wait()`` on Python 3.11 also waits for the pipes
+    to close, which a grandchild holding them may never let happen."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout_s is None else loop.time() + timeout_s
+    while process.returncode is None and (deadline is None or loop.time() < deadline):
+        await asyncio.sleep(0.02)
+
+
+async def watch_memory(
+    pid: int, marker: str, limit: Callable[[], Optional[int]], poll_s: float = 0.05
+) -> Optional[tuple[int, int]]:
+    """Poll the RSS of ``pid`` and every process carrying ``marker``; return ``(used, limit)``
+    once it is over ``limit()``, or None when ``pid`` is gone."""
+    loop = asyncio.get_running_loop()
+    pids, rescan_at = [pid], 0.0
+    while os.path.exists(f"/proc/{pid}") and not _is_zombie(pid):
+        await asyncio.sleep(poll_s)
+        bound = limit()
+        if not bound:
+            continue
+        if loop.time() >= rescan_at:  # the /proc scan is the costly part: not every poll
+            pids = [pid, *marked_pids(marker)]
+            rescan_at = loop.time() + 0.5
+        used = rss_bytes(pids)
+        if used > bound:
+            return used, bound
+    return None
+
+
+def format_size(size: float) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{int(size)} B"
+
+
+def default_max_memory() -> int:
+    """Half the physical memory: the limit when ``JobOptions.max_memory`` is "" (its default)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (ValueError, OSError):
+        return 8 << 30
+
+
+def describe_exit(code: Optional[int]) -> str:
+    """What an exit status means, in words: signals by name."""
+    if code is None:
+        return "the worker stopped"
+    if code < 0:
+        number = -code
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        short, advice = _SIGNAL_MEANING.get(name, (signal.strsignal(number) or "a signal", ""))
+        return f"the worker crashed: {name} ({short}){advice}"
+    return (
+        f"the worker exited with code {code}: the code called os._exit({code}) or the "
+        "interpreter died; the job was not finished"
+    )
+
+
+def worth_quoting(line: str) -> bool:
+    """A stderr line for a crash message: not blank, not the profiler's chatter, not
+    faulthandler's list of loaded modules."""
+    text = line.strip()
+    return bool(text) and not text.startswith(("USDT:", "Extension modules:", "STAGE:"))
+
+
+_SIGNAL_MEANING = {
+    "SIGSEGV": (
+        "segmentation fault",
+        " in native code — an extension or custom op read bad memory",
+    ),
+    "SIGABRT": ("abort", " — native code or the function called abort()"),
+    "SIGKILL": ("killed", " — by another process or the kernel's out-of-memory killer"),
+    "SIGBUS": ("bus error", " in native code"),
+    "SIGFPE": ("arithmetic error", " in native code"),
+    "SIGILL": ("illegal instruction", " — a library built for another CPU"),
+    "SIGTERM": ("terminated", " by another process"),
+}

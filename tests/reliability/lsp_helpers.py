@@ -1,0 +1,58 @@
+"""Driving the real server through pytest-lsp for the reliability tests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from tests.reliability.cases import def_line
+
+
+async def profile(
+    client: LanguageClient,
+    path: Path,
+    name: str,
+    token: str | None = None,
+    wait_s: float = 120,
+    **overrides: Any,
+) -> tuple[dict[str, Any], list[types.Diagnostic]]:
+    """Profile ``name`` in ``path``; the result and the diagnostics published for it. The wait
+    for diagnostics is armed before the request: the server may publish before it answers."""
+    uri = path.as_uri()
+    args = {"uri": uri, "line": def_line(path, name) + 1, **overrides}
+    if token is not None:
+        client.progress_reports.setdefault(token, [])
+    waiting = asyncio.ensure_future(
+        client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    )
+    params = types.ExecuteCommandParams(
+        command="torchscope.profile", arguments=[args], work_done_token=token
+    )
+    result = await asyncio.wait_for(client.workspace_execute_command_async(params), wait_s)
+    await asyncio.wait_for(waiting, 30)
+    return result, list(client.diagnostics[uri])
+
+
+def error_on(diagnostics: list[types.Diagnostic], path: Path, name: str) -> types.Diagnostic:
+    """The one error diagnostic inside function ``name``."""
+    start = def_line(path, name)
+    errors = [
+        d
+        for d in diagnostics
+        if d.severity == types.DiagnosticSeverity.Error and d.range.start.line >= start
+    ]
+    assert errors, diagnostics
+    return min(errors, key=lambda d: d.range.start.line)
+
+
+async def good_profile_works(client: LanguageClient, path: Path) -> None:
+    """After whatever went wrong, the next profile through the same server succeeds."""
+    result, diagnostics = await profile(client, path, "good", timeout_s=120)
+    assert result["ok"], result
+    start = def_line(path, "good")
+    [verdict] = [d for d in diagnostics if d.range.start.line == start]
+    assert verdict.message == result["report"]["verdict"]["headline"]
