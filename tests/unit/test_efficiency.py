@@ -93,9 +93,12 @@ def test_terminal_report_names_the_spec_sheet_peak_and_the_achieved_rates() -> N
     assert f"{addmm.efficiency * 100:.0f} % of spec-sheet peak" in row
 
 
-def _recorded_work(calls: list[str], folder: Path) -> dict[str, tuple[float, int]]:
+def _recorded_work(
+    calls: list[str], folder: Path
+) -> tuple[dict[str, tuple[float, int]], list[Any]]:
     """Each call, run under the real profiler with ``record_shapes`` and read back from the
-    Kineto trace it writes: (bytes ``op_work`` gives its first aten op, its ``out_count``)."""
+    Kineto trace it writes: (bytes ``op_work`` gives its first aten op, its ``out_count``);
+    and all the recorded ops."""
     torch = pytest.importorskip("torch")
     from torch.profiler import profile, record_function
 
@@ -115,7 +118,7 @@ def _recorded_work(calls: list[str], folder: Path) -> dict[str, tuple[float, int
         work = op_work(first["name"], first["args"])
         assert work is not None, (call, first)
         out[call] = (work.bytes, out_count(first["name"], first["args"]))
-    return out
+    return out, ops
 
 
 def test_out_variants_write_their_out_tensor_and_read_only_the_inputs(tmp_path: Path) -> None:
@@ -123,7 +126,7 @@ def test_out_variants_write_their_out_tensor_and_read_only_the_inputs(tmp_path: 
     out tensor is recorded as one more argument and must not count as an input too."""
     size = 64 * 32 * 4
     scalar = 8  # a Python float is recorded as a 0-dim double ("wrapped number")
-    got = _recorded_work(
+    got, ops = _recorded_work(
         [
             "torch.mul(x, 0.5, out=d)",
             "torch.mul(x, 0.5)",
@@ -133,6 +136,7 @@ def test_out_variants_write_their_out_tensor_and_read_only_the_inputs(tmp_path: 
             "torch.sigmoid(x)",
             "torch.mul(x, y)",  # two tensors, no out: same argument count as mul.out(x, 0.5)
             "torch.clamp(x, min=0.0, out=d)",
+            "torch.add(x, 1.0, out=d)",
             "x.mul_(1.0)",
             "d.copy_(x)",
         ],
@@ -148,6 +152,11 @@ def test_out_variants_write_their_out_tensor_and_read_only_the_inputs(tmp_path: 
     assert got["torch.clamp(x, min=0.0, out=d)"] == (2 * size, 1)
     assert got["x.mul_(1.0)"] == (2 * size + scalar, 0)
     assert got["d.copy_(x)"] == (2 * size, 0)
+    # The Python scalar 1.0 made into a 0-dim tensor: a copy_ of a few bytes, no rate.
+    scalar_copies = [
+        e for e in ops if e["name"] == "aten::copy_" and e["args"]["Input Dims"][0] == []
+    ]
+    assert scalar_copies and all(op_work(e["name"], e["args"]) is None for e in scalar_copies)
 
 
 def test_out_arity_table_matches_the_aten_schemas() -> None:

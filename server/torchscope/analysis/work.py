@@ -294,8 +294,8 @@ def _conv(args: Any, tensors: list[Tensor]) -> Work | None:
 
 
 def _memory(name: str, tensors: list[Tensor], outs: int) -> Work | None:
-    if len(tensors) <= outs:
-        return None
+    if len(tensors) <= outs or all(not d for d, _, _ in tensors):
+        return None  # 0-dim only (a Python scalar's copy_): a few bytes, the time is dispatch
     base = base_name(name)
     if outs:
         tensors, written = tensors[:-outs], tensors[-outs:]
