@@ -86,8 +86,9 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
     assert data["verdict"]["efficiency"] == mm["efficiency"]
     assert "GFLOP/s" in data["verdict"]["headline"]
 
-    # The calibration (the fastest repetition) against torch.utils.benchmark's fastest block,
-    # in interleaved rounds (medians of the rounds).
+    # The calibration (the fastest repetition) against torch.utils.benchmark in interleaved
+    # rounds: at least its median rate, at most its fastest block's (medians of the rounds,
+    # ±15 % for a shared machine).
     size = calibrate.CPU_GEMM_N
     a, b = torch.randn(size, size), torch.randn(size, size)
     timer = benchmark.Timer(
@@ -95,13 +96,18 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
         globals={"torch": torch, "a": a, "b": b},
         num_threads=torch.get_num_threads(),
     )
-    ours, theirs, took = [], [], []
+    ours, typical, best, took = [], [], [], []
     for _ in range(3):
         start = time.perf_counter()
         ours.append(calibrate.peaks("cpu", [], force=True)["matmul_gflops"]["float32"])
         took.append(time.perf_counter() - start)
-        theirs.append(2 * size**3 / min(timer.blocked_autorange(min_run_time=0.3).times) / 1e9)
-    assert statistics.median(ours) == pytest.approx(statistics.median(theirs), rel=0.15)
+        measured = timer.blocked_autorange(min_run_time=0.3)
+        typical.append(2 * size**3 / measured.median / 1e9)
+        best.append(2 * size**3 / min(measured.times) / 1e9)
+    numbers = f"calibrated {ours}, benchmark median {typical}, fastest {best} GFLOP/s"
+    print(numbers)
+    assert statistics.median(ours) >= 0.85 * statistics.median(typical), numbers
+    assert statistics.median(ours) <= 1.15 * statistics.median(best), numbers
     assert statistics.median(took) < 2.0
 
 
