@@ -141,10 +141,9 @@ def copy_gbps(rounds: int) -> list[float]:
     return [moved / timer.blocked_autorange(min_run_time=0.3).median / 1e9 for _ in range(rounds)]
 
 
-def test_elementwise_chain_is_memory_bound_at_copy_bandwidth(tmp_path: Path) -> None:
-    """Six out= ops ping-ponging between two 4096² buffers move bytes as a copy does: the
-    chain's GB/s is held against ``copy_`` measured just before and just after the profile
-    (so load on the shared machine hits both)."""
+def chain_round(tmp_path: Path) -> tuple[float, float, str]:
+    """One profile of the chain between two copy measurements: (chain GB/s, copy GB/s, the
+    numbers in words), after checking what must hold whatever the load."""
     before = copy_gbps(2)
     outcome, _ = profile(
         SAMPLES,
@@ -154,18 +153,35 @@ def test_elementwise_chain_is_memory_bound_at_copy_bandwidth(tmp_path: Path) -> 
     )
     after = copy_gbps(2)
     data = outcome.to_json()
-    assert data["verdict"]["id"] == "memory-bound", data["verdict"]["headline"]
+    chain = next((f for f in data["findings"] if f["rule"] == "memory-bound-chain"), None)
+    numbers = (
+        f"chain {chain and chain['details']['gbps']} GB/s, copy {before} then {after} GB/s, "
+        f"peak {data['peaks']['bandwidth_gbps']} GB/s; {data['verdict']['headline']}"
+    )
+    print(numbers)
+    assert data["verdict"]["id"] == "memory-bound", numbers
     assert "arithmetic intensity" in data["verdict"]["headline"]
     assert "ridge point" in data["verdict"]["headline"]
-    chain = next(f for f in data["findings"] if f["rule"] == "memory-bound-chain")
-    assert chain["details"]["ops"] == 6
+    assert chain is not None and chain["details"]["ops"] == 6, numbers
     # Each out= op reads one 64 MiB buffer and writes the other (a Python scalar: 8 bytes more).
     per_chain = chain["details"]["bytes_per_step"] / chain["details"]["runs_per_step"]
     assert per_chain == pytest.approx(6 * 2 * 4096 * 4096 * 4, rel=1e-4)
-    copy = statistics.median(before + after)
-    numbers = f"chain {chain['details']['gbps']:.3g} GB/s, copy {before} then {after} GB/s"
-    print(numbers, "peak", data["peaks"]["bandwidth_gbps"])
-    assert chain["details"]["gbps"] == pytest.approx(copy, rel=0.25), numbers
+    return chain["details"]["gbps"], statistics.median(before + after), numbers
+
+
+def test_elementwise_chain_is_memory_bound_at_copy_bandwidth(tmp_path: Path) -> None:
+    """Six out= ops ping-ponging between two 4096² buffers move bytes as a copy does: the
+    chain's GB/s is held against ``copy_`` measured just before and just after the profile
+    (so load on the shared machine hits both). Load that changes between the two can still
+    part them, so up to three rounds are run until one agrees within ±25 %; counting bytes
+    wrong (an out tensor read too: 1.5×) or an in-place chain (2.3×) fails every round."""
+    seen: list[str] = []
+    for _ in range(3):
+        chain, copy, numbers = chain_round(tmp_path)
+        seen.append(numbers)
+        if chain == pytest.approx(copy, rel=0.25):
+            return
+    pytest.fail("chain GB/s never within ±25 % of copy_:\n" + "\n".join(seen))
 
 
 def test_cached_peaks_correct_themselves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
