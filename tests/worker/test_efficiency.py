@@ -87,8 +87,8 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
     assert "GFLOP/s" in data["verdict"]["headline"]
 
     # The calibration (the fastest repetition) against torch.utils.benchmark in interleaved
-    # rounds: at least its median rate, at most its fastest block's (medians of the rounds,
-    # ±15 % for a shared machine).
+    # rounds: at least its median rate (medians of the rounds), at most its fastest sample of
+    # all rounds (other jobs on this shared machine come and go within a second; ±15 %).
     size = calibrate.CPU_GEMM_N
     a, b = torch.randn(size, size), torch.randn(size, size)
     timer = benchmark.Timer(
@@ -101,13 +101,13 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
         start = time.perf_counter()
         ours.append(calibrate.peaks("cpu", [], force=True)["matmul_gflops"]["float32"])
         took.append(time.perf_counter() - start)
-        measured = timer.blocked_autorange(min_run_time=0.3)
+        measured = timer.blocked_autorange(min_run_time=1.0)
         typical.append(2 * size**3 / measured.median / 1e9)
         best.append(2 * size**3 / min(measured.times) / 1e9)
     numbers = f"calibrated {ours}, benchmark median {typical}, fastest {best} GFLOP/s"
     print(numbers)
     assert statistics.median(ours) >= 0.85 * statistics.median(typical), numbers
-    assert statistics.median(ours) <= 1.15 * statistics.median(best), numbers
+    assert statistics.median(ours) <= 1.15 * max(best), numbers
     assert statistics.median(took) < 2.0
 
 
