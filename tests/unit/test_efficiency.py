@@ -5,11 +5,22 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from torchscope.analysis import analyze, load_trace
 from torchscope.analysis.context import build_context
 from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.report import Measurements
+from torchscope.analysis.work import (
+    ELEMENTWISE,
+    OUT_ARITY,
+    REDUCTIONS,
+    TWO_OUTS,
+    op_work,
+    out_count,
+)
 
 TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 BERT = TRACES / "tracelens_bert_small_h100_torch26.json.gz"
@@ -80,3 +91,101 @@ def test_terminal_report_names_the_spec_sheet_peak_and_the_achieved_rates() -> N
     assert addmm.gflops is not None and addmm.efficiency is not None
     row = next(line for line in text.splitlines() if line.strip().startswith("aten::addmm"))
     assert f"{addmm.efficiency * 100:.0f} % of spec-sheet peak" in row
+
+
+def _recorded_work(
+    calls: list[str], folder: Path
+) -> tuple[dict[str, tuple[float, int]], list[Any]]:
+    """Each call, run under the real profiler with ``record_shapes`` and read back from the
+    Kineto trace it writes: (bytes ``op_work`` gives its first aten op, its ``out_count``);
+    and all the recorded ops."""
+    torch = pytest.importorskip("torch")
+    from torch.profiler import profile, record_function
+
+    x, y, d = torch.rand(64, 32), torch.rand(64, 32), torch.empty(64, 32)
+    names = {"torch": torch, "x": x, "y": y, "d": d}
+    with profile(record_shapes=True) as prof:
+        for i, call in enumerate(calls):
+            with record_function(f"call{i}"):
+                eval(call, names)
+    prof.export_chrome_trace(str(folder / "trace.json"))
+    events = json.loads((folder / "trace.json").read_text())["traceEvents"]
+    ops = sorted((e for e in events if e.get("cat") == "cpu_op"), key=lambda e: e["ts"])
+    out: dict[str, tuple[float, int]] = {}
+    for i, call in enumerate(calls):
+        mark = next(e for e in events if e.get("name") == f"call{i}")
+        first = next(e for e in ops if e["ts"] >= mark["ts"] and e["name"].startswith("aten::"))
+        work = op_work(first["name"], first["args"])
+        assert work is not None, (call, first)
+        out[call] = (work.bytes, out_count(first["name"], first["args"]))
+    return out, ops
+
+
+def test_out_variants_write_their_out_tensor_and_read_only_the_inputs(tmp_path: Path) -> None:
+    """``torch.mul(x, 0.5, out=y)`` moves x in and y out, as ``torch.mul(x, 0.5)`` does; the
+    out tensor is recorded as one more argument and must not count as an input too."""
+    size = 64 * 32 * 4
+    scalar = 8  # a Python float is recorded as a 0-dim double ("wrapped number")
+    got, ops = _recorded_work(
+        [
+            "torch.mul(x, 0.5, out=d)",
+            "torch.mul(x, 0.5)",
+            "torch.add(x, y, out=d)",
+            "torch.add(x, y)",
+            "torch.sigmoid(x, out=d)",
+            "torch.sigmoid(x)",
+            "torch.mul(x, y)",  # two tensors, no out: same argument count as mul.out(x, 0.5)
+            "torch.clamp(x, min=0.0, out=d)",
+            "torch.add(x, 1.0, out=d)",
+            "x.mul_(1.0)",
+            "d.copy_(x)",
+        ],
+        tmp_path,
+    )
+    assert got["torch.mul(x, 0.5, out=d)"] == (2 * size + scalar, 1)
+    assert got["torch.mul(x, 0.5)"] == (2 * size + scalar, 0)
+    assert got["torch.add(x, y, out=d)"] == (3 * size, 1)
+    assert got["torch.add(x, y)"] == (3 * size, 0)
+    assert got["torch.sigmoid(x, out=d)"] == (2 * size, 1)
+    assert got["torch.sigmoid(x)"] == (2 * size, 0)
+    assert got["torch.mul(x, y)"] == (3 * size, 0)
+    assert got["torch.clamp(x, min=0.0, out=d)"] == (2 * size, 1)
+    assert got["x.mul_(1.0)"] == (2 * size + scalar, 0)
+    assert got["d.copy_(x)"] == (2 * size, 0)
+    # The Python scalar 1.0 made into a 0-dim tensor: a copy_ of a few bytes, no rate.
+    scalar_copies = [
+        e for e in ops if e["name"] == "aten::copy_" and e["args"]["Input Dims"][0] == []
+    ]
+    assert scalar_copies and all(op_work(e["name"], e["args"]) is None for e in scalar_copies)
+
+
+def test_out_arity_table_matches_the_aten_schemas() -> None:
+    """``OUT_ARITY``/``TWO_OUTS`` against the installed torch: every ``out`` overload of a known
+    op is in the table, unless a functional overload with as many arguments ends in as many
+    tensors (then the two cannot be told apart and the call is taken as functional)."""
+    torch = pytest.importorskip("torch")
+
+    def is_tensor(arg: Any) -> bool:
+        t = arg.type
+        if isinstance(t, torch._C.OptionalType):
+            t = t.getElementType()
+        return isinstance(t, torch._C.TensorType)
+
+    for base in sorted(ELEMENTWISE | REDUCTIONS):
+        functional: dict[int, set[int]] = {}
+        outs: set[tuple[int, int]] = set()
+        for schema in torch._C._jit_get_schemas_for_operator(f"aten::{base}"):
+            args = schema.arguments
+            n_out = sum(1 for a in args if a.is_out)
+            if n_out:
+                outs.add((len(args), n_out))
+                continue
+            trailing = 0
+            for a in reversed(args):
+                if not is_tensor(a):
+                    break
+                trailing += 1
+            functional.setdefault(len(args), set()).add(trailing)
+        expected = {(n, k) for n, k in outs if all(t < k for t in functional.get(n, set()))}
+        table = {(n, 1) for n in OUT_ARITY[base]} | {(n, 2) for b, n in TWO_OUTS if b == base}
+        assert table == expected, base

@@ -8,6 +8,7 @@ independent measurements are repeated in rounds and their medians compared.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -85,7 +86,9 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
     assert data["verdict"]["efficiency"] == mm["efficiency"]
     assert "GFLOP/s" in data["verdict"]["headline"]
 
-    # The calibration against torch.utils.benchmark, in interleaved rounds (medians).
+    # The calibration (the fastest repetition) against torch.utils.benchmark in interleaved
+    # rounds: at least its median rate (medians of the rounds), at most its fastest sample of
+    # all rounds (other jobs on this shared machine come and go within a second; ±15 %).
     size = calibrate.CPU_GEMM_N
     a, b = torch.randn(size, size), torch.randn(size, size)
     timer = benchmark.Timer(
@@ -93,13 +96,18 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
         globals={"torch": torch, "a": a, "b": b},
         num_threads=torch.get_num_threads(),
     )
-    ours, theirs, took = [], [], []
+    ours, typical, best, took = [], [], [], []
     for _ in range(3):
         start = time.perf_counter()
         ours.append(calibrate.peaks("cpu", [], force=True)["matmul_gflops"]["float32"])
         took.append(time.perf_counter() - start)
-        theirs.append(2 * size**3 / timer.blocked_autorange(min_run_time=0.3).median / 1e9)
-    assert statistics.median(ours) == pytest.approx(statistics.median(theirs), rel=0.15)
+        measured = timer.blocked_autorange(min_run_time=1.0)
+        typical.append(2 * size**3 / measured.median / 1e9)
+        best.append(2 * size**3 / min(measured.times) / 1e9)
+    numbers = f"calibrated {ours}, benchmark median {typical}, fastest {best} GFLOP/s"
+    print(numbers)
+    assert statistics.median(ours) >= 0.85 * statistics.median(typical), numbers
+    assert statistics.median(ours) <= 1.15 * max(best), numbers
     assert statistics.median(took) < 2.0
 
 
@@ -121,23 +129,94 @@ def test_thin_gemm_is_flagged_and_square_is_not(tmp_path: Path) -> None:
     assert data["verdict"]["id"] == "compute-bound"
 
 
-def test_elementwise_chain_is_memory_bound_at_copy_bandwidth(tmp_path: Path) -> None:
-    outcome, _ = profile(
-        SAMPLES, "elementwise_chain", "elementwise_chain(torch.rand(4096, 4096))", tmp_path
-    )
-    data = outcome.to_json()
-    assert data["verdict"]["id"] == "memory-bound", data["verdict"]["headline"]
-    assert "arithmetic intensity" in data["verdict"]["headline"]
-    assert "ridge point" in data["verdict"]["headline"]
-    chain = next(f for f in data["findings"] if f["rule"] == "memory-bound-chain")
-    assert chain["details"]["ops"] == 6
+def copy_gbps(rounds: int) -> list[float]:
+    """``dst.copy_(src)`` on 4096² float32 with ``torch.utils.benchmark`` at the worker's
+    thread count: bytes read + written per second, one number per round."""
     src = torch.rand(4096, 4096)
     dst = torch.empty_like(src)
     timer = benchmark.Timer(
         "dst.copy_(src)", globals={"src": src, "dst": dst}, num_threads=torch.get_num_threads()
     )
-    copy = [
-        2 * src.numel() * 4 / timer.blocked_autorange(min_run_time=0.3).median / 1e9
-        for _ in range(3)
-    ]
-    assert chain["details"]["gbps"] == pytest.approx(statistics.median(copy), rel=0.25)
+    moved = 2 * src.numel() * src.element_size()
+    return [moved / timer.blocked_autorange(min_run_time=0.3).median / 1e9 for _ in range(rounds)]
+
+
+def chain_round(tmp_path: Path) -> tuple[float, float, str]:
+    """One profile of the chain between two copy measurements: (chain GB/s, copy GB/s, the
+    numbers in words), after checking what must hold whatever the load."""
+    before = copy_gbps(2)
+    outcome, _ = profile(
+        SAMPLES,
+        "elementwise_chain",
+        "elementwise_chain(torch.rand(4096, 4096), torch.empty(4096, 4096))",
+        tmp_path,
+    )
+    after = copy_gbps(2)
+    data = outcome.to_json()
+    chain = next((f for f in data["findings"] if f["rule"] == "memory-bound-chain"), None)
+    numbers = (
+        f"chain {chain and chain['details']['gbps']} GB/s, copy {before} then {after} GB/s, "
+        f"peak {data['peaks']['bandwidth_gbps']} GB/s; {data['verdict']['headline']}"
+    )
+    print(numbers)
+    assert data["verdict"]["id"] == "memory-bound", numbers
+    assert "arithmetic intensity" in data["verdict"]["headline"]
+    assert "ridge point" in data["verdict"]["headline"]
+    assert chain is not None and chain["details"]["ops"] == 6, numbers
+    # Each out= op reads one 64 MiB buffer and writes the other (a Python scalar: 8 bytes more).
+    per_chain = chain["details"]["bytes_per_step"] / chain["details"]["runs_per_step"]
+    assert per_chain == pytest.approx(6 * 2 * 4096 * 4096 * 4, rel=1e-4)
+    return chain["details"]["gbps"], statistics.median(before + after), numbers
+
+
+def test_elementwise_chain_is_memory_bound_at_copy_bandwidth(tmp_path: Path) -> None:
+    """Six out= ops ping-ponging between two 4096² buffers move bytes as a copy does: the
+    chain's GB/s is held against ``copy_`` measured just before and just after the profile
+    (so load on the shared machine hits both). Load that changes between the two can still
+    part them, so up to three rounds are run until one agrees within ±25 %; counting bytes
+    wrong (an out tensor read too: 1.5×) or an in-place chain (2.3×) fails every round."""
+    seen: list[str] = []
+    for _ in range(3):
+        chain, copy, numbers = chain_round(tmp_path)
+        seen.append(numbers)
+        if chain == pytest.approx(copy, rel=0.25):
+            return
+    pytest.fail("chain GB/s never within ±25 % of copy_:\n" + "\n".join(seen))
+
+
+def test_cached_peaks_correct_themselves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare number from an older cache, an entry measured under more load than now, and a
+    week-old one are measured again (keeping the higher peak, unless week-old); a fresh calm
+    entry is used as it is."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    now, cores = time.time(), os.cpu_count() or 1
+    key = calibrate.cache_key("cpu", "copy")
+    gemm = calibrate.cache_key("cpu", "float32")
+
+    def cached(copy: Any, float32: Any) -> dict[str, Any]:
+        file = calibrate.cache_dir() / calibrate.CACHE_FILE
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(json.dumps({key: copy, gemm: float32}), encoding="utf-8")
+        said: list[str] = []
+        got = calibrate.peaks("cpu", [], on_calibrate=said.append)
+        return {"said": said, "copy": got["bandwidth_gbps"], "gemm": got["matmul_gflops"]}
+
+    def entry(value: float, age_s: float, load: float) -> dict[str, Any]:
+        return {"value": value, "at": now - age_s, "load": load, "cores": cores}
+
+    calm = entry(1e6, 60.0, 0.0)  # impossibly high: used as is, nothing is measured
+    assert cached(calm, calm) == {"said": [], "copy": 1e6, "gemm": {"float32": 1e6}}
+    old = cached(0.001, calm)  # a bare number: measured again, the real bandwidth replaces it
+    assert "older torchscope" in old["said"][0] and old["copy"] > 1.0
+    assert old["gemm"] == {"float32": 1e6}
+    if (calibrate.load_average() or 0.0) < 1e5:  # under more load than now: measured again
+        loaded = cached(entry(0.001, 2 * calibrate.RETRY_S, 1e5), calm)
+        assert "under load" in loaded["said"][0] and loaded["copy"] > 1.0
+        higher = cached(entry(1e6, 2 * calibrate.RETRY_S, 1e5), calm)  # the higher one stays
+        assert higher["said"] and higher["copy"] == 1e6
+        recent = cached(entry(0.001, 60.0, 1e5), calm)  # tried again only after RETRY_S
+        assert recent["said"] == [] and recent["copy"] == 0.001
+    aged = cached(entry(1e6, 8 * 24 * 3600.0, 0.0), calm)  # a week old: replaced
+    assert "older than a week" in aged["said"][0] and 1.0 < aged["copy"] < 1e6
+    stored = json.loads((calibrate.cache_dir() / calibrate.CACHE_FILE).read_text())
+    assert stored[key]["cores"] == cores and stored[key]["at"] >= now

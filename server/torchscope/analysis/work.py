@@ -7,6 +7,8 @@
 - elementwise ops and reductions: the bytes they must read and write (inputs, plus the output
   for out-of-place ops, plus ``self`` once more for in-place ones), and one FLOP per element
   (enough for the arithmetic intensity, which for these ops is far below any ridge point).
+  An ``out=`` call (``torch.mul(x, 0.5, out=y)``) records its output as one more trailing
+  argument; it is written, not read (``OUT_ARITY`` tells the ``out`` overloads apart).
 
 Only one level of a nested call gets the work: ``aten::matmul``/``aten::linear`` leave it to
 the ``mm``/``addmm`` inside, ``conv2d`` to ``convolution``. Elementwise ops that call another
@@ -157,6 +159,32 @@ REDUCTIONS = frozenset(
 
 WRITE_ONLY = frozenset({"fill", "zero"})
 
+_OUT_OPS: dict[int, str] = {
+    2: "abs all any bitwise_not ceil cos erf erfc exp exp2 expm1 floor frac hardsigmoid "
+    "hardswish log log1p log2 logical_not mish neg reciprocal relu round rsqrt sigmoid sign silu "
+    "sin sqrt square tan tanh trunc zero",
+    3: "bitwise_and bitwise_or bitwise_xor clamp_max clamp_min div eq fill fmod ge gelu gt le "
+    "leaky_relu logical_and logical_or lt max maximum mean min minimum mul ne norm pow prod "
+    "remainder round sigmoid_backward silu_backward sum tanh_backward",
+    4: "_log_softmax _softmax add all amax amin any argmax argmin clamp copy cumprod cumsum div "
+    "gelu_backward hardtanh lerp log_softmax logsumexp masked_fill norm rsub softmax sub "
+    "threshold threshold_backward where",
+    5: "addcdiv addcmul elu mean nan_to_num norm prod std sum var",
+    6: "linalg_vector_norm norm",
+}
+OUT_ARITY: dict[str, frozenset[int]] = {
+    base: frozenset(n for n, names in _OUT_OPS.items() if base in names.split())
+    for base in ELEMENTWISE | REDUCTIONS
+}
+"""Base name → argument counts (``len(Input Dims)``) of its ``out`` overloads whose last
+argument is the one output tensor, read off the ATen schemas (``max``/``min`` with 2 are left
+out: ``max(x, out=y)`` and ``max(x, y)`` look the same). A functional overload with as many
+arguments never ends in a tensor, so a tensor last argument at one of these counts is ``out``."""
+
+TWO_OUTS = frozenset({("max", 5), ("min", 5), ("var_mean", 6), ("std_mean", 6)})
+"""(base, argument count) of ``out`` overloads with two output tensors (values and indices,
+var and mean)."""
+
 
 class Work(NamedTuple):
     """What one op call asks for; ``kind`` is ``gemm`` (FLOPs are the point) or ``memory``."""
@@ -173,28 +201,47 @@ def base_name(name: str) -> str:
     return short.rstrip("_") if short not in ("_softmax", "_log_softmax") else short
 
 
-def _tensors(args: Any) -> list[tuple[list[int], str, int]]:
-    """(dims, dtype, itemsize) of each tensor input; scalars and lists are left out."""
+Tensor = tuple[list[int], str, int]
+"""(dims, dtype, itemsize) of one tensor argument."""
+
+
+def _tensor(d: Any, t: Any) -> Tensor | None:
+    known = DTYPES.get(t) if isinstance(t, str) else None
+    if known is None or not isinstance(d, list):
+        return None
+    if not all(isinstance(x, int) and x >= 0 for x in d):
+        return None
+    return (d, known[0], known[1])
+
+
+def _tensors(args: Any) -> list[Tensor]:
+    """Each tensor argument, in order; scalars and lists are left out."""
     dims = args.get("Input Dims")
     types = args.get("Input type")
     if not isinstance(dims, list) or not isinstance(types, list):
         return []
-    out: list[tuple[list[int], str, int]] = []
-    for d, t in zip(dims, types):
-        known = DTYPES.get(t) if isinstance(t, str) else None
-        if known is None or not isinstance(d, list):
-            continue
-        if not all(isinstance(x, int) and x >= 0 for x in d):
-            continue
-        out.append((d, known[0], known[1]))
-    return out
+    return [x for x in (_tensor(d, t) for d, t in zip(dims, types)) if x is not None]
+
+
+def out_count(name: str, args: Any) -> int:
+    """How many trailing arguments of this call are ``out=`` tensors (0: a functional or
+    in-place call)."""
+    dims = args.get("Input Dims")
+    types = args.get("Input type")
+    if name.endswith("_") or not isinstance(dims, list) or not isinstance(types, list):
+        return 0
+    base, n = base_name(name), len(types)
+    k = 2 if (base, n) in TWO_OUTS else 1 if n in OUT_ARITY.get(base, ()) else 0
+    if k == 0 or len(dims) != n:
+        return 0
+    return k if all(_tensor(d, t) is not None for d, t in zip(dims[-k:], types[-k:])) else 0
 
 
 def _numel(dims: list[int]) -> int:
     return math.prod(dims) if dims else 1
 
 
-def _gemm(name: str, tensors: list[tuple[list[int], str, int]]) -> Work | None:
+def _gemm(name: str, tensors: list[Tensor]) -> Work | None:
     if name in ("aten::addmm", "aten::baddbmm"):
         bias, operands = tensors[:1], tensors[1:3]
     else:
@@ -221,7 +268,7 @@ def _int_list(text: Any) -> list[int] | None:
         return None
 
 
-def _conv(args: Any, tensors: list[tuple[list[int], str, int]]) -> Work | None:
+def _conv(args: Any, tensors: list[Tensor]) -> Work | None:
     """FLOPs of ``aten::convolution(input, weight, bias, stride, padding, dilation, transposed,
     output_padding, groups)`` from the concrete stride/padding/dilation/groups."""
     concrete = args.get("Concrete Inputs")
@@ -246,10 +293,19 @@ def _conv(args: Any, tensors: list[tuple[list[int], str, int]]) -> Work | None:
     return Work(flops, float(moved), dtype, "gemm")
 
 
-def _memory(name: str, tensors: list[tuple[list[int], str, int]]) -> Work | None:
-    if not tensors:
-        return None
+def _memory(name: str, tensors: list[Tensor], outs: int) -> Work | None:
+    if len(tensors) <= outs or all(not d for d, _, _ in tensors):
+        return None  # 0-dim only (a Python scalar's copy_): a few bytes, the time is dispatch
     base = base_name(name)
+    if outs:
+        tensors, written = tensors[:-outs], tensors[-outs:]
+        read = sum(_numel(d) * s for d, _, s in tensors)
+        dims, dtype, size = written[0]
+        if base in REDUCTIONS:  # as the functional call: the (small) output is not counted
+            return Work(float(_numel(tensors[0][0])), float(read), dtype, "memory")
+        wrote = sum(_numel(d) * s for d, _, s in written)
+        moved = wrote if base in WRITE_ONLY else read + wrote
+        return Work(float(_numel(dims)), float(moved), dtype, "memory")
     read = sum(_numel(d) * s for d, _, s in tensors)
     first_dims, dtype, size = tensors[0]
     first = _numel(first_dims) * size
@@ -297,5 +353,5 @@ def op_work(name: str, args: Any) -> Work | None:
         return _conv(args, _tensors(args))
     base = base_name(name)
     if name.startswith("aten::") and (base in ELEMENTWISE or base in REDUCTIONS):
-        return _memory(name, _tensors(args))
+        return _memory(name, _tensors(args), out_count(name, args))
     return None
