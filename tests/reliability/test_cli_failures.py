@@ -170,3 +170,48 @@ def test_server_shut_down_mid_job_leaves_nothing(cases: Path) -> None:
         server.shutdown()
     left = wait_no_leftovers(5.0, keep_servers=False)
     assert left == [], left
+
+
+RANKS_CASE = """\
+import subprocess
+import sys
+import time
+
+import torch.distributed as dist
+
+
+def escaping_ranks():
+    if dist.get_rank() == 1:  # one rank starts a setsid'd child that ignores SIGTERM
+        code = "import os, signal, time; os.setsid(); signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+        subprocess.Popen([sys.executable, "-c", code])
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def test_cli_killed_mid_multi_process_job_leaves_nothing(tmp_path: Path) -> None:
+    """`profile --nproc 2` runs torchrun outside the worker: the same guardian covers it, so
+    killing the CLI with SIGKILL still ends torchrun, both ranks and a rank's escaped child."""
+    case = tmp_path / "ranks_case.py"
+    case.write_text(RANKS_CASE)
+    command = [*TORCHSCOPE, "profile", f"{case}::escaping_ranks", "--nproc", "2", "-q"]
+    cli = subprocess.Popen(
+        [*command, "--timeout", "300"],
+        env=ENV,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any("os.setsid()" in cmd for _, cmd in marked_processes(False)):
+            assert time.monotonic() < deadline, marked_processes(False)
+            time.sleep(0.2)
+        time.sleep(0.5)
+        cli.send_signal(signal.SIGKILL)
+        cli.wait(30)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    left = wait_no_leftovers(10.0, keep_servers=False)
+    assert left == [], left

@@ -16,13 +16,16 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from torchscope.host import process_tree
 from torchscope.host.profile_run import ProfileFailure
+from torchscope.host.worker_env import start_guardian, worker_environment
 from torchscope.host.worker_process import PACKAGE_PARENT
 from torchscope.protocol import ProfileRequest, ProfileResult
 
@@ -124,8 +127,10 @@ async def _pump(stream: Optional[asyncio.StreamReader], sink: Callable[[str], No
         sink(line.decode("utf-8", errors="replace").rstrip("\n"))
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
+def _env(marker: str) -> dict[str, str]:
+    """The worker's environment (the job marker every rank and its children inherit, so the
+    guardian and the sweep after the run find them) plus torchscope on the path."""
+    env = worker_environment(marker)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
@@ -139,14 +144,22 @@ async def _launch(
 ) -> int:
     """Run torchrun in a session of its own; its exit status. On a timeout or a cancel the
     whole group is stopped; in every case nothing of it is left running on return."""
-    process = await asyncio.create_subprocess_exec(
-        *cmd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=cwd,
-        env=_env(),
-        start_new_session=True,
-    )
+    marker = process_tree.new_marker()
+    # The same guardian as the worker's: if the host dies (any signal, SIGKILL too), it kills
+    # torchrun, the ranks and whatever they started.
+    guardian, pipe = start_guardian(PACKAGE_PARENT, marker)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *cmd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=cwd,
+            env=_env(marker),
+            start_new_session=True,
+        )
+    except BaseException:
+        await _release(guardian, pipe, marker)
+        raise
     pumps = asyncio.gather(_pump(process.stdout, on_output), _pump(process.stderr, on_output))
     try:
         await asyncio.wait_for(process.wait(), timeout_s)
@@ -165,8 +178,20 @@ async def _launch(
         raise
     finally:
         _kill_group(process)  # stray grandchildren of a rank, if any
+        await _release(guardian, pipe, marker)  # and any that left the group (setsid)
         await pumps
     return process.returncode if process.returncode is not None else -1
+
+
+async def _release(guardian: subprocess.Popen[bytes], pipe: int, marker: str) -> None:
+    """Kill every process still carrying the run's marker, then let the guardian go."""
+    await process_tree.kill_marked(marker)
+    os.close(pipe)  # the guardian sweeps once more and exits
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        await asyncio.get_running_loop().run_in_executor(None, guardian.wait, 5)
+    if guardian.poll() is None:
+        guardian.kill()
+        guardian.wait()
 
 
 async def run_ranks(
