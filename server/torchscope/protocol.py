@@ -236,6 +236,11 @@ class Progress(Message):
     fraction: float = 0.0
 
 
+#: ``Progress.stage`` of the unsolicited message (``job_id`` 0) a worker sends once its
+#: one-time start-up work is done (profiler warm-up, the calibration when it was idle).
+WARM_STAGE = "warm"
+
+
 @dataclass
 class Output(Message):
     """Text the user's code wrote to stdout/stderr while a job ran."""

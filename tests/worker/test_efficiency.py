@@ -220,3 +220,33 @@ def test_cached_peaks_correct_themselves(tmp_path: Path, monkeypatch: pytest.Mon
     assert "older than a week" in aged["said"][0] and 1.0 < aged["copy"] < 1e6
     stored = json.loads((calibrate.cache_dir() / calibrate.CACHE_FILE).read_text())
     assert stored[key]["cores"] == cores and stored[key]["at"] >= now
+
+
+def test_a_warmed_worker_has_calibrated_before_the_first_job(tmp_path: Path) -> None:
+    """The server prestarts the worker and waits for it to be warm (profiler warm-up and the
+    float32 calibration, done while idle): the first profile then calibrates nothing."""
+    cache = tmp_path / "cache"
+    target = function_named(read_source(SAMPLES), str(SAMPLES), "square_gemm")
+    said: list[str] = []
+
+    async def go() -> bool:
+        profiler = Profiler(sys.executable, TraceStore(tmp_path / "traces"))
+        try:
+            warm = await profiler.warm()
+            call = "square_gemm(torch.randn(256, 256), torch.randn(256, 256))"
+            await profiler.run_job(
+                PROFILE, target, call, JobOptions(steps=2, warmup=1),
+                lambda m: said.append(f"{m.stage}: {m.message}"),
+            )
+            return warm
+        finally:
+            await profiler.close()
+
+    before = os.environ["XDG_CACHE_HOME"]
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    try:
+        assert asyncio.run(go())
+    finally:
+        os.environ["XDG_CACHE_HOME"] = before
+    assert (cache / "torchscope" / calibrate.CACHE_FILE).exists()
+    assert not any(s.startswith("calibrate:") for s in said), said

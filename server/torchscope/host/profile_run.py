@@ -152,6 +152,10 @@ class CliReport:
     stderr: list[str] = field(default_factory=list)
 
 
+#: How long ``Profiler.warm`` waits for the worker's start-up work (a calibration takes ~2 s).
+WARM_TIMEOUT_S = 60.0
+
+
 class HostJob(Generic[ReplyT, OutcomeT]):
     """The host side of one job kind: the request it sends and what its reply becomes.
 
@@ -238,13 +242,22 @@ class Profiler:
     def _say_queued(self, on_progress: Optional[Callable[[Progress], None]]) -> None:
         """Requests run one at a time, in order; one that has to wait says for what."""
         if self._lock.locked() and on_progress is not None:
-            on_progress(Progress(0, "queued", f"waiting for the job on `{self._running}`", 0.0))
+            what = f"the job on `{self._running}`" if self._running else "the worker's start-up"
+            on_progress(Progress(0, "queued", f"waiting for {what}", 0.0))
 
     async def hello(self) -> Hello:
         """Start the worker if needed and return its handshake (torch version, CUDA, devices)."""
         worker = await self._ensure_worker()
         assert worker.hello is not None
         return worker.hello
+
+    async def warm(self, timeout_s: float = WARM_TIMEOUT_S) -> bool:
+        """Start the worker and wait until its start-up work (profiler warm-up, calibration)
+        is done, so the first job pays none of it; jobs asked for meanwhile wait their turn."""
+        async with self._lock:
+            self._running = ""
+            worker = await self._ensure_worker()
+            return await worker.wait_warm(timeout_s)
 
     async def _ensure_worker(self) -> WorkerProcess:
         async with self._start_lock:

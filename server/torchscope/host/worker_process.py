@@ -96,6 +96,8 @@ class WorkerProcess:
         self._pending: list[Message] = []
         self._stderr_task: Optional[asyncio.Task[None]] = None
         self.hello: Optional[Hello] = None
+        self.warm = False
+        """The worker said its one-time start-up work is done (``protocol.WARM_STAGE``)."""
         self.marker = process_tree.new_marker()
         """``TORCHSCOPE_JOB`` of this worker and everything it starts."""
         self.max_memory: Optional[int] = None
@@ -308,7 +310,9 @@ class WorkerProcess:
     ) -> Message:
         while True:
             message = await self._next_message()
-            if isinstance(message, Progress):
+            if isinstance(message, Progress) and message.job_id == 0:
+                self.warm = True  # the start-up's "warm" message, read inside the first job
+            elif isinstance(message, Progress):
                 if on_progress:
                     on_progress(message)
             elif isinstance(message, Output):
@@ -316,6 +320,17 @@ class WorkerProcess:
                     on_output(message)
             elif getattr(message, "job_id", None) == job_id:
                 return message
+
+    async def wait_warm(self, timeout_s: float) -> bool:
+        """Until the worker says its start-up work is done (profiler warm-up, calibration);
+        only between jobs. False when it did not within ``timeout_s``."""
+        try:
+            while not self.warm:
+                message = await asyncio.wait_for(self._next_message(), timeout_s)
+                self.warm = isinstance(message, Progress) and message.job_id == 0
+        except asyncio.TimeoutError:
+            return False
+        return True
 
     async def kill(self) -> None:
         """Kill the worker's whole process group and reap it."""

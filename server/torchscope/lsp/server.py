@@ -96,13 +96,15 @@ class TorchscopeServer(LanguageServer):
         return self._profiler
 
     def prestart_worker(self) -> None:
-        """Start the worker (import torch, warm the profiler) in the background, so the first
-        **Profile** answers in well under a second instead of paying that start-up."""
+        """Start the worker (import torch, warm the profiler, calibrate the peaks) in the
+        background, so the first **Profile** answers in well under a second instead of paying
+        that start-up; "worker ready" is logged once all of it is done."""
         profiler = self.profiler
 
         async def start() -> None:
             try:
                 hello = await profiler.hello()
+                await profiler.warm()
             except Exception as exc:  # reported again, with the fix, when a profile is asked for
                 self.log(f"worker not started: {exc}", types.MessageType.Warning)
                 return

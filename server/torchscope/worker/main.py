@@ -8,7 +8,15 @@ import sys
 import traceback
 from typing import Optional
 
-from torchscope.protocol import PROTOCOL_VERSION, Hello, JobError, JobRequest, Shutdown
+from torchscope.protocol import (
+    PROTOCOL_VERSION,
+    WARM_STAGE,
+    Hello,
+    JobError,
+    JobRequest,
+    Progress,
+    Shutdown,
+)
 from torchscope.worker import safety
 from torchscope.worker.channel import Channel
 
@@ -66,6 +74,17 @@ def _warm_up_profiler(cuda: bool) -> None:
         print(f"[torchscope] profiler warm-up failed: {exc!r}", file=sys.stderr)
 
 
+def _precalibrate(cuda: bool) -> None:
+    """Calibrate float32 (the dtype most functions use) while no job waits; a job that needs
+    another dtype, or comes first, calibrates then and says so."""
+    try:
+        from torchscope.worker.calibrate import peaks
+
+        peaks("cuda" if cuda else "cpu", ["float32"])
+    except Exception as exc:  # not fatal: the first job calibrates and reports a problem
+        print(f"[torchscope] calibration at start-up failed: {exc!r}", file=sys.stderr)
+
+
 def main() -> None:
     channel = Channel.take_over_stdio()
     safety.install()
@@ -85,6 +104,9 @@ def main() -> None:
     if error:
         return
     _warm_up_profiler(cuda)
+    if not channel.waiting():  # idle: measure the peaks now, not in the user's first profile
+        _precalibrate(cuda)
+    channel.send(Progress(0, WARM_STAGE, "the worker is warm", 1.0))
     from torchscope.worker.job import JobFailed
     from torchscope.worker.jobs import run_request
     from torchscope.worker.output_capture import OutputForwarder
