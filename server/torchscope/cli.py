@@ -13,13 +13,16 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchscope import __version__
 from torchscope.cli_calibrate import add_calibrate_parser, calibrate_command
 from torchscope.cli_compare import add_compare_arguments
 from torchscope.cli_open import add_open_arguments, open_command, open_in_perfetto
 from torchscope.protocol import JobOptions, parse_size
+
+if TYPE_CHECKING:  # `analyze` must not import the profiling host
+    from torchscope.host.profile_run import ProfileFailure
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -147,6 +150,15 @@ def _build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--timeout", type=float, default=120.0, help="seconds per job (default 120)")
     mcp.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     return parser
+
+
+def print_failure(file: str, failure: ProfileFailure) -> int:
+    """A failed job on stderr: ``torchscope: file:line: message`` and the user's traceback;
+    returns the exit status."""
+    print(f"torchscope: {failure.where(file)}: {failure.message}", file=sys.stderr)
+    if failure.traceback:
+        print(failure.traceback, file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _print_json(data: Any) -> None:

@@ -106,11 +106,9 @@ async def run_sweep_command(
             profiler, target, args.call, name, sizes, options, on_progress, on_output
         )
     except ProfileFailure as failure:
-        where = f"{target.file}:{failure.line}" if failure.line else target.file
-        print(f"torchscope: {where}: {failure.message}", file=sys.stderr)
-        if failure.traceback:
-            print(failure.traceback, file=sys.stderr)
-        return EXIT_FAILED
+        from torchscope.cli import print_failure  # cli imports this module
+
+        return print_failure(target.file, failure)
     finally:
         await profiler.close()
     if args.json:

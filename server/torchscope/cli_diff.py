@@ -13,7 +13,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, add_job_options, job_options
+from torchscope.cli import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_job_options,
+    job_options,
+    print_failure,
+)
 
 # The profiling machinery is imported where it runs: building the parser must stay cheap.
 if TYPE_CHECKING:
@@ -101,11 +107,7 @@ async def run_diff_command(args: argparse.Namespace) -> int:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ProfileFailure as failure:
-        where = f"{target.file}:{failure.line}" if failure.line else target.file
-        print(f"torchscope: {where}: {failure.message}", file=sys.stderr)
-        if failure.traceback:
-            print(failure.traceback, file=sys.stderr)
-        return EXIT_FAILED
+        return print_failure(target.file, failure)
     finally:
         await profiler.close()
     if args.json:

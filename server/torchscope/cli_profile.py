@@ -10,7 +10,7 @@ from typing import Optional
 
 from torchscope.analysis import format_duration, render_report
 from torchscope.analysis.report import Report
-from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options
+from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options, print_failure
 from torchscope.cli_compare import run_kind, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
 from torchscope.cli_ranks import profile_ranks_command
@@ -123,10 +123,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                 job = await run_kind(profiler, target, call, options, args, on_progress, on_output)
             except ProfileFailure as failure:
                 status = EXIT_FAILED
-                where = f"{target.file}:{failure.line}" if failure.line else target.file
-                print(f"torchscope: {where}: {failure.message}", file=sys.stderr)
-                if failure.traceback:
-                    print(failure.traceback, file=sys.stderr)
+                print_failure(target.file, failure)
                 continue
             traces.append(_print_outcome(args, source, target, job))
     except ProfileFailure as failure:

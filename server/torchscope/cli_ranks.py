@@ -58,7 +58,7 @@ async def profile_ranks_command(
     success, 1 when a rank failed (its traceback on stderr)."""
     from torchscope.analysis import render_report
     from torchscope.analysis.ranks import render_ranks
-    from torchscope.cli import job_options
+    from torchscope.cli import job_options, print_failure
     from torchscope.host.rank_profile import profile_ranks, resolve_backend
 
     cuda_available = hello.cuda_available
@@ -76,11 +76,7 @@ async def profile_ranks_command(
             args.python, store, target, call, options, cuda_available, str(Path.cwd()), show
         )
     except ProfileFailure as failure:
-        where = f"{target.file}:{failure.line}" if failure.line else target.file
-        print(f"torchscope: {where}: {failure.message}", file=sys.stderr)
-        if failure.traceback:
-            print(failure.traceback, file=sys.stderr)
-        return 1
+        return print_failure(target.file, failure)
     if args.json:
         print(json.dumps(done.to_json(), ensure_ascii=False), flush=True)
         return 0

@@ -140,9 +140,8 @@ class Jobs:
 
 
 def _failure(target: Target, failure: ProfileFailure) -> CallToolResult:
-    where = f"{target.file}:{failure.line}" if failure.line else target.file
     detail = failure.traceback.strip()
-    return _error(f"{failure.kind}: {where}: {failure.message}", detail)
+    return _error(f"{failure.kind}: {failure.where(target.file)}: {failure.message}", detail)
 
 
 File = Annotated[str, Field(description="the Python file, absolute or relative to the workspace")]

@@ -56,6 +56,10 @@ class ProfileFailure(Exception):
         self.line = line
         self.traceback = traceback
 
+    def where(self, file: str) -> str:
+        """``file:line`` (or the file alone) for the one-line messages of the CLI and MCP."""
+        return f"{file}:{self.line}" if self.line else file
+
 
 @dataclass
 class ProfileOutcome:
