@@ -7,6 +7,11 @@ stays importable on the oldest Python a user's torch may run on (3.9).
 Framing: each message is one msgpack map prefixed by its length as a 4-byte big-endian
 unsigned integer. A map carries its kind under ``"type"``; ``decode`` turns it back into the
 dataclass of that kind.
+
+Over 400 lines on purpose: this file is the one contract between the two processes (every
+message, ``JobOptions`` with each option's one default, the wire constants, the framing), and
+the worker's bootstrap puts exactly this module on the user's interpreter's path; splitting it
+would make a second shared module that both sides must keep in step.
 """
 
 from __future__ import annotations
