@@ -1,5 +1,8 @@
 """One pass over the raw events, made while the JSON is parsed: keep what the analysis reads.
 
+(A few lines over 400: the stdlib parser's hook stays beside the event sink it fills, both on
+the per-event path; ``fastload`` is the fast twin of the same logic.)
+
 Every trace variant torch has written since 1.8 is folded into one shape here, so no later
 stage has to know about formats:
 
