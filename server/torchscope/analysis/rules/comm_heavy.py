@@ -166,7 +166,7 @@ class CommHeavyAcrossRanks(RankRule):
         top = max(ranks, key=lambda r: (r.comm_us / r.wall_us, -r.rank))
         share, exposed = top.comm_us / top.wall_us, top.exposed_comm_us / top.wall_us
         return [
-            self.finding(
+            self.rank_finding(
                 top.rank,
                 f"communication takes {format_share(share)} of each step on rank {top.rank} "
                 f"({format_duration(top.comm_us)}, {format_duration(top.wait_us)} of it waiting "

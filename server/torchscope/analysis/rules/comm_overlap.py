@@ -38,7 +38,7 @@ class CommOverlap(RankRule):
             return []
         share = worst.exposed_comm_us / worst.comm_us
         return [
-            self.finding(
+            self.rank_finding(
                 worst.rank,
                 f"rank {worst.rank}: {format_duration(worst.exposed_comm_us)} of its "
                 f"{format_duration(worst.comm_us)} communication per step "

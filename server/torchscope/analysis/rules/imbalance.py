@@ -34,7 +34,7 @@ class Imbalance(RankRule):
         if mid <= 0 or spread <= IMBALANCE_SHARE * mid:
             return []
         return [
-            self.finding(
+            self.rank_finding(
                 most.rank,
                 f"rank {most.rank} computes {format_duration(most.compute_us)} per step, rank "
                 f"{least.rank} {format_duration(least.compute_us)} ({format_share(spread / mid)} "

@@ -6,25 +6,17 @@ finding's ``rank``)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from dataclasses import replace
+from typing import Any
 
 from ..rank_model import RankContext
 from ..report import Finding
-from .base import FINDINGS_DOC
+from .base import RuleBase
 
 
-class RankRule(ABC):
-    """One cross-rank finding type."""
-
-    id: ClassVar[str]
-    title: ClassVar[str]
-    severity: ClassVar[str] = "warning"
-    source: ClassVar[str] = ""
-
-    @property
-    def docs_anchor(self) -> str:
-        """Link target of the rule's section in the findings reference."""
-        return f"{FINDINGS_DOC}#{self.id}"
+class RankRule(RuleBase, ABC):
+    """One cross-rank finding type: :class:`~.base.RuleBase`'s id, title, docs and sources,
+    judged over a :class:`RankContext`."""
 
     def skip(self, rctx: RankContext) -> str | None:
         """Why this rule cannot judge these ranks (None: it can)."""
@@ -36,16 +28,10 @@ class RankRule(ABC):
     def match(self, rctx: RankContext) -> list[Finding]:
         """All findings of this rule across the ranks."""
 
-    def finding(
+    def rank_finding(
         self, rank: int, message: str, cost_us: float, severity: str | None = None, **details: Any
     ) -> Finding:
-        """A :class:`Finding` about ``rank``, stamped with this rule's id, title and docs."""
-        return Finding(
-            rule=self.id,
-            severity=severity or self.severity,
-            message=message,
-            cost_us=max(0.0, float(cost_us)),
-            title=self.title,
-            docs=self.docs_anchor,
-            details={"rank": rank, **{k: float(v) for k, v in details.items()}},
-        )
+        """A :class:`Finding` about ``rank`` (``details["rank"]``, the numbers as floats)."""
+        numbers = {k: float(v) for k, v in details.items()}
+        found = self.finding(message, cost_us, severity=severity)
+        return replace(found, details={"rank": rank, **numbers})

@@ -40,7 +40,7 @@ class Straggler(RankRule):
         where = "compute" if d_compute >= d_comm else "communication"
         others = median([r.wait_us for r in ranks if r.rank != slow.rank])
         return [
-            self.finding(
+            self.rank_finding(
                 slow.rank,
                 f"rank {slow.rank} is the straggler: it needs {format_duration(slow.busy_us)} "
                 f"per step where the median rank needs {format_duration(busy)} "
