@@ -15,6 +15,7 @@ from ..context import Context
 from ..intervals import Timeline
 from ..link import SYNC_CALLS, is_launch
 from ..model import Span
+from ..stages import Metrics
 
 T = TypeVar("T")
 
@@ -211,3 +212,11 @@ def add_per_step(totals: list[float], k: int, values: Iterable[float]) -> None:
     every Python; ``sum`` of floats compensates rounding from 3.12 on, so its last digit
     could differ from the loop's.)"""
     totals[k] = reduce(add, values, totals[k])
+
+
+def without_cuda_memory(measured: Metrics) -> str | None:
+    """The skip reason of the rules over CUDA ``[memory]`` events, or None when there are some."""
+    analysis = measured.memory
+    if analysis is None or "cuda" not in analysis.peaks:
+        return "no CUDA memory events (profile on CUDA with --memory)"
+    return None

@@ -9,6 +9,7 @@ from ..formatting import format_bytes
 from ..lines import line_stats
 from ..report import Finding
 from ..stages import Metrics
+from ._common import without_cuda_memory
 from .base import Rule
 
 #: Ops that make a new device tensor from nothing or from host data.
@@ -38,10 +39,7 @@ class HostToDeviceInLoop(Rule):
     source = "PyTorch performance tuning guide (create tensors directly on the device, once)"
 
     def skip(self, ctx: Context, measured: Metrics) -> str | None:
-        analysis = measured.memory
-        if analysis is None or "cuda" not in analysis.peaks:
-            return "no CUDA memory events (profile on CUDA with --memory)"
-        return None
+        return without_cuda_memory(measured)
 
     def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         analysis = measured.memory

@@ -7,6 +7,7 @@ from ..context import Context
 from ..formatting import format_bytes
 from ..report import Finding
 from ..stages import Metrics
+from ._common import without_cuda_memory
 from .base import Rule
 
 LIMIT_SHARE = 0.90
@@ -20,9 +21,9 @@ class PeakNearLimit(Rule):
     source = "torch.cuda.mem_get_info, torch.cuda.max_memory_allocated"
 
     def skip(self, ctx: Context, measured: Metrics) -> str | None:
-        analysis = measured.memory
-        if analysis is None or "cuda" not in analysis.peaks:
-            return "no CUDA memory events (profile on CUDA with --memory)"
+        missing = without_cuda_memory(measured)
+        if missing is not None:
+            return missing
         m = ctx.measurements
         if m is None or not m.cuda_memory.get("free_bytes_at_start"):
             return "free device memory at the start was not measured"
