@@ -200,8 +200,12 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
     times = [e.ts for e in events]
     step_of = assign(ctx.steps, times)
     lines_of = [_marker_line(a.name) for a in trace.annotations]
-    marker = _innermost(ctx, trace.annotations, lambda a: _marker_line(a.name) is not None, times)
-    op_of = _innermost(ctx, trace.ops, lambda op: True, times)
+    if any(line is not None for line in lines_of):
+        is_marker = lambda a: _marker_line(a.name) is not None  # noqa: E731
+        marker = _innermost(ctx, trace.annotations, is_marker, times)
+        op_of = _innermost(ctx, trace.ops, lambda op: True, times)
+    else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
+        marker = op_of = [-1] * len(events)
     line_of = [lines_of[m] if m >= 0 else None for m in marker]
     freed = _freed_at(ctx)
     call_end = _call_ends(ctx, n_steps)
