@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import TraceError, fastload, parse, window
+from torchscope.analysis.context import build_context
+from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.model import Trace
 from torchscope.analysis.normalise import EventSink, load_trace, load_trace_bytes
@@ -162,3 +164,26 @@ def test_a_list_after_the_events_is_found_and_the_buffer_is_left_as_it_was() -> 
     assert bytes(text) == before  # the in-place decode puts every byte back
     assert vars(fast) == vars(_stdlib("after.json", before))
     assert dict(fast.ops[0].args) == {"correlation": 4, "Input Dims": [[2, 2]]}
+
+
+def test_shapes_key_ignores_ids_and_sees_shapes() -> None:
+    def lazy(args: dict[str, Any]) -> Any:
+        return load_trace_bytes("t.json", _doc(args=args)).ops[0].args
+
+    a = lazy({"Input Dims": [[2, 2]], "Input type": ["float"], "External id": 1})
+    b = lazy({"External id": 9, "Input Dims": [[2, 2]], "Input type": ["float"]})
+    c = lazy({"Input Dims": [[2, 3]], "Input type": ["float"], "External id": 1})
+    assert fastload.shapes_key(a) == fastload.shapes_key(b) != fastload.shapes_key(c)
+    assert fastload.shapes_key({"Input Dims": [[2, 2]]}) is None  # a plain dict: no key
+
+
+@pytest.mark.parametrize("name", ["tracelens_bert_small_h100_torch26.json.gz", "kineto_resnet50_train_workers0_v100.json.gz"])
+def test_memoised_work_equals_the_work_of_each_call(shared_traces: Path, name: str) -> None:
+    """The efficiency stage computes each distinct (name, shapes) once on the fast path; the
+    stdlib path's plain dicts compute every call: both must give the same work per op."""
+    text = decompress(name, (shared_traces / name).read_bytes())
+    fast, slow = fastload.load_fast(name, text), _stdlib(name, text)
+    assert fast is not None
+    work_fast = measure_efficiency(build_context(fast, None)).work
+    work_slow = measure_efficiency(build_context(slow, None)).work
+    assert work_fast and work_fast == work_slow

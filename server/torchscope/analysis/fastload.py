@@ -81,6 +81,29 @@ class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
         return f"LazyArgs({self._decoded()!r})"
 
 
+class _Shapes(msgspec.Struct, gc=False):
+    """The ``args`` keys an op's work depends on (``work.op_work``), left undecoded."""
+
+    dims: Raw = msgspec.field(name="Input Dims", default=Raw())
+    types: Raw = msgspec.field(name="Input type", default=Raw())
+    concrete: Raw = msgspec.field(name="Concrete Inputs", default=Raw())
+
+
+_SHAPES = msgspec.json.Decoder(_Shapes)
+
+
+def shapes_key(args: Mapping[str, Any]) -> tuple[bytes, bytes, bytes] | None:
+    """The raw bytes of ``args``' shapes, types and concrete inputs (equal bytes: equal
+    values), for memoising per-op work across calls; ``None`` unless ``args`` is lazy."""
+    if args.__class__ is not LazyArgs:
+        return None
+    try:
+        s = _SHAPES.decode(tuple.__getitem__(args, 0))  # type: ignore[arg-type]
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return bytes(s.dims), bytes(s.types), bytes(s.concrete)
+
+
 class _Event(msgspec.Struct, gc=False):
     """The fields of one trace event the analysis reads; ``UNSET`` where the key is absent."""
 
