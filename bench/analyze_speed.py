@@ -9,8 +9,10 @@ Runs, in the same session and interleaved, each in a fresh Python process:
 - **HTA**: HolisticTraceAnalysis ``TraceAnalysis(trace_dir=…)`` (load) +
   ``get_temporal_breakdown()`` (a bench-only dependency: ``pip install -r bench/requirements.txt``).
 
-torchscope's bytecode is compiled first, as installing it would (HTA's already is). Each run
-reports wall time with and without its imports and the process's peak RSS; the
+Each run frees what it built before its clock stops (``analyze_trace`` frees its trace before
+returning, about 0.05 s here; the floor's and HTA's objects would otherwise be freed only after
+the clock). torchscope's bytecode is compiled first, as installing it would (HTA's already
+is). Each run reports wall time with and without its imports and the process's peak RSS; the
 medians over ``--repeat`` runs and the ratios are printed. Targets (issue 3): torchscope at
 least 4× faster than HTA, within 1.5× of the floor, with a lower peak memory than HTA.
 
@@ -58,6 +60,7 @@ def child(kind: str, trace: Path) -> dict[str, Any]:
         doc = json.loads(data)
         events = len(doc["traceEvents"])
         summary = f"{events} events"
+        del doc, data  # freed inside the clock, as torchscope's engine frees its trace
     elif kind == "torchscope":
         sys.path.insert(0, str(REPO / "server"))
         from torchscope.analysis import analyze_trace, render_report
@@ -80,6 +83,7 @@ def child(kind: str, trace: Path) -> dict[str, Any]:
         summary = "temporal breakdown: " + ", ".join(
             f"{c}={breakdown[c].iloc[0]}" for c in breakdown.columns if c.endswith("pctg")
         )
+        del analysis, breakdown  # freed inside the clock, as torchscope's engine frees its trace
     else:
         raise SystemExit(f"unknown kind {kind}")
     t2, c2 = time.perf_counter(), time.process_time()
