@@ -215,3 +215,15 @@ def test_cli_killed_mid_multi_process_job_leaves_nothing(tmp_path: Path) -> None
             cli.kill()
     left = wait_no_leftovers(10.0, keep_servers=False)
     assert left == [], left
+
+
+def test_multi_process_run_over_max_memory_is_stopped_and_named(cases: Path) -> None:
+    """`--max-memory` bounds a `--nproc` run too: torchrun and both ranks together. Each rank
+    hoards 16 MB tensors; the run is stopped at the limit, named, and nothing is left."""
+    run = profile_cli(f"{cases}::eats_memory", "--nproc", "2", "--max-memory", "2G")
+    assert run.returncode == 1, run
+    assert "stopped at" in run.stderr and "(limit 2.0 GB)" in run.stderr, run.stderr
+    assert "--max-memory" in run.stderr, run.stderr
+    assert run.seconds < 120, run  # stopped at the limit, not at the timeout
+    left = wait_no_leftovers(10.0, keep_servers=False)
+    assert left == [], left

@@ -27,7 +27,7 @@ from torchscope.host import process_tree
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.worker_env import start_guardian, worker_environment
 from torchscope.host.worker_process import PACKAGE_PARENT
-from torchscope.protocol import ProfileRequest, ProfileResult
+from torchscope.protocol import ProfileRequest, ProfileResult, parse_size
 
 BACKENDS = ("gloo", "nccl")
 KILL_GRACE_S = 5.0
@@ -136,14 +136,51 @@ def _env(marker: str) -> dict[str, str]:
     return env
 
 
+def _memory_limit(request: ProfileRequest) -> int:
+    """The bound on the whole run's RSS (torchrun and every rank): ``max_memory`` as for a
+    one-process job, half the physical memory when it is "" (the default)."""
+    text = request.options.max_memory
+    return parse_size(text) if text else process_tree.default_max_memory()
+
+
+async def _over_memory(process: asyncio.subprocess.Process, marker: str, limit: int) -> str:
+    """Wait until the run's processes use more than ``limit``; the failure's message (never
+    returns while under it)."""
+    over = await process_tree.watch_memory(process.pid, marker, lambda: limit)
+    if over is None:  # torchrun exited under the limit: its exit decides the run
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable: cancelled by _wait")
+    used, bound = (process_tree.format_size(n) for n in over)
+    return (
+        f"stopped at {used} (limit {bound}): the ranks' processes used more memory than "
+        "allowed — profile a smaller input or fewer ranks, or raise the limit "
+        "(torchscope.maxMemory / --max-memory)"
+    )
+
+
+async def _wait(process: asyncio.subprocess.Process, marker: str, limit: int) -> None:
+    """torchrun's exit, or :class:`RankFailure` ``memory`` once the run goes over ``limit``."""
+    watch = asyncio.ensure_future(_over_memory(process, marker, limit))
+    try:
+        done, _ = await asyncio.wait(
+            {watch, asyncio.ensure_future(process.wait())}, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        watch.cancel()
+    if watch in done and not watch.cancelled():
+        raise RankFailure("memory", watch.result(), None, None, "")
+
+
 async def _launch(
     cmd: list[str],
     cwd: Optional[str],
     timeout_s: float,
     on_output: Callable[[str], None],
+    memory_limit: int,
 ) -> int:
-    """Run torchrun in a session of its own; its exit status. On a timeout or a cancel the
-    whole group is stopped; in every case nothing of it is left running on return."""
+    """Run torchrun in a session of its own; its exit status. On a timeout, a cancel or too
+    much memory the whole group is stopped; in every case nothing of it is left running on
+    return."""
     marker = process_tree.new_marker()
     # The same guardian as the worker's: if the host dies (any signal, SIGKILL too), it kills
     # torchrun, the ranks and whatever they started.
@@ -162,7 +199,7 @@ async def _launch(
         raise
     pumps = asyncio.gather(_pump(process.stdout, on_output), _pump(process.stderr, on_output))
     try:
-        await asyncio.wait_for(process.wait(), timeout_s)
+        await asyncio.wait_for(_wait(process, marker, memory_limit), timeout_s)
     except asyncio.TimeoutError:
         await _stop(process)
         raise RankFailure(
@@ -173,7 +210,7 @@ async def _launch(
             None,
             "",
         ) from None
-    except BaseException:  # cancelled: never leave ranks behind
+    except BaseException:  # too much memory, or cancelled: never leave ranks behind
         await _stop(process)
         raise
     finally:
@@ -220,7 +257,7 @@ async def run_ranks(
         req = scratch / "request.json"
         req.write_text(json.dumps(dataclasses.asdict(request)), encoding="utf-8")
         cmd = _command(python, nproc, backend, scratch / "logs", req, trace_dir)
-        status = await _launch(cmd, cwd, timeout_s, on_output)
+        status = await _launch(cmd, cwd, timeout_s, on_output, _memory_limit(request))
         results, errors = _read_results(trace_dir, nproc)
         if errors:
             raise _first_failure(errors, nproc)
