@@ -55,11 +55,6 @@ COMPARE_STAGES = (
 MODES = (*COMPILE_MODES, "max-autotune")
 """``torch.compile`` modes a comparison may ask for (the faces offer ``COMPILE_MODES``)."""
 
-MAX_ROUNDS = 200
-"""Rounds stop here or when the timing budget (twice a profile's: two sides) is spent. The
-more rounds, the steadier the median ratio: at 1024×1024 (~25 ms a call) the budget allows
-~80, where 20 left a 7 % swing between runs on a shared 2-core machine."""
-
 MIN_COMPILED_WARMUP = 2
 """Compiled calls after the compile before timing: ``reduce-overhead`` records its CUDA graph
 on the second or third call, and a recompile on the second call must not be timed."""
@@ -155,8 +150,8 @@ class CompareJob(ProfileJob):
                 (eager_us, compiled_us), floor_us = time_interleaved(
                     [prepared.invoke, compiled.invoke],
                     [estimate_s, compiled_estimate_s],
-                    max(options.timing_calls, MAX_ROUNDS),
-                    2 * options.timing_budget_s,
+                    options.timing_calls,
+                    options.timing_budget_s,
                     self.use_cuda,
                 )
                 return eager_us, compiled_us, floor_us

@@ -43,10 +43,6 @@ SEED = 0
 """Both sides' call expressions are evaluated after ``torch.manual_seed(SEED)``: the same
 random inputs for the earlier and the current version."""
 
-MAX_ROUNDS = 200
-"""Rounds stop here or when the timing budget (twice ``timing_budget_s``: two sides) is spent,
-as in the compile comparison."""
-
 
 def import_source(source: str, path: Path, private_name: str, like: ModuleType) -> ModuleType:
     """Import ``source`` (an earlier version of ``like``'s file, written to ``path``) as the
@@ -96,8 +92,8 @@ class DiffJob(ProfileJob):
             (before_us, after_us), floor_us = time_interleaved(
                 [before.invoke, after.invoke],
                 [before_estimate, after_estimate],
-                max(options.timing_calls, MAX_ROUNDS),
-                2 * options.timing_budget_s,
+                options.timing_calls,
+                options.timing_budget_s,
                 self.use_cuda,
             )
         except Exception as exc:
