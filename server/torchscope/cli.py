@@ -110,12 +110,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "every `# torchscope: <call>` directive above the def is profiled in turn.",
     )
     profile.add_argument("target", help="FILE::QUALNAME, e.g. model.py::Model.forward")
-    profile.add_argument("--call", help="call expression, e.g. 'fn(torch.randn(8, 8), w, b)'")
-    add_job_options(profile)
-    profile.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
-    profile.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
-    profile.add_argument("--json", action="store_true", help="print the report as JSON")
-    profile.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    from torchscope.cli_diff import add_common_arguments  # it imports this module
+
+    add_common_arguments(profile)
     add_open_arguments(profile)
     add_compare_arguments(profile)
 

@@ -42,8 +42,13 @@ def add_diff_parser(commands: Any) -> None:
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """``diff``'s and ``check``'s own flags plus every job option (``--steps``, ``--timeout``…)."""
-    parser.add_argument("--call", help="call expression (default: the # torchscope: directive)")
+    """The flags ``profile``, ``diff`` and ``check`` share, plus every job option (``--steps``,
+    ``--timeout``…)."""
+    parser.add_argument(
+        "--call",
+        help="call expression, e.g. 'fn(torch.randn(8, 8), w, b)' (default: the "
+        "# torchscope: directive)",
+    )
     add_job_options(parser)
     parser.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
     parser.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
