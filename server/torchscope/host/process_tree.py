@@ -22,6 +22,8 @@ import uuid
 from collections.abc import Callable
 from typing import Optional, Protocol
 
+from torchscope.protocol import parse_size
+
 #: The environment variable naming the worker a process belongs to.
 MARKER_ENV = "TORCHSCOPE_JOB"
 
@@ -193,12 +195,25 @@ def format_size(size: float) -> str:
     return f"{int(size)} B"
 
 
-def default_max_memory() -> int:
-    """Half the physical memory: the limit when ``JobOptions.max_memory`` is "" (its default)."""
+def max_memory_bytes(text: str) -> int:
+    """A job's memory bound in bytes: ``JobOptions.max_memory`` parsed, or, for "" (its
+    default), half the physical memory."""
+    if text:
+        return parse_size(text)
     try:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
     except (ValueError, OSError):
         return 8 << 30
+
+
+def memory_stop_message(over: tuple[int, int], whose: str, smaller: str) -> str:
+    """What a job stopped by :func:`watch_memory` (``over``: used, limit) says: ``whose``
+    processes went over, and what to ``profile`` instead."""
+    used, limit = (format_size(n) for n in over)
+    return (
+        f"stopped at {used} (limit {limit}): {whose} processes used more memory than allowed "
+        f"— profile {smaller}, or raise the limit (torchscope.maxMemory / --max-memory)"
+    )
 
 
 def describe_exit(code: Optional[int]) -> str:

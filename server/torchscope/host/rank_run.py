@@ -27,7 +27,7 @@ from torchscope.host import process_tree
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.worker_env import start_guardian, worker_environment
 from torchscope.host.worker_process import PACKAGE_PARENT
-from torchscope.protocol import ProfileRequest, ProfileResult, parse_size
+from torchscope.protocol import ProfileRequest, ProfileResult
 
 BACKENDS = ("gloo", "nccl")
 KILL_GRACE_S = 5.0
@@ -136,39 +136,23 @@ def _env(marker: str) -> dict[str, str]:
     return env
 
 
-def _memory_limit(request: ProfileRequest) -> int:
-    """The bound on the whole run's RSS (torchrun and every rank): ``max_memory`` as for a
-    one-process job, half the physical memory when it is "" (the default)."""
-    text = request.options.max_memory
-    return parse_size(text) if text else process_tree.default_max_memory()
-
-
-async def _over_memory(process: asyncio.subprocess.Process, marker: str, limit: int) -> str:
-    """Wait until the run's processes use more than ``limit``; the failure's message (never
-    returns while under it)."""
-    over = await process_tree.watch_memory(process.pid, marker, lambda: limit)
-    if over is None:  # torchrun exited under the limit: its exit decides the run
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable: cancelled by _wait")
-    used, bound = (process_tree.format_size(n) for n in over)
-    return (
-        f"stopped at {used} (limit {bound}): the ranks' processes used more memory than "
-        "allowed — profile a smaller input or fewer ranks, or raise the limit "
-        "(torchscope.maxMemory / --max-memory)"
-    )
-
-
 async def _wait(process: asyncio.subprocess.Process, marker: str, limit: int) -> None:
-    """torchrun's exit, or :class:`RankFailure` ``memory`` once the run goes over ``limit``."""
-    watch = asyncio.ensure_future(_over_memory(process, marker, limit))
+    """torchrun's exit, or :class:`RankFailure` ``memory`` once the run's processes (torchrun
+    and every rank) use more than ``limit``."""
+    watch = asyncio.ensure_future(process_tree.watch_memory(process.pid, marker, lambda: limit))
+    exited = asyncio.ensure_future(process.wait())
     try:
-        done, _ = await asyncio.wait(
-            {watch, asyncio.ensure_future(process.wait())}, return_when=asyncio.FIRST_COMPLETED
-        )
+        await asyncio.wait({watch, exited}, return_when=asyncio.FIRST_COMPLETED)
+        over = watch.result() if watch.done() else None  # None: torchrun is gone
+        if over is not None:
+            message = process_tree.memory_stop_message(
+                over, "the ranks'", "a smaller input or fewer ranks"
+            )
+            raise RankFailure("memory", message, None, None, "")
+        await exited
     finally:
         watch.cancel()
-    if watch in done and not watch.cancelled():
-        raise RankFailure("memory", watch.result(), None, None, "")
+        exited.cancel()
 
 
 async def _launch(
@@ -257,7 +241,8 @@ async def run_ranks(
         req = scratch / "request.json"
         req.write_text(json.dumps(dataclasses.asdict(request)), encoding="utf-8")
         cmd = _command(python, nproc, backend, scratch / "logs", req, trace_dir)
-        status = await _launch(cmd, cwd, timeout_s, on_output, _memory_limit(request))
+        limit = process_tree.max_memory_bytes(request.options.max_memory)
+        status = await _launch(cmd, cwd, timeout_s, on_output, limit)
         results, errors = _read_results(trace_dir, nproc)
         if errors:
             raise _first_failure(errors, nproc)

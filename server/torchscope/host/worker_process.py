@@ -32,7 +32,6 @@ from torchscope.protocol import (
     ProtocolError,
     Shutdown,
     encode,
-    parse_size,
 )
 
 log = logging.getLogger(__name__)
@@ -205,11 +204,8 @@ class WorkerProcess:
         assert process is not None
         over = await process_tree.watch_memory(process.pid, self.marker, lambda: self.max_memory)
         if over is not None and process.returncode is None:
-            used, limit = (process_tree.format_size(n) for n in over)
-            self._stopped = (
-                f"stopped at {used} (limit {limit}): the function's processes used more memory "
-                "than allowed — profile a smaller input, or raise the limit "
-                "(torchscope.maxMemory / --max-memory)"
+            self._stopped = process_tree.memory_stop_message(
+                over, "the function's", "a smaller input"
             )
             process_tree.kill_marked_now(self.marker, keep={process.pid})
             with contextlib.suppress(ProcessLookupError):
@@ -276,8 +272,7 @@ class WorkerProcess:
         timeout or cancellation the worker is killed and the error raised."""
         if not self.alive:
             raise WorkerError("the worker is not running")
-        limit = request.options.max_memory
-        self.max_memory = parse_size(limit) if limit else process_tree.default_max_memory()
+        self.max_memory = process_tree.max_memory_bytes(request.options.max_memory)
         self._start_job_output()
         self._send(request)
         try:
