@@ -201,8 +201,9 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
     step_of = assign(ctx.steps, times)
     lines_of = [_marker_line(a.name) for a in trace.annotations]
     if any(line is not None for line in lines_of):
-        is_marker = lambda a: _marker_line(a.name) is not None  # noqa: E731
-        marker = _innermost(ctx, trace.annotations, is_marker, times)
+        marker = _innermost(
+            ctx, trace.annotations, lambda a: _marker_line(a.name) is not None, times
+        )
         op_of = _innermost(ctx, trace.ops, lambda op: True, times)
     else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
         marker = op_of = [-1] * len(events)
