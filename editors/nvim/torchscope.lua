@@ -52,6 +52,7 @@ local function client_for(bufnr)
   end
   return nil
 end
+M.client_for = client_for -- for your own mappings (and the tests)
 
 local function refresh_lenses(bufnr)
   if vim.api.nvim_buf_is_valid(bufnr) then

@@ -16,12 +16,7 @@ local function write(data)
 end
 
 local function torchscope_client()
-  for _, client in pairs(vim.lsp.buf_get_clients(buf)) do
-    if client.name == "torchscope" then
-      return client
-    end
-  end
-  return nil
+  return require("torchscope").client_for(buf)
 end
 
 local function ours()
