@@ -36,3 +36,17 @@ async def client(lsp_client: LanguageClient, tmp_path_factory) -> AsyncIterator[
     )
     yield
     await lsp_client.shutdown_session()
+
+
+async def hover_text(client: LanguageClient, uri: str, line: int) -> str:
+    """The hover at column 4 of ``line`` as Markdown ("" when there is none)."""
+    result = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=line, character=4),
+        )
+    )
+    if result is None:
+        return ""
+    assert isinstance(result.contents, types.MarkupContent)
+    return result.contents.value

@@ -23,7 +23,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import EXAMPLES, FIXTURES, REPO
-from tests.lsp.conftest import SERVER_COMMAND, SERVER_ENV
+from tests.lsp.conftest import SERVER_COMMAND, SERVER_ENV, hover_text
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
@@ -121,14 +121,7 @@ async def test_compare_publishes_the_verdict_hover_link_and_lens(client: Languag
     assert compared.message == compare["verdict"]["headline"]
     assert {r.message.split(":")[0] for r in compared.related_information or []} >= {"compile-copy"}
 
-    hover = await client.text_document_hover_async(
-        types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=4),
-        )
-    )
-    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
-    text = hover.contents.value
+    text = await hover_text(client, uri, line)
     assert "**torch.compile** (mode=default)" in text
     assert "## Call CompiledFxGraph" in text and "command:torchscope.openGeneratedCode?" in text
 

@@ -15,7 +15,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import EXAMPLES
-from tests.lsp.conftest import SERVER_COMMAND, SERVER_ENV
+from tests.lsp.conftest import SERVER_COMMAND, SERVER_ENV, hover_text
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -93,19 +93,6 @@ async def hints(client: LanguageClient, uri: str, text: str) -> list[types.Inlay
         )
         or []
     )
-
-
-async def hover_text(client: LanguageClient, uri: str, line: int) -> str:
-    result = await client.text_document_hover_async(
-        types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=4),
-        )
-    )
-    if result is None:
-        return ""
-    assert isinstance(result.contents, types.MarkupContent)
-    return result.contents.value
 
 
 async def lens_titles(client: LanguageClient, uri: str) -> list[tuple[int, str]]:

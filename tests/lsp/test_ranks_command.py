@@ -9,6 +9,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import EXAMPLES
+from tests.lsp.conftest import hover_text
 from tests.lsp.test_profile_command import def_line
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -39,14 +40,7 @@ async def test_profile_ranks_names_the_slowest_rank(client: LanguageClient) -> N
     assert verdict.message.startswith("slowest of 2 ranks: rank 1")
     assert verdict.message == report["verdict"]["headline"]
 
-    hover = await client.text_document_hover_async(
-        types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=4),
-        )
-    )
-    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
-    text = hover.contents.value
+    text = await hover_text(client, uri, line)
     assert "| rank | wall | compute | comm | waiting | exposed | hidden |" in text
     assert "| **1** (slowest) |" in text and "| 0 |" in text
     assert "**straggler** (rank 1)" in text
