@@ -12,8 +12,10 @@ stdlib way, which skips and counts odd events and words parse errors (see ``pars
 from __future__ import annotations
 
 import gc
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from types import ModuleType
 from typing import Any, Callable, Optional, TypeVar, Union
 
 import msgspec
@@ -183,6 +185,14 @@ def quick_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
     if found is None:
         return None
     lo = found.end() - 1
+    meta = meta_around(data, lo, hi)
+    return None if meta is None else (meta, lo, hi)
+
+
+def meta_around(data: _Buf, lo: int, hi: int) -> dict[str, Any] | None:
+    """The document's keys other than ``traceEvents``, when its events are ``data[lo:hi]``
+    of an object (``None`` when, with ``null`` for them, it is not one whose
+    ``traceEvents`` is that ``null``)."""
     try:
         meta = _ANY.decode(bytes(data[:lo]) + b"null" + bytes(data[hi:]))
     except msgspec.DecodeError:
@@ -190,7 +200,7 @@ def quick_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
     if not isinstance(meta, dict) or meta.get("traceEvents", 0) is not None or hi <= lo:
         return None
     del meta["traceEvents"]
-    return meta, lo, hi
+    return meta
 
 
 def chunks(data: _Buf, lo: int, hi: int, decode: Callable[[Any], list[_T]]) -> Iterator[_T]:
@@ -259,10 +269,64 @@ def _load(name: str, data: _Buf, found: tuple[dict[str, Any], int, int] | None) 
         return None  # the stdlib path words the missing or empty event list
     meta, lo, hi = found
     sink = EventSink()
-    not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
+    native = scan_native(sink, data, lo, hi)
+    not_events: int | None = None
+    if native is not None:
+        not_events, end = native
+        if end != hi:  # the array ends before quick_span's guess: a list follows it
+            whole = _BLANK.match(data).end() == lo  # type: ignore[union-attr]
+            around = None if whole else meta_around(data, lo, end)
+            if around is None:
+                not_events = None
+            else:
+                meta = around
+    if not_events is None:
+        sink = EventSink()
+        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
     if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
         return None  # possibly an empty list with whitespace: let the stdlib path judge
     return sink.finish(name, meta, not_events)
+
+
+_scan: ModuleType | None
+try:
+    from . import _scan
+except ImportError:  # not built (no C compiler at install): the msgspec loop reads every trace
+    _scan = None
+
+_SCAN_CONSTANTS = (
+    _CATEGORY_KIND,
+    LEGACY_CATEGORIES,
+    ANNOTATION_PREFIXES,
+    LINE_MARKER_PREFIX,
+    PROFILER_OVERHEAD_NAMES,
+    Span,
+    LazyArgs,
+    _EMPTY,
+    UNSET,
+    _OP,
+    _ANN,
+    _OVERHEAD,
+)
+
+
+def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int] | None:
+    """:func:`accept_all` over the event array at ``data[lo]`` in C (``_scan.c``), reading
+    the bytes straight into spans: the non-event count and where the array ends (``hi``,
+    or earlier when a guessed end was wrong). ``None`` when the C scanner is not built or
+    does not take this document (odd types, escapes it leaves to msgspec, invalid JSON):
+    ``sink`` is then partly filled, and the caller starts again with a new one."""
+    if _scan is None or os.environ.get("TORCHSCOPE_NO_NATIVE"):
+        return None
+    done = _scan.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _ANY.decode)
+    if done is None:
+        return None
+    origin, skipped, not_events, legacy, end = done
+    if sink.origin[0] is None:
+        sink.origin[0] = origin
+    sink.flags["skipped"] += skipped
+    sink.flags["legacy"] = sink.flags["legacy"] or legacy
+    return int(not_events), int(end)
 
 
 def accept_all(

@@ -1,0 +1,21 @@
+"""Types of the C scanner (``_scan.c``), for mypy."""
+
+from collections.abc import Callable
+from typing import Any
+
+class Slice:
+    """A read-only view of an event's raw args bytes inside the trace (buffer protocol)."""
+
+    def __len__(self) -> int: ...
+    def copy(self) -> bytes: ...
+
+def scan(
+    data: bytes | bytearray,
+    lo: int,
+    hi: int,
+    sink: Any,
+    consts: tuple[Any, ...],
+    decode_any: Callable[[Any], Any],
+    /,
+) -> tuple[Any, int, int, bool, int] | None: ...
+def stopped_at() -> int: ...

@@ -1,0 +1,302 @@
+"""The C scanner (``analysis/_scan.c``) gives exactly the trace of the msgspec loop
+(``fastload.accept_all``) on every document it takes, and hands every other document back
+(``None``) for that loop to read as before."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchscope.analysis import fastload
+from torchscope.analysis.model import Trace
+from torchscope.analysis.normalise import EventSink
+from torchscope.analysis.parse import decompress
+
+TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))
+
+
+def _typed(trace: Trace) -> dict[str, Any]:
+    """The trace's fields, with each span's numbers' types (``1 == 1.0`` would hide a
+    float where the other path kept an int) and its args as a plain dict."""
+    out = dict(vars(trace))
+    for key, value in out.items():
+        if isinstance(value, list) and value and hasattr(value[0], "args"):
+            out[key] = [
+                (
+                    s.start,
+                    s.end,
+                    type(s.start),
+                    type(s.end),
+                    s.name,
+                    s.track,
+                    dict(s.args),
+                    s.correlation,
+                    type(s.correlation),
+                )
+                for s in value
+            ]
+    out["tracks"] = [(t, type(t.pid), type(t.tid)) for t in trace.tracks]
+    out["memory"] = [(m, type(m.ts)) for m in trace.memory]
+    return out
+
+
+def _msgspec_only(name: str, text: bytes | bytearray, monkeypatch: pytest.MonkeyPatch) -> Any:
+    with monkeypatch.context() as m:
+        m.setattr(fastload, "_scan", None)
+        return fastload.load_fast(name, bytearray(text))
+
+
+def _scanned(text: bytes | bytearray) -> tuple[int, int] | None:
+    q = fastload.quick_span(text) or fastload.array_span(text)
+    assert q is not None
+    return fastload.scan_native(EventSink(), text, q[1], q[2])
+
+
+def test_the_scanner_is_built() -> None:
+    """The install builds it (``pip install -e .`` with a C compiler); without it every
+    trace is still read, by the msgspec loop, but these tests would test nothing."""
+    assert fastload._scan is not None, (
+        "analysis/_scan.c was not built: pip install -e . needs a C compiler"
+    )
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_every_shared_trace_is_scanned_to_the_same_trace(
+    shared_traces: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = decompress(name, (shared_traces / name).read_bytes())
+    assert _scanned(text) is not None, "the scanner takes every trace Kineto writes"
+    native = fastload.load_fast(name, text)
+    assert native is not None
+    assert _typed(native) == _typed(_msgspec_only(name, text, monkeypatch))
+
+
+def _doc(*events: dict[str, Any], **top: Any) -> bytes:
+    return json.dumps({"traceEvents": list(events), **top}).encode()
+
+
+_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 5}
+
+
+def _raw(op_fields: str) -> bytes:
+    """A document whose first event is written by hand (escapes, duplicate keys, numbers
+    exactly as given), followed by a plain op."""
+    plain = json.dumps(_OP)
+    return b'{"traceEvents": [{' + op_fields.encode() + b"}, " + plain.encode() + b"]}"
+
+
+# Documents the scanner takes, each probing one rule it shares with the msgspec loop.
+TAKEN = {
+    "floats": _raw('"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10.125,"dur":0.5'),
+    "many digits": _raw('"ph":"X","cat":"kernel","name":"k","ts":1712195495406752.797,"dur":1e-1'),
+    "exponent": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":1E2,"dur":2.5e+1'),
+    "negative zero": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":-0,"dur":-0.0'),
+    "no dur": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11'),
+    "escaped name": _raw('"ph":"X","cat":"cpu_op","name":"a\\"b\\u00e9\\n","ts":11,"dur":1'),
+    "utf-8 name": _raw('"ph":"X","cat":"cpu_op","name":"\u00e9\u4e2d","ts":11,"dur":1'),
+    "repeated key": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"ts":12.5,"dur":1'),
+    "string ids": _raw('"ph":"X","cat":"kernel","name":"k","pid":"0","tid":"stream 7","ts":1'),
+    "null ids": _raw('"ph":"X","cat":"cpu_op","name":"a","pid":null,"ts":11,"dur":1'),
+    "args null": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"dur":1,"args":null'),
+    "args a list": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"dur":1,"args":[1]'),
+    "args a string": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"dur":1,"args":"x"'),
+    "args empty": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"dur":1,"args":{}'),
+    "correlation float": _raw(
+        '"ph":"X","cat":"kernel","name":"k","ts":11,"args":{"correlation":1.5}'
+    ),
+    "correlation str": _raw(
+        '"ph":"X","cat":"kernel","name":"k","ts":11,"args":{"correlation":"7"}'
+    ),
+    "correlation twice": _raw(
+        '"ph":"X","cat":"kernel","name":"k","ts":11,"args":{"correlation":1,"correlation":2}'
+    ),
+    "correlation nested": _raw(
+        '"ph":"X","cat":"kernel","name":"k","ts":11,"args":{"a":{"correlation":3}}'
+    ),
+    "big correlation": _raw(
+        '"ph":"X","cat":"kernel","name":"k","ts":11,"args":{"correlation":123456789012345678901234}'
+    ),
+    "no cat": _raw('"ph":"X","name":"a","ts":11,"dur":1'),
+    "unknown cat": _raw('"ph":"X","cat":"ac2g","name":"a","ts":11,"dur":1'),
+    "no name": _raw('"ph":"X","cat":"cpu_op","ts":11,"dur":1'),
+    "no ts": _raw('"ph":"X","cat":"cpu_op","name":"a","dur":1'),
+    "negative dur": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"dur":-5'),
+    "huge ts": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":1e300,"dur":1'),
+    "no ph": _raw('"cat":"cpu_op","name":"a","ts":11,"dur":1'),
+    "other ph": _raw('"ph":"f","id":4,"bp":"e","cat":"ac2g","name":"ac2g","ts":1'),
+    "legacy": _raw('"ph":"X","cat":"Operator","name":"ProfilerStep#3","ts":11,"dur":9'),
+    "line marker": _raw('"ph":"X","cat":"cpu_op","name":"torchscope:L12","ts":11,"dur":9'),
+    "overhead": _raw('"ph":"X","cat":"Trace","name":"CUPTI Overhead","ts":11,"dur":9'),
+    "thread name": _raw('"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"main"}'),
+    "memory": _raw(
+        '"ph":"i","name":"[memory]","pid":1,"tid":2,"ts":12,"args":{"Bytes":8,"Addr":1}'
+    ),
+    "memory, no ts": _raw('"ph":"i","name":"[memory]","pid":1,"tid":2,"args":{"Bytes":8}'),
+    "memory, odd args": _raw('"ph":"i","name":"[memory]","ts":12,"args":[1]'),
+    "deep args": _raw(
+        '"ph":"X","cat":"cpu_op","name":"a","ts":11,"args":{"a":' + "[" * 40 + "]" * 40 + "}"
+    ),
+    "odd characters skipped": _raw(
+        '"ph":"X","cat":"cpu_op","name":"a","ts":11,"zz":"\x7f\\/\\b","args":{"s":"\\t"}'
+    ),
+    "a list after the events": _doc(_OP, dict(_OP, ts=20), after=[1, {"x": [2]}]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAKEN))
+def test_taken_documents_read_as_the_msgspec_loop_reads_them(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = TAKEN[case]
+    assert _scanned(bytearray(text)) is not None, "the scanner should take this document"
+    native = fastload.load_fast("t.json", bytearray(text))
+    expected = _msgspec_only("t.json", text, monkeypatch)
+    assert native is not None and expected is not None
+    assert _typed(native) == _typed(expected)
+
+
+# Documents it hands back: the msgspec loop (or the stdlib path after it) judges them.
+HANDED_BACK = {
+    "escaped key": _raw('"p\\u0068":"X","cat":"cpu_op","name":"a","ts":11'),
+    "surrogate pair": _raw('"ph":"X","cat":"cpu_op","name":"\\ud83d\\ude00","ts":11'),
+    "lone surrogate": _raw('"ph":"X","cat":"cpu_op","name":"a","zz":"\\ud83d","ts":11'),
+    "big ts": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":123456789012345678901'),
+    "float pid": _raw('"ph":"X","cat":"cpu_op","name":"a","pid":1.5,"ts":11'),
+    "bool ts": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":true'),
+    "string ts": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":"11"'),
+    "null name": _raw('"ph":"X","cat":"cpu_op","name":null,"ts":11'),
+    "bad utf-8 name": b'{"traceEvents": [{"ph":"X","cat":"cpu_op","name":"\xff","ts":11}]}',
+    "overflowing float": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":1e999'),
+    "control character": _raw('"ph":"X","cat":"cpu_op","name":"a\tb","ts":11'),
+    "trailing comma": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,'),
+    "bad number": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":01'),
+    "bad literal": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"zz":nul'),
+    "not an object": b'{"traceEvents": [1, 2]}',
+    "too deep": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"zz":' + "[" * 70 + "]" * 70),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HANDED_BACK))
+def test_other_documents_are_handed_back_unchanged(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = HANDED_BACK[case]
+    assert _scanned(bytearray(text)) is None
+    try:
+        expected: Any = _msgspec_only("t.json", text, monkeypatch)
+    except Exception as exc:  # what the msgspec loop raised, the whole load must raise too
+        with pytest.raises(type(exc)):
+            fastload.load_fast("t.json", bytearray(text))
+        return
+    got = fastload.load_fast("t.json", bytearray(text))
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert _typed(got) == _typed(expected)
+
+
+def test_args_view_the_trace_bytes_and_survive_pickling() -> None:
+    trace = fastload.load_fast(
+        "t.json",
+        bytearray(
+            _raw(
+                '"ph":"X","cat":"cpu_op","name":"a","ts":11,"args":{"Input Dims":[[2,2]],"correlation":4}'
+            )
+        ),
+    )
+    assert trace is not None
+    op = next(s for s in trace.ops if s.name == "a")
+    args = op.args
+    assert isinstance(args, fastload.LazyArgs) and op.correlation == 4
+    raw = tuple.__getitem__(args, 0)
+    assert bytes(raw) == b'{"Input Dims":[[2,2]],"correlation":4}' == raw.copy()
+    assert dict(pickle.loads(pickle.dumps(op)).args) == dict(args)
+    assert fastload.shapes_key(args) == (b"[[2,2]]", b"", b"")
+
+
+# Random events: each field absent or present, mostly of the type Kineto writes (so most
+# documents are scanned), sometimes of another type (so some are handed back).
+_exact = st.one_of(
+    st.integers(-(2**53) + 1, 2**53 - 1),
+    st.floats(-1e20, 1e20, allow_nan=False),
+    st.sampled_from([0, -0.0, 1.5, 1e-7, 1712195495406752.797, 10**15, 2.5e17]),
+)
+_names = st.one_of(
+    st.sampled_from(
+        [
+            "X",
+            "M",
+            "i",
+            "f",
+            "cpu_op",
+            "kernel",
+            "Operator",
+            "ProfilerStep#1",
+            "thread_name",
+            "[memory]",
+            'a"\\b\u00e9',
+            "torchscope:L3",
+            "CUPTI Overhead",
+            "",
+        ]
+    ),
+    st.text(max_size=6),
+)
+_odd = st.one_of(st.none(), st.booleans(), st.integers(2**53, 2**64), _exact, _names)
+_ids = st.one_of(st.integers(0, 3), st.sampled_from(["0", "stream 7"]), st.none())
+_args = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["correlation", "name", "Bytes", "Addr", "device", "stream", "x"]),
+        st.one_of(st.integers(-5, 2**40), _names, _exact, st.lists(_exact, max_size=2)),
+        max_size=4,
+    ),
+    st.none(),
+    _odd,
+)
+_kineto = {
+    "ph": st.sampled_from(["X", "X", "X", "M", "i", "s"]),
+    "cat": st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "Operator", "Trace", "ac2g"]),
+    "name": st.sampled_from(["aten::mm", "thread_name", "[memory]", "ProfilerStep#2", "é"]),
+    "pid": _ids,
+    "tid": _ids,
+    "ts": st.one_of(st.integers(0, 100), _exact),
+    "dur": st.one_of(st.integers(-2, 10), _exact),
+    "args": _args,
+}
+_REQUIRED = ("ph", "cat", "name", "ts")
+_events = st.one_of(
+    st.fixed_dictionaries(
+        {k: _kineto[k] for k in _REQUIRED},
+        optional={k: v for k, v in _kineto.items() if k not in _REQUIRED},
+    ),
+    st.fixed_dictionaries({}, optional=_kineto),
+    st.fixed_dictionaries({}, optional={k: st.one_of(v, _odd) for k, v in _kineto.items()}),
+)
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
+@given(events=st.lists(_events, min_size=1, max_size=6))
+def test_random_documents_read_as_the_msgspec_loop_reads_them(
+    events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps({"traceEvents": events}).encode()
+    try:
+        expected: Any = _msgspec_only("t.json", text, monkeypatch)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            fastload.load_fast("t.json", bytearray(text))
+        return
+    got = fastload.load_fast("t.json", bytearray(text))
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert _typed(got) == _typed(expected)
