@@ -108,9 +108,7 @@ class DiffVerdict:
     confidence: float = CONFIDENCE
 
 
-def decide(
-    interval: RatioInterval, label: str, before_us: float, after_us: float
-) -> DiffVerdict:
+def decide(interval: RatioInterval, label: str, before_us: float, after_us: float) -> DiffVerdict:
     """``faster`` / ``slower`` / ``no-difference`` with its headline; see the module docstring."""
     band = max(NO_DIFFERENCE_BAND, min(interval.noise, MAX_NOISE_BAND))
     ratio, low, high = interval.ratio, interval.low, interval.high

@@ -12,15 +12,14 @@ stdlib way, which skips and counts odd events and words parse errors (see ``pars
 from __future__ import annotations
 
 import gc
-import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from types import ModuleType
 from typing import Any, Callable, Optional, TypeVar, Union
 
 import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
+from . import accel
 from .model import Span, Trace
 from .normalise import (
     _ANN,
@@ -288,12 +287,6 @@ def _load(name: str, data: _Buf, found: tuple[dict[str, Any], int, int] | None) 
     return sink.finish(name, meta, not_events)
 
 
-_scan: ModuleType | None
-try:
-    from . import _scan
-except ImportError:  # not built (no C compiler at install): the msgspec loop reads every trace
-    _scan = None
-
 _SCAN_CONSTANTS = (
     _CATEGORY_KIND,
     LEGACY_CATEGORIES,
@@ -311,14 +304,15 @@ _SCAN_CONSTANTS = (
 
 
 def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int] | None:
-    """:func:`accept_all` over the event array at ``data[lo]`` in C (``_scan.c``), reading
+    """:func:`accept_all` over the event array at ``data[lo]`` in C (``_native_scan.c``), reading
     the bytes straight into spans: the non-event count and where the array ends (``hi``,
     or earlier when a guessed end was wrong). ``None`` when the C scanner is not built or
     does not take this document (odd types, escapes it leaves to msgspec, invalid JSON):
     ``sink`` is then partly filled, and the caller starts again with a new one."""
-    if _scan is None or os.environ.get("TORCHSCOPE_NO_NATIVE"):
+    native = accel.native
+    if native is None:
         return None
-    done = _scan.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _ANY.decode)
+    done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _ANY.decode)
     if done is None:
         return None
     origin, skipped, not_events, legacy, end = done

@@ -328,9 +328,7 @@ def memory_summary(ctx: Context, analysis: MemoryAnalysis | None) -> MemorySumma
     )
 
 
-def attach_line_memory(
-    lines: list[LineStats], analysis: MemoryAnalysis | None
-) -> list[LineStats]:
+def attach_line_memory(lines: list[LineStats], analysis: MemoryAnalysis | None) -> list[LineStats]:
     """``lines`` with each line's :class:`LineMemory` set (unchanged without memory events)."""
     if analysis is None:
         return lines

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter, neg, sub
 
+from . import accel
 from .model import Span, Trace
 
 NEST_TOLERANCE_US = 1.0
@@ -114,9 +115,41 @@ def build_nesting(trace: Trace, runtime_subset: list[int] | None = None) -> Nest
     A third of a big trace's runtime calls are such polls, so skipping them shortens the sort
     and the sweep.
 
+    The sweep runs in C where the extension is built (``_native_nest.c``, the same items,
+    order and arithmetic); :func:`_sweep` is its Python twin."""
+    nest = _unlinked(trace)
+    native = accel.native
+    if native is not None and native.nest(
+        trace.annotations,
+        trace.python,
+        trace.ops,
+        trace.runtime,
+        runtime_subset,
+        (
+            nest.op_parent,
+            nest.op_self,
+            nest.op_ann,
+            nest.op_py,
+            nest.rt_op,
+            nest.rt_ann,
+            nest.rt_py,
+            nest.ann_parent,
+            nest.ann_op,
+            nest.ann_py,
+            nest.py_parent,
+        ),
+        NEST_TOLERANCE_US,
+    ):
+        return nest
+    _sweep(trace, nest, runtime_subset)
+    return nest
+
+
+def _sweep(trace: Trace, nest: Nesting, runtime_subset: list[int] | None) -> None:
+    """Fill ``nest``'s links and self times by one stack sweep per thread.
+
     Over 60 lines on purpose: the sweep runs once per CPU event, with every list and the
     stack top in local variables; a helper call per event would cost a third more."""
-    nest = _unlinked(trace)
     items = _sweep_items(trace, runtime_subset)
 
     op_parent, op_self, op_ann, op_py = nest.op_parent, nest.op_self, nest.op_ann, nest.op_py
@@ -166,7 +199,6 @@ def build_nesting(trace: Trace, runtime_subset: list[int] | None = None) -> Nest
             py_parent[i] = p_py
             top = (end, p_op, p_ann, i)
             stack.append(top)
-    return nest
 
 
 def top_level_ops(trace: Trace, nest: Nesting) -> list[Span]:

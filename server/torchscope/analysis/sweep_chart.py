@@ -54,8 +54,10 @@ class _Frame:
         self.t_span = th - self.tl or 1.0
 
     def x(self, n: float) -> float:
-        return LEFT + self.pad + (math.log(max(n, 1)) - self.lo) / self.span * (
-            self.plot_w - 2 * self.pad
+        return (
+            LEFT
+            + self.pad
+            + (math.log(max(n, 1)) - self.lo) / self.span * (self.plot_w - 2 * self.pad)
         )
 
     def y_share(self, share: float) -> float:

@@ -42,15 +42,11 @@ def _groups(ctx: Context) -> dict[_Key, list[tuple[int, int]]]:
         file, line = rt_location(ctx, r)
         op = top_op_of_rt(ctx, r)
         under = trace.ops[op].name if op >= 0 else ""
-        groups.setdefault((copy.name, trace.runtime[r].name, file, line, under), []).append(
-            (r, m)
-        )
+        groups.setdefault((copy.name, trace.runtime[r].name, file, line, under), []).append((r, m))
     return groups
 
 
-def _message(
-    key: _Key, cost: float, cpu: list[float], gpu: list[float], nbytes: list[int]
-) -> str:
+def _message(key: _Key, cost: float, cpu: list[float], gpu: list[float], nbytes: list[int]) -> str:
     """A hidden synchronisation (one DtoH call blocks far longer than its copy runs), or
     blocking copies."""
     copy_name, call, _, _, under = key

@@ -1,102 +1,18 @@
-/* torchscope.analysis._scan: the event array of a Kineto trace, normalised in one C pass.
+/* _native.scan: the event array of a Kineto trace, normalised in one C pass.
  *
  * The native twin of fastload.accept_all over msgspec-decoded events (see fastload.py):
  * it fills an EventSink's lists with exactly the spans, tracks, thread names and [memory]
- * events that path makes (test_analysis_scan holds the two equal), without building a
+ * events that path makes (test_analysis_native holds the two equal), without building a
  * struct per event first. It takes a strict subset of JSON: any document it is not sure to
  * read exactly as msgspec does (escaped keys, surrogate escapes, integers beyond 2**53,
  * nesting deeper than 64, invalid UTF-8 in a field that is read, a field of an odd type,
  * invalid JSON anywhere) makes scan() return None, and the caller reads it the msgspec way,
  * which then keeps its own behaviour (skips, errors, the stdlib fallback).
  *
- * An event's "args" object is never decoded here: the span holds a LazyArgs over a Slice,
- * a small buffer-protocol view into the trace bytes (which one shared Pin keeps exported,
- * so the bytearray can neither move nor be freed while a slice lives).
+ * An event's "args" object is never decoded here: the span holds a LazyArgs over a Slice
+ * into the trace bytes (see _native.c).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <string.h>
-
-#if PY_VERSION_HEX < 0x030A0000
-static inline PyObject *Py_NewRef(PyObject *o) {
-    Py_INCREF(o);
-    return o;
-}
-#endif
-
-/* ---------------------------------------------------------------- Pin and Slice types */
-
-typedef struct {
-    PyObject_HEAD
-    Py_buffer view;
-} Pin;
-
-static void pin_dealloc(PyObject *self) {
-    PyBuffer_Release(&((Pin *)self)->view);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static PyTypeObject PinType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.analysis._scan.Pin",
-    .tp_basicsize = sizeof(Pin),
-    .tp_dealloc = pin_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Holds the trace bytes exported while any Slice into them lives.",
-};
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *pin;
-    const char *ptr;
-    Py_ssize_t len;
-} Slice;
-
-static void slice_dealloc(PyObject *self) {
-    Py_XDECREF(((Slice *)self)->pin);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static int slice_getbuffer(PyObject *self, Py_buffer *view, int flags) {
-    Slice *s = (Slice *)self;
-    return PyBuffer_FillInfo(view, self, (void *)s->ptr, s->len, 1, flags);
-}
-
-static PyBufferProcs slice_as_buffer = {.bf_getbuffer = slice_getbuffer};
-
-static Py_ssize_t slice_length(PyObject *self) { return ((Slice *)self)->len; }
-
-static PySequenceMethods slice_as_sequence = {.sq_length = slice_length};
-
-static PyObject *slice_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    /* Pickled as the bytes it views: every reader takes any bytes-like object. */
-    Slice *s = (Slice *)self;
-    return Py_BuildValue("(O(y#))", (PyObject *)&PyBytes_Type, s->ptr, s->len);
-}
-
-static PyObject *slice_copy(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    Slice *s = (Slice *)self;
-    return PyBytes_FromStringAndSize(s->ptr, s->len);
-}
-
-static PyMethodDef slice_methods[] = {
-    {"__reduce__", slice_reduce, METH_NOARGS, NULL},
-    {"copy", slice_copy, METH_NOARGS, "The viewed bytes, copied out."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject SliceType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.analysis._scan.Slice",
-    .tp_basicsize = sizeof(Slice),
-    .tp_dealloc = slice_dealloc,
-    .tp_as_buffer = &slice_as_buffer,
-    .tp_as_sequence = &slice_as_sequence,
-    .tp_methods = slice_methods,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A read-only view of an event's raw args bytes inside the trace.",
-};
+#include "_native.h"
 
 /* ---------------------------------------------------------------- interned strings */
 
@@ -131,8 +47,6 @@ typedef struct {
     Table table;
 } Ctx;
 
-#define BAIL 1 /* not a document to read here: the caller uses the msgspec path */
-#define ERR -1 /* a Python exception is set */
 
 /* A hash of the first and last 16 bytes and the length: names differ early or late, and
  * equal hashes are compared whole anyway. */
@@ -297,31 +211,31 @@ static int hexval(char ch) {
     return -1;
 }
 
-/* Whether p[0:n] holds a backslash or a control character (a loop the compiler vectorises). */
-static int needs_care(const char *p, Py_ssize_t n) {
-    int bad = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        bad |= (ch < 0x20) | (ch == '\\');
-    }
-    return bad;
+/* Characters that end a run of plain string bytes: the quote, the backslash, controls. */
+static unsigned char STOP[256];
+
+void native_scan_init(void) {
+    for (int ch = 0; ch < 0x20; ch++) STOP[ch] = 1;
+    STOP['"'] = STOP['\\'] = 1;
 }
 
 /* A string at cur->p (its opening quote): its raw bytes, and whether it holds escapes. */
 static int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
-    const char *p = cur->p + 1, *end = cur->end;
-    const char *q = memchr(p, '"', end - p);
+    const unsigned char *p = (const unsigned char *)cur->p + 1;
+    const unsigned char *end = (const unsigned char *)cur->end;
     *escaped = 0;
-    if (q != NULL && !needs_care(p, q - p)) { /* the common case: no escapes */
-        *s = p;
-        *n = q - p;
-        cur->p = q + 1;
+    while (p < end && !STOP[*p]) p++;
+    if (p < end && *p == '"') { /* the common case: no escapes */
+        *s = cur->p + 1;
+        *n = (const char *)p - *s;
+        cur->p = (const char *)p + 1;
         return 0;
     }
+    const char *q, *cend = cur->end;
     for (;;) {
-        q = p;
-        while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
-        if (q >= end || (unsigned char)*q < 0x20) return BAIL;
+        q = (const char *)p;
+        while (q < cend && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
+        if (q >= cend || (unsigned char)*q < 0x20) return BAIL;
         if (*q == '"') {
             *s = cur->p + 1;
             *n = q - *s;
@@ -329,13 +243,13 @@ static int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
             return 0;
         }
         *escaped = 1; /* a backslash */
-        if (q + 1 >= end) return BAIL;
+        if (q + 1 >= cend) return BAIL;
         switch (q[1]) {
         case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-            p = q + 2;
+            p = (const unsigned char *)q + 2;
             break;
         case 'u': {
-            if (q + 6 > end) return BAIL;
+            if (q + 6 > cend) return BAIL;
             int v = 0;
             for (int i = 2; i < 6; i++) {
                 int h = hexval(q[i]);
@@ -343,7 +257,7 @@ static int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
                 v = v * 16 + h;
             }
             if (v >= 0xD800 && v <= 0xDFFF) return BAIL; /* surrogates: msgspec's to judge */
-            p = q + 6;
+            p = (const unsigned char *)q + 6;
             break;
         }
         default:
@@ -352,13 +266,6 @@ static int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
     }
 }
 
-typedef struct {
-    int is_int;
-    long long i;
-    double d;
-} Num;
-
-#define EXACT (1LL << 53)
 
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -654,10 +561,6 @@ static int read_event(Ctx *c, Cur *cur, Event *ev) {
 
 /* ---------------------------------------------------------------- Python values */
 
-static PyObject *num_obj(const Num *n) {
-    return n->is_int ? PyLong_FromLongLong(n->i) : PyFloat_FromDouble(n->d);
-}
-
 static PyObject *id_obj(const Id *id) {
     if (id->type == V_INT) return PyLong_FromLongLong(id->i);
     if (id->type == V_STR) {
@@ -686,20 +589,6 @@ static PyObject *pair(const Event *ev) {
     Py_DECREF(pid);
     Py_DECREF(tid);
     return key;
-}
-
-/* A tuple subclass instance, as tuple.__new__(type, items) makes it (steals the items). */
-static PyObject *new_tuple(PyTypeObject *type, PyObject **items, Py_ssize_t n) {
-    PyObject *t = type->tp_alloc(type, n);
-    if (t == NULL) {
-        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(items[i]);
-        return NULL;
-    }
-#if PY_VERSION_HEX >= 0x030E0000
-    ((PyTupleObject *)t)->ob_hash = -1;
-#endif
-    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, items[i]);
-    return t;
 }
 
 /* [memory] and thread_name events; 0, BAIL or ERR. */
@@ -749,45 +638,6 @@ static int other_event(Ctx *c, const Event *ev) {
     }
     return 0;
 }
-
-static double as_double(const Num *n) { return n->is_int ? (double)n->i : n->d; }
-
-static Num sub(const Num *a, const Num *b) {
-    Num r = {0, 0, 0.0};
-    if (a->is_int && b->is_int) {
-        r.is_int = 1;
-        r.i = a->i - b->i;
-        r.d = (double)r.i;
-    } else {
-        r.d = as_double(a) - as_double(b);
-    }
-    return r;
-}
-
-static Num add(const Num *a, const Num *b) {
-    Num r = {0, 0, 0.0};
-    if (a->is_int && b->is_int) {
-        r.is_int = 1;
-        r.i = a->i + b->i;
-        r.d = (double)r.i;
-    } else {
-        r.d = as_double(a) + as_double(b);
-    }
-    return r;
-}
-
-/* Python's ``a <= b`` for two numbers that are exact as doubles or are ints. */
-static int num_le(const Num *a, const Num *b) {
-    if (a->is_int && b->is_int) return a->i <= b->i;
-    return as_double(a) <= as_double(b);
-}
-
-static int in_range(const Num *n) {
-    double d = as_double(n);
-    return -1e18 < d && d < 1e18;
-}
-
-static int too_big(const Num *n) { return n->is_int && (n->i >= EXACT || n->i <= -EXACT); }
 
 typedef struct {
     int has_origin;
@@ -1008,11 +858,11 @@ static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
 
 static Py_ssize_t last_stop = -1;
 
-static PyObject *stopped_at(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
+PyObject *native_stopped_at(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
     return PyLong_FromSsize_t(last_stop);
 }
 
-static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
+PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *data, *sink, *consts, *decode_any;
     Py_ssize_t lo, hi;
     if (!PyArg_ParseTuple(args, "OnnOOO:scan", &data, &lo, &hi, &sink, &consts, &decode_any))
@@ -1056,32 +906,3 @@ static PyObject *scan(PyObject *Py_UNUSED(module), PyObject *args) {
     return out;
 }
 
-static PyMethodDef methods[] = {
-    {"stopped_at", stopped_at, METH_NOARGS,
-     "Where the last scan stopped reading (an offset into data): on a None, near what it"
-     " did not take; for tests and debugging."},
-    {"scan", scan, METH_VARARGS,
-     "scan(data, lo, hi, sink, consts, decode_any) -> (origin, skipped, not_events, legacy,"
-     " end) | None\n\nNormalise the event array starting at data[lo] (and ending by hi) into"
-     " sink, an EventSink; end is just past its closing bracket. None: not a document this"
-     " reader takes (sink is then partly filled and must be dropped)."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "torchscope.analysis._scan",
-    "The event array of a Kineto trace, normalised in one C pass (see _scan.c).", -1, methods,
-};
-
-PyMODINIT_FUNC PyInit__scan(void) {
-    if (PyType_Ready(&PinType) < 0 || PyType_Ready(&SliceType) < 0) return NULL;
-    PyObject *m = PyModule_Create(&module);
-    if (m == NULL) return NULL;
-    Py_INCREF(&SliceType);
-    if (PyModule_AddObject(m, "Slice", (PyObject *)&SliceType) < 0) {
-        Py_DECREF(&SliceType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
-}

@@ -1,6 +1,9 @@
-"""The C scanner (``analysis/_scan.c``) gives exactly the trace of the msgspec loop
-(``fastload.accept_all``) on every document it takes, and hands every other document back
-(``None``) for that loop to read as before."""
+"""The analysis's C part (``analysis/_native*.c``) gives exactly what its Python twins give.
+
+- ``scan``: the trace of the msgspec loop (``fastload.accept_all``) on every document it
+  takes; every other document is handed back (``None``) for that loop to read as before.
+- ``nest``: the links and self times of ``nesting._sweep``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchscope.analysis import fastload
+from torchscope.analysis import accel, fastload, nesting
 from torchscope.analysis.model import Trace
 from torchscope.analysis.normalise import EventSink
 from torchscope.analysis.parse import decompress
@@ -48,7 +51,7 @@ def _typed(trace: Trace) -> dict[str, Any]:
 
 def _msgspec_only(name: str, text: bytes | bytearray, monkeypatch: pytest.MonkeyPatch) -> Any:
     with monkeypatch.context() as m:
-        m.setattr(fastload, "_scan", None)
+        m.setattr(accel, "native", None)
         return fastload.load_fast(name, bytearray(text))
 
 
@@ -58,11 +61,11 @@ def _scanned(text: bytes | bytearray) -> tuple[int, int] | None:
     return fastload.scan_native(EventSink(), text, q[1], q[2])
 
 
-def test_the_scanner_is_built() -> None:
+def test_the_extension_is_built() -> None:
     """The install builds it (``pip install -e .`` with a C compiler); without it every
-    trace is still read, by the msgspec loop, but these tests would test nothing."""
-    assert fastload._scan is not None, (
-        "analysis/_scan.c was not built: pip install -e . needs a C compiler"
+    trace is still analysed, by the Python twins, but these tests would test nothing."""
+    assert accel.native is not None, (
+        "analysis/_native.c was not built: pip install -e . needs a C compiler"
     )
 
 
@@ -300,3 +303,93 @@ def test_random_documents_read_as_the_msgspec_loop_reads_them(
     assert (got is None) == (expected is None)
     if got is not None:
         assert _typed(got) == _typed(expected)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_nesting_in_c_equals_the_python_sweep(
+    shared_traces: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = decompress(name, (shared_traces / name).read_bytes())
+    trace = fastload.load_fast(name, text)
+    assert trace is not None
+    every_other = list(range(0, len(trace.runtime), 2))
+    for subset in (None, every_other):
+        native = nesting.build_nesting(trace, subset)
+        with monkeypatch.context() as m:
+            m.setattr(accel, "native", None)
+            python = nesting.build_nesting(trace, subset)
+        assert vars(native) == vars(python)
+        assert list(map(type, native.op_self)) == list(map(type, python.op_self))
+
+
+def test_nesting_takes_int_and_float_times_and_hands_back_others(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Legacy whole-µs times (ints: self times stay ints), a child sticking out of its
+    parent by less than the tolerance, float times; a time Python alone can hold exactly
+    (an int beyond 2**53) is handed back, and the Python sweep gives the answer."""
+    doc = _doc(
+        dict(_OP, ts=0, dur=100, name="outer"),
+        dict(_OP, ts=10, dur=91, name="sticks out by 1"),
+        dict(_OP, ts=20, dur=5.5, name="float"),
+        dict(_OP, ts=30.25, dur=1, name="float start"),
+        {
+            "ph": "X",
+            "cat": "user_annotation",
+            "name": "torchscope:L3",
+            "pid": 1,
+            "tid": 2,
+            "ts": 5,
+            "dur": 50,
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 2,
+            "ts": 12,
+            "dur": 2,
+        },
+        dict(_OP, ts=200, dur=10, tid=3, name="other thread"),
+    )
+    trace = fastload.load_fast("t.json", bytearray(doc))
+    assert trace is not None
+    native = nesting.build_nesting(trace)
+    with monkeypatch.context() as m:
+        m.setattr(accel, "native", None)
+        python = nesting.build_nesting(trace)
+    assert vars(native) == vars(python)
+    assert list(map(type, native.op_self)) == list(map(type, python.op_self))
+    assert native.op_parent.count(-1) == 2  # outer, and the op on the other thread
+    big = trace.ops[0]._replace(end=2**60)
+    trace.ops[0] = big
+    links = nesting._unlinked(trace)
+    out = (
+        links.op_parent,
+        links.op_self,
+        links.op_ann,
+        links.op_py,
+        links.rt_op,
+        links.rt_ann,
+        links.rt_py,
+        links.ann_parent,
+        links.ann_op,
+        links.ann_py,
+        links.py_parent,
+    )
+    assert accel.native is not None
+    before = [list(x) for x in out]
+    assert (
+        accel.native.nest(
+            trace.annotations,
+            trace.python,
+            trace.ops,
+            trace.runtime,
+            None,
+            out,
+            nesting.NEST_TOLERANCE_US,
+        )
+        is None
+    )
+    assert [list(x) for x in out] == before  # handed back untouched

@@ -1,4 +1,4 @@
-"""Types of the C scanner (``_scan.c``), for mypy."""
+"""Types of the analysis's C part (``_native.c``), for mypy."""
 
 from collections.abc import Callable
 from typing import Any
@@ -19,3 +19,13 @@ def scan(
     /,
 ) -> tuple[Any, int, int, bool, int] | None: ...
 def stopped_at() -> int: ...
+def nest(
+    annotations: list[Any],
+    python: list[Any],
+    ops: list[Any],
+    runtime: list[Any],
+    runtime_subset: list[int] | None,
+    out: tuple[list[Any], ...],
+    tolerance: float,
+    /,
+) -> bool | None: ...

@@ -1,0 +1,106 @@
+/* torchscope.analysis._native: the analysis stages that run once per event, in C.
+ *
+ * Optional: pip builds it where a C compiler is found, and every function here has a
+ * Python twin that the analysis runs instead when it is missing or returns None (an input
+ * it does not take). Parity tests hold each pair equal (tests/unit/test_analysis_native.py).
+ *
+ * - scan (_native_scan.c): the trace's event array → the EventSink's spans (fastload.py);
+ * - nest (_native_nest.c): the per-thread containment sweep (nesting.py).
+ */
+#include "_native.h"
+
+static void pin_dealloc(PyObject *self) {
+    PyBuffer_Release(&((Pin *)self)->view);
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyTypeObject PinType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "torchscope.analysis._scan.Pin",
+    .tp_basicsize = sizeof(Pin),
+    .tp_dealloc = pin_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Holds the trace bytes exported while any Slice into them lives.",
+};
+
+static void slice_dealloc(PyObject *self) {
+    Py_XDECREF(((Slice *)self)->pin);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static int slice_getbuffer(PyObject *self, Py_buffer *view, int flags) {
+    Slice *s = (Slice *)self;
+    return PyBuffer_FillInfo(view, self, (void *)s->ptr, s->len, 1, flags);
+}
+
+static PyBufferProcs slice_as_buffer = {.bf_getbuffer = slice_getbuffer};
+
+static Py_ssize_t slice_length(PyObject *self) { return ((Slice *)self)->len; }
+
+static PySequenceMethods slice_as_sequence = {.sq_length = slice_length};
+
+static PyObject *slice_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    /* Pickled as the bytes it views: every reader takes any bytes-like object. */
+    Slice *s = (Slice *)self;
+    return Py_BuildValue("(O(y#))", (PyObject *)&PyBytes_Type, s->ptr, s->len);
+}
+
+static PyObject *slice_copy(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Slice *s = (Slice *)self;
+    return PyBytes_FromStringAndSize(s->ptr, s->len);
+}
+
+static PyMethodDef slice_methods[] = {
+    {"__reduce__", slice_reduce, METH_NOARGS, NULL},
+    {"copy", slice_copy, METH_NOARGS, "The viewed bytes, copied out."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject SliceType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "torchscope.analysis._scan.Slice",
+    .tp_basicsize = sizeof(Slice),
+    .tp_dealloc = slice_dealloc,
+    .tp_as_buffer = &slice_as_buffer,
+    .tp_as_sequence = &slice_as_sequence,
+    .tp_methods = slice_methods,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A read-only view of an event's raw args bytes inside the trace.",
+};
+
+static PyMethodDef methods[] = {
+    {"stopped_at", native_stopped_at, METH_NOARGS,
+     "Where the last scan stopped reading (an offset into data): on a None, near what it"
+     " did not take; for tests and debugging."},
+    {"scan", native_scan, METH_VARARGS,
+     "scan(data, lo, hi, sink, consts, decode_any) -> (origin, skipped, not_events, legacy,"
+     " end) | None\n\nNormalise the event array starting at data[lo] (and ending by hi) into"
+     " sink, an EventSink; end is just past its closing bracket. None: not a document this"
+     " reader takes (sink is then partly filled and must be dropped)."},
+    {"nest", native_nest, METH_VARARGS,
+     "nest(annotations, python, ops, runtime, runtime_subset, (op_parent, op_self, op_ann,"
+     " op_py, rt_op, rt_ann, rt_py, ann_parent, ann_op, ann_py, py_parent), tolerance) ->"
+     " True | None\n\nnesting._sweep in C, writing the same links and self times into the"
+     " lists; None: spans it does not take (the lists are then untouched)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "torchscope.analysis._native",
+    "The analysis stages that run once per event, in C (see _native.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native(void) {
+    native_scan_init();
+    if (PyType_Ready(&PinType) < 0 || PyType_Ready(&SliceType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&SliceType);
+    if (PyModule_AddObject(m, "Slice", (PyObject *)&SliceType) < 0) {
+        Py_DECREF(&SliceType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

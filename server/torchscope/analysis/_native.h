@@ -1,0 +1,126 @@
+/* The native part of torchscope's analysis (see _native.c): what its files share. */
+#ifndef TORCHSCOPE_NATIVE_H
+#define TORCHSCOPE_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *Py_NewRef(PyObject *o) {
+    Py_INCREF(o);
+    return o;
+}
+#endif
+
+#define BAIL 1 /* not an input to handle here: the caller runs its Python twin */
+#define ERR -1 /* a Python exception is set */
+
+/* A number as Python holds it: an int (kept only below 2**53, where a double is exact and
+ * compares as Python compares int with float) or a float. */
+typedef struct {
+    int is_int;
+    long long i;
+    double d;
+} Num;
+
+#define EXACT (1LL << 53)
+
+static inline double as_double(const Num *n) { return n->is_int ? (double)n->i : n->d; }
+
+static inline Num sub(const Num *a, const Num *b) {
+    Num r = {0, 0, 0.0};
+    if (a->is_int && b->is_int) {
+        r.is_int = 1;
+        r.i = a->i - b->i;
+        r.d = (double)r.i;
+    } else {
+        r.d = as_double(a) - as_double(b);
+    }
+    return r;
+}
+
+static inline Num add(const Num *a, const Num *b) {
+    Num r = {0, 0, 0.0};
+    if (a->is_int && b->is_int) {
+        r.is_int = 1;
+        r.i = a->i + b->i;
+        r.d = (double)r.i;
+    } else {
+        r.d = as_double(a) + as_double(b);
+    }
+    return r;
+}
+
+/* Python's ``a <= b`` for two numbers that are exact as doubles or are ints. */
+static inline int num_le(const Num *a, const Num *b) {
+    if (a->is_int && b->is_int) return a->i <= b->i;
+    return as_double(a) <= as_double(b);
+}
+
+static inline int in_range(const Num *n) {
+    double d = as_double(n);
+    return -1e18 < d && d < 1e18;
+}
+
+static inline int too_big(const Num *n) { return n->is_int && (n->i >= EXACT || n->i <= -EXACT); }
+
+/* A tuple subclass instance, as tuple.__new__(type, items) makes it (steals the items). */
+static inline PyObject *new_tuple(PyTypeObject *type, PyObject **items, Py_ssize_t n) {
+    PyObject *t = type->tp_alloc(type, n);
+    if (t == NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(items[i]);
+        return NULL;
+    }
+#if PY_VERSION_HEX >= 0x030E0000
+    ((PyTupleObject *)t)->ob_hash = -1;
+#endif
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, items[i]);
+    return t;
+}
+
+/* Reads a Python int or float into a Num; BAIL for other objects and ints beyond 2**53. */
+static inline int num_from(PyObject *o, Num *n) {
+    if (PyFloat_CheckExact(o)) {
+        n->is_int = 0;
+        n->d = PyFloat_AS_DOUBLE(o);
+        return 0;
+    }
+    if (!PyLong_CheckExact(o)) return BAIL;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    if (v >= EXACT || v <= -EXACT) return BAIL;
+    n->is_int = 1;
+    n->i = v;
+    n->d = (double)v;
+    return 0;
+}
+
+static inline PyObject *num_obj(const Num *n) {
+    return n->is_int ? PyLong_FromLongLong(n->i) : PyFloat_FromDouble(n->d);
+}
+
+/* Slice: a read-only buffer view of bytes that a Pin keeps exported (_native.c). */
+extern PyTypeObject PinType, SliceType;
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view;
+} Pin;
+typedef struct {
+    PyObject_HEAD
+    PyObject *pin;
+    const char *ptr;
+    Py_ssize_t len;
+} Slice;
+
+PyObject *native_scan(PyObject *module, PyObject *args);
+PyObject *native_stopped_at(PyObject *module, PyObject *args);
+PyObject *native_nest(PyObject *module, PyObject *args);
+void native_scan_init(void);
+
+#endif

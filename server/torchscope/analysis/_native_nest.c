@@ -1,0 +1,243 @@
+/* _native.nest: who contains whom on each CPU thread, the sweep of nesting.build_nesting.
+ *
+ * The same items (thread, start, -end, rank, index), sorted in the same order, swept with
+ * the same stack, and the same numbers written: op self times stay ints where the spans'
+ * times are ints, as Python's arithmetic keeps them. Everything is computed before the first
+ * list is written, so an input it does not take (BAIL: a span time that is not an int below
+ * 2**53 or a float, a track that is not an int) leaves the lists as they were and the
+ * Python sweep runs instead.
+ */
+#include "_native.h"
+
+#include <stdlib.h>
+
+enum { R_ANN = 0, R_PY = 1, R_OP = 2, R_RT = 3 }; /* sort rank at equal (start, end) */
+
+typedef struct {
+    long track;
+    int rank;
+    Num start, end;
+    Py_ssize_t index;
+} Item;
+
+static int cmp_items(const void *pa, const void *pb) {
+    const Item *a = pa, *b = pb;
+    if (a->track != b->track) return a->track < b->track ? -1 : 1;
+    double sa = as_double(&a->start), sb = as_double(&b->start);
+    if (sa != sb) return sa < sb ? -1 : 1;
+    double ea = as_double(&a->end), eb = as_double(&b->end);
+    if (ea != eb) return ea > eb ? -1 : 1; /* longest first: -end ascending */
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* One span's item; BAIL unless it is a tuple with numbers at 0, 1 and an int track at 3. */
+static int item_of(PyObject *span, int rank, Py_ssize_t index, Item *it) {
+    if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) < 4) return BAIL;
+    PyObject *track = PyTuple_GET_ITEM(span, 3);
+    if (!PyLong_CheckExact(track)) return BAIL;
+    it->track = PyLong_AsLong(track);
+    if (it->track == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    it->rank = rank;
+    it->index = index;
+    if (num_from(PyTuple_GET_ITEM(span, 0), &it->start)) return BAIL;
+    return num_from(PyTuple_GET_ITEM(span, 1), &it->end);
+}
+
+static int collect(PyObject *lists[4], PyObject *subset, Item *items, Py_ssize_t *n) {
+    Py_ssize_t k = 0;
+    for (int rank = 0; rank < 4; rank++) {
+        PyObject *spans = lists[rank];
+        if (rank == R_RT && subset != Py_None) {
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(subset); j++) {
+                Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(subset, j));
+                if (i < 0 || i >= PyList_GET_SIZE(spans)) {
+                    PyErr_Clear();
+                    return BAIL;
+                }
+                if (item_of(PyList_GET_ITEM(spans, i), rank, i, &items[k++])) return BAIL;
+            }
+            continue;
+        }
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(spans); i++)
+            if (item_of(PyList_GET_ITEM(spans, i), rank, i, &items[k++])) return BAIL;
+    }
+    *n = k;
+    return 0;
+}
+
+typedef struct {
+    Num end;
+    long op, ann, py;
+} Frame;
+
+/* The outputs, as C arrays; each written back to its list at the end. */
+enum { OP_PARENT, OP_ANN, OP_PY, RT_OP, RT_ANN, RT_PY, ANN_PARENT, ANN_OP, ANN_PY, PY_PARENT,
+       N_LINKS };
+
+typedef struct {
+    long *link[N_LINKS];
+    char *set[N_LINKS];
+    Num *self;
+    char *self_set;
+} Out;
+
+#define SET(which, i, v) (out->link[which][i] = (v), out->set[which][i] = 1)
+
+/* The sweep (over 60 lines, as build_nesting's is: one loop, every event once). */
+static int sweep(const Item *items, Py_ssize_t n, double tol, Frame *stack, Out *out) {
+    const Frame bottom = {{0, 0, Py_HUGE_VAL}, -1, -1, -1};
+    Py_ssize_t depth = 0;
+    Frame top = bottom;
+    long thread = 0;
+    int started = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const Item *it = &items[k];
+        if (!started || it->track != thread) {
+            started = 1;
+            thread = it->track;
+            depth = 0;
+            top = bottom;
+        }
+        double start = as_double(&it->start), end = as_double(&it->end);
+        while (depth > 0 && (as_double(&top.end) <= start || end > as_double(&top.end) + tol)) {
+            depth--;
+            top = depth > 0 ? stack[depth - 1] : bottom;
+        }
+        Py_ssize_t i = it->index;
+        Frame next = top;
+        next.end = it->end;
+        switch (it->rank) {
+        case R_OP: {
+            SET(OP_PARENT, i, top.op);
+            SET(OP_ANN, i, top.ann);
+            SET(OP_PY, i, top.py);
+            if (top.op >= 0) {
+                Num len = sub(&it->end, &it->start);
+                Num *self = &out->self[top.op];
+                *self = sub(self, &len);
+                if (too_big(self)) return BAIL;
+                out->self_set[top.op] = 1;
+            }
+            next.op = (long)i;
+            stack[depth++] = top = next;
+            break;
+        }
+        case R_RT:
+            SET(RT_OP, i, top.op);
+            SET(RT_ANN, i, top.ann);
+            SET(RT_PY, i, top.py);
+            break;
+        case R_ANN:
+            SET(ANN_PARENT, i, top.ann);
+            SET(ANN_OP, i, top.op);
+            SET(ANN_PY, i, top.py);
+            next.ann = (long)i;
+            stack[depth++] = top = next;
+            break;
+        default:
+            SET(PY_PARENT, i, top.py);
+            next.py = (long)i;
+            stack[depth++] = top = next;
+        }
+    }
+    return 0;
+}
+
+static int write_back(PyObject *lists[N_LINKS], PyObject *self_list, Out *out) {
+    for (int w = 0; w < N_LINKS; w++) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lists[w]); i++) {
+            if (!out->set[w][i]) continue;
+            PyObject *v = PyLong_FromLong(out->link[w][i]);
+            if (v == NULL || PyList_SetItem(lists[w], i, v) < 0) return ERR;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self_list); i++) {
+        if (!out->self_set[i]) continue;
+        PyObject *v = num_obj(&out->self[i]);
+        if (v == NULL || PyList_SetItem(self_list, i, v) < 0) return ERR;
+    }
+    return 0;
+}
+
+/* Everything allocated for one call, freed together. */
+typedef struct {
+    Item *items;
+    Frame *stack;
+    Out out;
+} Work;
+
+static void work_free(Work *w) {
+    PyMem_Free(w->items);
+    PyMem_Free(w->stack);
+    for (int i = 0; i < N_LINKS; i++) {
+        PyMem_Free(w->out.link[i]);
+        PyMem_Free(w->out.set[i]);
+    }
+    PyMem_Free(w->out.self);
+    PyMem_Free(w->out.self_set);
+}
+
+static int work_alloc(Work *w, Py_ssize_t n_items, PyObject *links[N_LINKS], Py_ssize_t n_ops) {
+    w->items = PyMem_Calloc(n_items + 1, sizeof(Item));
+    w->stack = PyMem_Calloc(n_items + 1, sizeof(Frame));
+    int ok = w->items != NULL && w->stack != NULL;
+    for (int i = 0; ok && i < N_LINKS; i++) {
+        Py_ssize_t len = PyList_GET_SIZE(links[i]) + 1;
+        w->out.link[i] = PyMem_Calloc(len, sizeof(long));
+        w->out.set[i] = PyMem_Calloc(len, 1);
+        ok = w->out.link[i] != NULL && w->out.set[i] != NULL;
+    }
+    w->out.self = PyMem_Calloc(n_ops + 1, sizeof(Num));
+    w->out.self_set = PyMem_Calloc(n_ops + 1, 1);
+    ok = ok && w->out.self != NULL && w->out.self_set != NULL;
+    if (!ok) PyErr_NoMemory();
+    return ok ? 0 : ERR;
+}
+
+/* Each list the sweep writes must be as long as the spans it indexes. */
+static int sizes_match(PyObject *spans[4], PyObject *links[N_LINKS], PyObject *self_list) {
+    static const int of[N_LINKS] = {R_OP, R_OP, R_OP, R_RT, R_RT, R_RT, R_ANN, R_ANN, R_ANN,
+                                    R_PY};
+    for (int i = 0; i < N_LINKS; i++)
+        if (PyList_GET_SIZE(links[i]) != PyList_GET_SIZE(spans[of[i]])) return 0;
+    return PyList_GET_SIZE(self_list) == PyList_GET_SIZE(spans[R_OP]);
+}
+
+PyObject *native_nest(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *spans[4], *subset, *links[N_LINKS], *self_list;
+    double tol;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O(O!O!O!O!O!O!O!O!O!O!O!)d:nest", &PyList_Type,
+                          &spans[R_ANN], &PyList_Type, &spans[R_PY], &PyList_Type,
+                          &spans[R_OP], &PyList_Type, &spans[R_RT], &subset, &PyList_Type,
+                          &links[OP_PARENT], &PyList_Type, &self_list, &PyList_Type,
+                          &links[OP_ANN], &PyList_Type, &links[OP_PY], &PyList_Type,
+                          &links[RT_OP], &PyList_Type, &links[RT_ANN], &PyList_Type,
+                          &links[RT_PY], &PyList_Type, &links[ANN_PARENT], &PyList_Type,
+                          &links[ANN_OP], &PyList_Type, &links[ANN_PY], &PyList_Type,
+                          &links[PY_PARENT], &tol))
+        return NULL;
+    if ((subset != Py_None && !PyList_Check(subset)) || !sizes_match(spans, links, self_list))
+        Py_RETURN_NONE;
+    Py_ssize_t n_rt = subset == Py_None ? PyList_GET_SIZE(spans[R_RT]) : PyList_GET_SIZE(subset);
+    Py_ssize_t n = PyList_GET_SIZE(spans[R_ANN]) + PyList_GET_SIZE(spans[R_PY]) +
+                   PyList_GET_SIZE(spans[R_OP]) + n_rt;
+    Work w;
+    memset(&w, 0, sizeof(w));
+    int st = work_alloc(&w, n, links, PyList_GET_SIZE(self_list));
+    for (Py_ssize_t i = 0; st == 0 && i < PyList_GET_SIZE(self_list); i++)
+        st = num_from(PyList_GET_ITEM(self_list, i), &w.out.self[i]);
+    if (st == 0) st = collect(spans, subset, w.items, &n);
+    if (st == 0) {
+        qsort(w.items, (size_t)n, sizeof(Item), cmp_items);
+        st = sweep(w.items, n, tol, w.stack, &w.out);
+    }
+    if (st == 0) st = write_back(links, self_list, &w.out);
+    work_free(&w);
+    if (st == ERR) return NULL;
+    if (st == BAIL) Py_RETURN_NONE;
+    Py_RETURN_TRUE;
+}
