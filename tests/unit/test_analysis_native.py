@@ -142,6 +142,27 @@ TAKEN = {
     ),
     "memory, no ts": _raw('"ph":"i","name":"[memory]","pid":1,"tid":2,"args":{"Bytes":8}'),
     "memory, odd args": _raw('"ph":"i","name":"[memory]","ts":12,"args":[1]'),
+    "memory, float bytes": _raw('"ph":"i","name":"[memory]","ts":12,"args":{"Bytes":8.0}'),
+    "memory, no bytes": _raw('"ph":"i","name":"[memory]","ts":12,"args":{"Addr":3}'),
+    "memory, all fields": _raw(
+        '"ph":"i","name":"[memory]","pid":1,"tid":2,"ts":12.5,"args":{"Device Type":1,'
+        '"Device Id":0,"Bytes":-8,"Addr":139926520725504,"Total Allocated":5435638784}'
+    ),
+    "memory, another thread": _raw(
+        '"ph":"i","name":"[memory]","pid":1,"tid":9,"ts":3,"args":{"Bytes":1,"Bytes":2}'
+    ),
+    "memory, origin zero": _doc(
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 4, "args": {"Bytes": 4}},
+        dict(_OP, ts=0),
+    ),
+    "memory, origin 0.0": _doc(
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 4, "args": {"Bytes": 4}},
+        dict(_OP, ts=0.0),
+    ),
+    "memory, origin float": _doc(
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 4, "args": {"Bytes": 4}},
+        dict(_OP, ts=1.5),
+    ),
     "deep args": _raw(
         '"ph":"X","cat":"cpu_op","name":"a","ts":11,"args":{"a":' + "[" * 40 + "]" * 40 + "}"
     ),

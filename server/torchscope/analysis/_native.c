@@ -4,8 +4,10 @@
  * Python twin that the analysis runs instead when it is missing or returns None (an input
  * it does not take). Parity tests hold each pair equal (tests/unit/test_analysis_native.py).
  *
- * - scan (_native_scan.c): the trace's event array → the EventSink's spans (fastload.py);
- * - nest (_native_nest.c): the per-thread containment sweep (nesting.py).
+ * - scan: the trace's event array → the EventSink's spans (fastload.py): _native_scan.c,
+ *   with _native_json.c (the JSON reader), _native_event.c (one event's fields),
+ *   _native_names.c (its strings) and _native_memory.c ([memory] events);
+ * - nest: the per-thread containment sweep (nesting.py): _native_nest.c.
  */
 #include "_native.h"
 
@@ -92,7 +94,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    native_scan_init();
+    json_init();
     if (PyType_Ready(&PinType) < 0 || PyType_Ready(&SliceType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

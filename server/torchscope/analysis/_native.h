@@ -118,9 +118,24 @@ typedef struct {
     Py_ssize_t len;
 } Slice;
 
+/* The JSON reader (_native_json.c): each returns 0, or BAIL for what it does not take. */
+typedef struct {
+    const char *p, *end;
+} Cur;
+
+#define WS(cur)                                                                           \
+    while ((cur)->p < (cur)->end &&                                                       \
+           (*(cur)->p == ' ' || *(cur)->p == '\n' || *(cur)->p == '\r' || *(cur)->p == '\t')) \
+    (cur)->p++
+
+int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped);
+int read_number(Cur *cur, Num *num); /* num NULL: only checked */
+int skip_value(Cur *cur, int depth);
+int literal(Cur *cur, const char *word, Py_ssize_t n);
+void json_init(void);
+
 PyObject *native_scan(PyObject *module, PyObject *args);
 PyObject *native_stopped_at(PyObject *module, PyObject *args);
 PyObject *native_nest(PyObject *module, PyObject *args);
-void native_scan_init(void);
 
 #endif

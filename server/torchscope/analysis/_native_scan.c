@@ -12,556 +12,9 @@
  * An event's "args" object is never decoded here: the span holds a LazyArgs over a Slice
  * into the trace bytes (see _native.c).
  */
-#include "_native.h"
+#include "_native_scan.h"
 
-/* ---------------------------------------------------------------- interned strings */
-
-enum {
-    F_X = 1, F_M = 2, F_I = 4, F_THREAD_NAME = 8, F_MEMORY = 16, F_ANN_PREFIX = 32,
-    F_MARKER = 64, F_OVERHEAD = 128, F_LEGACY = 256,
-};
-
-typedef struct {
-    const char *ptr; /* the raw bytes between the quotes (escapes as written) */
-    Py_ssize_t len;
-    uint64_t hash;
-    PyObject *str;
-    int flags;
-    int kind; /* the category's kind, -1: not a category the analysis reads */
-} Entry;
-
-typedef struct {
-    Entry **slots; /* each entry allocated once: pointers to it stay valid as the table grows */
-    size_t cap, used;
-} Table;
-
-/* What scan() was given: the sink's containers and the constants of normalise.py. */
-typedef struct {
-    PyObject *lists[12];
-    PyObject *track_ids, *track_kinds, *track_keys, *track_first_args;
-    PyObject *thread_names, *memory_raw;
-    PyObject *category_kind, *legacy_cats, *ann_prefixes, *marker, *overhead_names;
-    PyObject *span_type, *lazy_type, *empty, *unset, *decode_any;
-    int op_kind, ann_kind, overhead_kind;
-    PyObject *pin;
-    Table table;
-} Ctx;
-
-
-/* A hash of the first and last 16 bytes and the length: names differ early or late, and
- * equal hashes are compared whole anyway. */
-static uint64_t hash_bytes(const char *p, Py_ssize_t n) {
-    uint64_t h = (uint64_t)n * 0x9E3779B97F4A7C15ULL, w;
-    Py_ssize_t k = n < 16 ? n : 16;
-    for (Py_ssize_t i = 0; i + 8 <= k; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0x100000001B3ULL;
-        h ^= h >> 29;
-    }
-    for (Py_ssize_t i = k & ~(Py_ssize_t)7; i < k; i++) h = (h ^ (unsigned char)p[i]) * 0x100000001B3ULL;
-    if (n > 16) {
-        for (Py_ssize_t i = n - 16; i < n; i += 8) {
-            memcpy(&w, p + i, 8);
-            h = (h ^ w) * 0x100000001B3ULL;
-            h ^= h >> 29;
-        }
-    }
-    return h ^ (h >> 32);
-}
-
-static int table_grow(Table *t) {
-    size_t cap = t->cap ? t->cap * 2 : 1024;
-    Entry **slots = PyMem_Calloc(cap, sizeof(Entry *));
-    if (slots == NULL) {
-        PyErr_NoMemory();
-        return ERR;
-    }
-    for (size_t i = 0; i < t->cap; i++) {
-        Entry *e = t->slots[i];
-        if (e == NULL) continue;
-        size_t j = e->hash & (cap - 1);
-        while (slots[j] != NULL) j = (j + 1) & (cap - 1);
-        slots[j] = e;
-    }
-    PyMem_Free(t->slots);
-    t->slots = slots;
-    t->cap = cap;
-    return 0;
-}
-
-static void table_free(Table *t) {
-    for (size_t i = 0; i < t->cap; i++) {
-        if (t->slots[i] != NULL) {
-            Py_XDECREF(t->slots[i]->str);
-            PyMem_Free(t->slots[i]);
-        }
-    }
-    PyMem_Free(t->slots);
-    t->slots = NULL;
-    t->cap = t->used = 0;
-}
-
-static int starts_with(PyObject *str, PyObject *prefix) {
-    PyObject *r = PyObject_CallMethod(str, "startswith", "(O)", prefix);
-    if (r == NULL) return ERR;
-    int yes = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    return yes;
-}
-
-static int eq_ascii(PyObject *str, const char *s) {
-    return PyUnicode_CompareWithASCIIString(str, s) == 0;
-}
-
-/* The flags of a newly seen string: what the per-event logic asks of it. */
-static int entry_flags(Ctx *c, Entry *e) {
-    PyObject *s = e->str;
-    int f = 0, r;
-    if (eq_ascii(s, "X")) f |= F_X;
-    if (eq_ascii(s, "M")) f |= F_M;
-    if (eq_ascii(s, "i")) f |= F_I;
-    if (eq_ascii(s, "thread_name")) f |= F_THREAD_NAME;
-    if (eq_ascii(s, "[memory]")) f |= F_MEMORY;
-    if ((r = starts_with(s, c->ann_prefixes)) < 0) return ERR;
-    if (r) f |= F_ANN_PREFIX;
-    if ((r = starts_with(s, c->marker)) < 0) return ERR;
-    if (r) f |= F_MARKER;
-    if ((r = PySet_Contains(c->overhead_names, s)) < 0) return ERR;
-    if (r) f |= F_OVERHEAD;
-    if ((r = PySet_Contains(c->legacy_cats, s)) < 0) return ERR;
-    if (r) f |= F_LEGACY;
-    PyObject *kind = PyDict_GetItemWithError(c->category_kind, s);
-    if (kind == NULL && PyErr_Occurred()) return ERR;
-    e->kind = kind == NULL ? -1 : (int)PyLong_AsLong(kind);
-    e->flags = f;
-    return 0;
-}
-
-static PyObject *decode_raw(Ctx *c, const char *p, Py_ssize_t n) {
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
-    if (view == NULL) return NULL;
-    PyObject *out = PyObject_CallOneArg(c->decode_any, view);
-    Py_DECREF(view);
-    return out;
-}
-
-/* The entry of the string whose raw bytes (between its quotes) are p[0:n]; NULL with
- * *status BAIL (not valid UTF-8, or escapes msgspec may read otherwise) or ERR. */
-static Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status) {
-    Table *t = &c->table;
-    if ((t->used + 1) * 2 > t->cap && table_grow(t) < 0) {
-        *status = ERR;
-        return NULL;
-    }
-    uint64_t h = hash_bytes(p, n);
-    size_t j = h & (t->cap - 1);
-    for (;;) {
-        Entry *e = t->slots[j];
-        if (e == NULL) break;
-        if (e->hash == h && e->len == n && memcmp(e->ptr, p, n) == 0) return e;
-        j = (j + 1) & (t->cap - 1);
-    }
-    PyObject *s;
-    if (escaped) {
-        s = decode_raw(c, p - 1, n + 2); /* with its quotes: a JSON string */
-        if (s != NULL && !PyUnicode_Check(s)) Py_CLEAR(s);
-    } else {
-        s = PyUnicode_DecodeUTF8(p, n, "strict");
-    }
-    if (s == NULL) {
-        PyErr_Clear();
-        *status = BAIL;
-        return NULL;
-    }
-    Entry *e = PyMem_Calloc(1, sizeof(Entry));
-    if (e == NULL) {
-        Py_DECREF(s);
-        PyErr_NoMemory();
-        *status = ERR;
-        return NULL;
-    }
-    t->slots[j] = e;
-    e->ptr = p;
-    e->len = n;
-    e->hash = h;
-    e->str = s;
-    t->used++;
-    if (entry_flags(c, e) < 0) {
-        *status = ERR;
-        return NULL;
-    }
-    return e;
-}
-
-/* ---------------------------------------------------------------- the JSON reader */
-
-typedef struct {
-    const char *p, *end;
-} Cur;
-
-#define WS(cur)                                                                           \
-    while ((cur)->p < (cur)->end &&                                                       \
-           (*(cur)->p == ' ' || *(cur)->p == '\n' || *(cur)->p == '\r' || *(cur)->p == '\t')) \
-    (cur)->p++
-
-static int hexval(char ch) {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
-    return -1;
-}
-
-/* Characters that end a run of plain string bytes: the quote, the backslash, controls. */
-static unsigned char STOP[256];
-
-void native_scan_init(void) {
-    for (int ch = 0; ch < 0x20; ch++) STOP[ch] = 1;
-    STOP['"'] = STOP['\\'] = 1;
-}
-
-/* A string at cur->p (its opening quote): its raw bytes, and whether it holds escapes. */
-static int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
-    const unsigned char *p = (const unsigned char *)cur->p + 1;
-    const unsigned char *end = (const unsigned char *)cur->end;
-    *escaped = 0;
-    while (p < end && !STOP[*p]) p++;
-    if (p < end && *p == '"') { /* the common case: no escapes */
-        *s = cur->p + 1;
-        *n = (const char *)p - *s;
-        cur->p = (const char *)p + 1;
-        return 0;
-    }
-    const char *q, *cend = cur->end;
-    for (;;) {
-        q = (const char *)p;
-        while (q < cend && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
-        if (q >= cend || (unsigned char)*q < 0x20) return BAIL;
-        if (*q == '"') {
-            *s = cur->p + 1;
-            *n = q - *s;
-            cur->p = q + 1;
-            return 0;
-        }
-        *escaped = 1; /* a backslash */
-        if (q + 1 >= cend) return BAIL;
-        switch (q[1]) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
-            p = (const unsigned char *)q + 2;
-            break;
-        case 'u': {
-            if (q + 6 > cend) return BAIL;
-            int v = 0;
-            for (int i = 2; i < 6; i++) {
-                int h = hexval(q[i]);
-                if (h < 0) return BAIL;
-                v = v * 16 + h;
-            }
-            if (v >= 0xD800 && v <= 0xDFFF) return BAIL; /* surrogates: msgspec's to judge */
-            p = (const unsigned char *)q + 6;
-            break;
-        }
-        default:
-            return BAIL;
-        }
-    }
-}
-
-
-static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* A number at cur->p. With num NULL it is only checked. Integers beyond 2**53 and floats
- * that overflow make it BAIL where they are read (msgspec keeps big ints exact). */
-static int read_number(Cur *cur, Num *num) {
-    const char *p = cur->p, *end = cur->end, *start = p;
-    int neg = 0, sig = 0, lost = 0, frac = 0, is_int = 1, has_exp = 0;
-    unsigned long long mant = 0;
-    /* The significant digits (leading zeros left out), up to 19 of them in mant. */
-#define DIGIT(ch)                                                                         \
-    do {                                                                                  \
-        unsigned dgt = (unsigned)((ch) - '0');                                            \
-        if (mant != 0 || dgt != 0) {                                                      \
-            if (sig < 19) {                                                               \
-                mant = mant * 10 + dgt;                                                   \
-                sig++;                                                                    \
-            } else {                                                                      \
-                lost = 1;                                                                 \
-            }                                                                             \
-        }                                                                                 \
-    } while (0)
-    if (p < end && *p == '-') {
-        neg = 1;
-        p++;
-    }
-    if (p >= end) return BAIL;
-    if (*p == '0') {
-        p++;
-    } else if (*p >= '1' && *p <= '9') {
-        while (p < end && *p >= '0' && *p <= '9') {
-            DIGIT(*p);
-            p++;
-        }
-    } else {
-        return BAIL;
-    }
-    if (p < end && *p == '.') {
-        is_int = 0;
-        p++;
-        if (p >= end || *p < '0' || *p > '9') return BAIL;
-        while (p < end && *p >= '0' && *p <= '9') {
-            DIGIT(*p);
-            frac++;
-            p++;
-        }
-    }
-#undef DIGIT
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        is_int = 0;
-        has_exp = 1;
-        p++;
-        if (p < end && (*p == '+' || *p == '-')) p++;
-        if (p >= end || *p < '0' || *p > '9') return BAIL;
-        while (p < end && *p >= '0' && *p <= '9') p++;
-    }
-    cur->p = p;
-    if (num == NULL) return 0;
-    num->is_int = is_int;
-    if (is_int) {
-        if (lost || mant >= (unsigned long long)EXACT) return BAIL;
-        num->i = neg ? -(long long)mant : (long long)mant;
-        num->d = (double)num->i;
-        return 0;
-    }
-    if (!has_exp && !lost && mant < (unsigned long long)EXACT && frac <= 22) {
-        /* Both exact doubles, so one division is the correctly rounded value. */
-        double v = (double)mant / POW10[frac];
-        num->d = neg ? -v : v;
-        return 0;
-    }
-    char buf[128];
-    Py_ssize_t n = p - start;
-    if (n >= (Py_ssize_t)sizeof(buf)) return BAIL;
-    memcpy(buf, start, n);
-    buf[n] = 0;
-    double v = PyOS_string_to_double(buf, NULL, NULL);
-    if (v == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return BAIL;
-    }
-    if (Py_IS_INFINITY(v)) return BAIL;
-    num->d = v;
-    return 0;
-}
-
-static int skip_value(Cur *cur, int depth);
-
-static int skip_container(Cur *cur, int depth, char close) {
-    if (depth > 64) return BAIL;
-    cur->p++;
-    WS(cur);
-    if (cur->p < cur->end && *cur->p == close) {
-        cur->p++;
-        return 0;
-    }
-    for (;;) {
-        if (close == '}') {
-            const char *s;
-            Py_ssize_t n;
-            int esc;
-            if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
-            WS(cur);
-            if (cur->p >= cur->end || *cur->p != ':') return BAIL;
-            cur->p++;
-            WS(cur);
-        }
-        if (skip_value(cur, depth + 1)) return BAIL;
-        WS(cur);
-        if (cur->p >= cur->end) return BAIL;
-        if (*cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (*cur->p != close) return BAIL;
-        cur->p++;
-        return 0;
-    }
-}
-
-static int literal(Cur *cur, const char *word, Py_ssize_t n) {
-    if (cur->end - cur->p < n || memcmp(cur->p, word, n) != 0) return BAIL;
-    cur->p += n;
-    return 0;
-}
-
-static int skip_value(Cur *cur, int depth) {
-    if (cur->p >= cur->end) return BAIL;
-    switch (*cur->p) {
-    case '{': return skip_container(cur, depth, '}');
-    case '[': return skip_container(cur, depth, ']');
-    case '"': {
-        const char *s;
-        Py_ssize_t n;
-        int esc;
-        return read_string(cur, &s, &n, &esc);
-    }
-    case 't': return literal(cur, "true", 4);
-    case 'f': return literal(cur, "false", 5);
-    case 'n': return literal(cur, "null", 4);
-    default: return read_number(cur, NULL);
-    }
-}
-
-/* ---------------------------------------------------------------- one event */
-
-enum { V_ABSENT, V_NULL, V_INT, V_STR };
-
-typedef struct {
-    int type;
-    long long i;
-    Entry *str;
-} Id; /* a pid or tid: int, str or null (absent reads as null) */
-
-typedef struct {
-    Entry *ph, *cat, *name;
-    Id pid, tid;
-    int has_ts, has_dur;
-    Num ts, dur;
-    const char *args; /* the raw args value, NULL when absent */
-    Py_ssize_t args_len;
-    const char *corr; /* the raw value of args' top-level "correlation" */
-    Py_ssize_t corr_len;
-} Event;
-
-static int read_str_field(Ctx *c, Cur *cur, Entry **out) {
-    const char *s;
-    Py_ssize_t n;
-    int esc, st = 0;
-    if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
-    *out = intern(c, s, n, esc, &st);
-    return *out == NULL ? st : 0;
-}
-
-static int read_id(Ctx *c, Cur *cur, Id *id) {
-    if (cur->p >= cur->end) return BAIL;
-    char ch = *cur->p;
-    if (ch == '"') {
-        id->type = V_STR;
-        return read_str_field(c, cur, &id->str);
-    }
-    if (ch == 'n') {
-        id->type = V_NULL;
-        return literal(cur, "null", 4);
-    }
-    Num num;
-    if (read_number(cur, &num) || !num.is_int) return BAIL; /* a float pid: msgspec refuses */
-    id->type = V_INT;
-    id->i = num.i;
-    return 0;
-}
-
-static int read_num_field(Cur *cur, Num *num) {
-    if (cur->p >= cur->end || !(*cur->p == '-' || (*cur->p >= '0' && *cur->p <= '9')))
-        return BAIL; /* true/false/null/strings: msgspec refuses them for ts and dur */
-    return read_number(cur, num);
-}
-
-/* The args value: checked whole; for an object, its top-level "correlation" noted. */
-static int read_args(Cur *cur, Event *ev) {
-    const char *start = cur->p;
-    ev->corr = NULL;
-    if (cur->p < cur->end && *cur->p == '{') {
-        cur->p++;
-        WS(cur);
-        if (cur->p < cur->end && *cur->p == '}') {
-            cur->p++;
-        } else {
-            for (;;) {
-                const char *s;
-                Py_ssize_t n;
-                int esc;
-                if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc))
-                    return BAIL;
-                if (esc) return BAIL; /* an escaped key could spell "correlation" */
-                WS(cur);
-                if (cur->p >= cur->end || *cur->p != ':') return BAIL;
-                cur->p++;
-                WS(cur);
-                const char *v = cur->p;
-                if (skip_value(cur, 2)) return BAIL;
-                if (n == 11 && memcmp(s, "correlation", 11) == 0) {
-                    ev->corr = v;
-                    ev->corr_len = cur->p - v;
-                }
-                WS(cur);
-                if (cur->p >= cur->end) return BAIL;
-                if (*cur->p == ',') {
-                    cur->p++;
-                    WS(cur);
-                    continue;
-                }
-                if (*cur->p != '}') return BAIL;
-                cur->p++;
-                break;
-            }
-        }
-    } else if (skip_value(cur, 1)) {
-        return BAIL;
-    }
-    ev->args = start;
-    ev->args_len = cur->p - start;
-    return 0;
-}
-
-#define KEY(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
-
-static int read_event(Ctx *c, Cur *cur, Event *ev) {
-    memset(ev, 0, sizeof(*ev));
-    if (cur->p >= cur->end || *cur->p != '{') return BAIL; /* msgspec wants objects */
-    cur->p++;
-    WS(cur);
-    if (cur->p < cur->end && *cur->p == '}') {
-        cur->p++;
-        return 0;
-    }
-    for (;;) {
-        const char *s;
-        Py_ssize_t n;
-        int esc, st;
-        if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
-        if (esc) return BAIL; /* an escaped key could spell a field's name */
-        WS(cur);
-        if (cur->p >= cur->end || *cur->p != ':') return BAIL;
-        cur->p++;
-        WS(cur);
-        /* Repeated keys: the last one counts, as in msgspec. */
-        if (KEY("ph")) st = read_str_field(c, cur, &ev->ph);
-        else if (KEY("cat")) st = read_str_field(c, cur, &ev->cat);
-        else if (KEY("name")) st = read_str_field(c, cur, &ev->name);
-        else if (KEY("pid")) st = read_id(c, cur, &ev->pid);
-        else if (KEY("tid")) st = read_id(c, cur, &ev->tid);
-        else if (KEY("ts")) { st = read_num_field(cur, &ev->ts); ev->has_ts = 1; }
-        else if (KEY("dur")) { st = read_num_field(cur, &ev->dur); ev->has_dur = 1; }
-        else if (KEY("args")) st = read_args(cur, ev);
-        else st = skip_value(cur, 1);
-        if (st) return st;
-        WS(cur);
-        if (cur->p >= cur->end) return BAIL;
-        if (*cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (*cur->p != '}') return BAIL;
-        cur->p++;
-        return 0;
-    }
-}
-
-/* ---------------------------------------------------------------- Python values */
-
-static PyObject *id_obj(const Id *id) {
+PyObject *id_obj(const Id *id) {
     if (id->type == V_INT) return PyLong_FromLongLong(id->i);
     if (id->type == V_STR) {
         Py_INCREF(id->str->str);
@@ -578,7 +31,7 @@ static int same_id(const Id *a, const Id *b) {
     return 1;
 }
 
-static PyObject *pair(const Event *ev) {
+PyObject *pair(const Event *ev) {
     PyObject *pid = id_obj(&ev->pid), *tid = id_obj(&ev->tid);
     if (pid == NULL || tid == NULL) {
         Py_XDECREF(pid);
@@ -591,7 +44,6 @@ static PyObject *pair(const Event *ev) {
     return key;
 }
 
-/* [memory] and thread_name events; 0, BAIL or ERR. */
 static int other_event(Ctx *c, const Event *ev) {
     int ph = ev->ph->flags, name = ev->name ? ev->name->flags : 0;
     if (ev->args == NULL) return 0;
@@ -611,42 +63,10 @@ static int other_event(Ctx *c, const Event *ev) {
         Py_DECREF(a);
         return st;
     }
-    if ((ph & F_I) && (name & F_MEMORY)) {
-        PyObject *items[4];
-        items[0] = ev->has_ts ? num_obj(&ev->ts) : Py_NewRef(c->unset);
-        items[1] = id_obj(&ev->pid);
-        items[2] = id_obj(&ev->tid);
-        items[3] = decode_raw(c, ev->args, ev->args_len);
-        if (items[3] == NULL) {
-            PyErr_Clear();
-            for (int i = 0; i < 3; i++) Py_XDECREF(items[i]);
-            return BAIL;
-        }
-        if (items[0] == NULL || items[1] == NULL || items[2] == NULL) {
-            for (int i = 0; i < 4; i++) Py_XDECREF(items[i]);
-            return ERR;
-        }
-        PyObject *t = PyTuple_New(4);
-        if (t == NULL) {
-            for (int i = 0; i < 4; i++) Py_DECREF(items[i]);
-            return ERR;
-        }
-        for (int i = 0; i < 4; i++) PyTuple_SET_ITEM(t, i, items[i]);
-        int st = t == NULL || PyList_Append(c->memory_raw, t) < 0 ? ERR : 0;
-        Py_XDECREF(t);
-        return st;
-    }
+    if ((ph & F_I) && (name & F_MEMORY)) return memory_event(c, ev);
     return 0;
 }
 
-typedef struct {
-    int has_origin;
-    Num origin;
-    long long skipped, not_events;
-    int legacy;
-    Id last_pid, last_tid;
-    long last_track;
-} State;
 
 /* The args object of a span and its correlation (new references); BAIL/ERR, or 2: skip
  * the event (args neither an object nor null, which msgspec's _Head refuses). */
@@ -847,16 +267,38 @@ static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
         *attrs[i].slot = v;
         Py_DECREF(v); /* borrowed from the sink, which outlives the scan */
     }
-    if (!PyArg_ParseTuple(consts, "O!O!OO!OOOO!Oiii:consts", &PyDict_Type, &c->category_kind,
+    if (!PyArg_ParseTuple(consts, "O!O!OO!OO!O!O!OO!iii:consts", &PyDict_Type, &c->category_kind,
                           &PyFrozenSet_Type, &c->legacy_cats, &c->ann_prefixes,
-                          &PyUnicode_Type, &c->marker, &c->overhead_names, &c->span_type,
-                          &c->lazy_type, &PyDict_Type, &c->empty, &c->unset,
-                          &c->op_kind, &c->ann_kind, &c->overhead_kind))
+                          &PyUnicode_Type, &c->marker, &c->overhead_names, &PyType_Type,
+                          &c->span_type, &PyType_Type, &c->lazy_type, &PyDict_Type, &c->empty,
+                          &c->unset, &PyType_Type, &c->memory_type, &c->op_kind, &c->ann_kind,
+                          &c->overhead_kind))
         return ERR;
     return 0;
 }
 
 static Py_ssize_t last_stop = -1;
+
+/* scan()'s answer for a document read whole: (origin, skipped, not_events, legacy, end,
+ * memory), memory being the MemoryEvents or None (then they are in memory_raw). */
+static PyObject *finish(Ctx *c, const State *s) {
+    PyObject *memory;
+    if (c->mem_simple) {
+        memory = memory_events(c, s);
+    } else {
+        int st = memory_raw(c);
+        if (st == BAIL) Py_RETURN_NONE;
+        memory = st == ERR ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *origin = s->has_origin ? num_obj(&s->origin) : Py_NewRef(Py_None);
+    if (memory == NULL || origin == NULL) {
+        Py_XDECREF(memory);
+        Py_XDECREF(origin);
+        return NULL;
+    }
+    return Py_BuildValue("(NLLOnN)", origin, s->skipped, s->not_events,
+                         s->legacy ? Py_True : Py_False, last_stop, memory);
+}
 
 PyObject *native_stopped_at(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
     return PyLong_FromSsize_t(last_stop);
@@ -871,10 +313,7 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
     memset(&c, 0, sizeof(c));
     c.decode_any = decode_any;
     if (unpack(&c, sink, consts) < 0) return NULL;
-    if (!PyType_Check(c.span_type) || !PyType_Check(c.lazy_type)) {
-        PyErr_SetString(PyExc_TypeError, "scan: Span and LazyArgs must be types");
-        return NULL;
-    }
+    c.mem_simple = 1;
     Pin *pin = PyObject_New(Pin, &PinType);
     if (pin == NULL) return NULL;
     if (PyObject_GetBuffer(data, &pin->view, PyBUF_SIMPLE) < 0) {
@@ -895,14 +334,13 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
         if (st == BAIL) {
             out = Py_NewRef(Py_None);
         } else if (st == 0) {
-            PyObject *origin = s.has_origin ? num_obj(&s.origin) : Py_NewRef(Py_None);
-            if (origin != NULL)
-                out = Py_BuildValue("(NLLOn)", origin, s.skipped, s.not_events,
-                                    s.legacy ? Py_True : Py_False, last_stop);
+            out = finish(&c, &s);
         }
     }
     table_free(&c.table);
+    PyMem_Free(c.mem);
     Py_DECREF(pin); /* the slices made keep it */
     return out;
 }
+
 

@@ -20,7 +20,7 @@ import msgspec
 from msgspec import UNSET, Raw, UnsetType
 
 from . import accel
-from .model import Span, Trace
+from .model import MemoryEvent, Span, Trace
 from .normalise import (
     _ANN,
     _CATEGORY_KIND,
@@ -297,6 +297,7 @@ _SCAN_CONSTANTS = (
     LazyArgs,
     _EMPTY,
     UNSET,
+    MemoryEvent,
     _OP,
     _ANN,
     _OVERHEAD,
@@ -315,7 +316,8 @@ def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int
     done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _ANY.decode)
     if done is None:
         return None
-    origin, skipped, not_events, legacy, end = done
+    origin, skipped, not_events, legacy, end, memory = done
+    sink.memory_ready = memory
     if sink.origin[0] is None:
         sink.origin[0] = origin
     sink.flags["skipped"] += skipped

@@ -160,6 +160,8 @@ class EventSink:
         self.flags = {"legacy": False, "skipped": 0}
         self.memory_raw: list[tuple[Any, Any, Any, Any]] = []
         """``[memory]`` instant events as (ts, pid, tid, args), placed in ``finish``."""
+        self.memory_ready: list[MemoryEvent] | None = None
+        """The same already placed, in file order (by the C scanner: ``fastload``)."""
         self.origin: list[Any] = [None]
         self.accept = self._make_accept()
 
@@ -335,6 +337,9 @@ class EventSink:
 
     def _memory_events(self) -> list[MemoryEvent]:
         """The ``[memory]`` events on the spans' clock and tracks; malformed ones are skipped."""
+        if self.memory_ready is not None:
+            self.memory_ready.sort(key=_START)
+            return self.memory_ready
         origin = self.origin[0] or 0
         out: list[MemoryEvent] = []
         for ts, pid, tid, args in self.memory_raw:

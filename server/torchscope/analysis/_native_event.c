@@ -1,0 +1,129 @@
+/* _native.scan's reading of one event object: the fields the analysis uses, typed as
+ * msgspec's _Event types them (anything else is BAIL), and args left as raw bytes. */
+#include "_native_scan.h"
+
+static int read_str_field(Ctx *c, Cur *cur, Entry **out) {
+    const char *s;
+    Py_ssize_t n;
+    int esc, st = 0;
+    if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
+    *out = intern(c, s, n, esc, &st);
+    return *out == NULL ? st : 0;
+}
+
+static int read_id(Ctx *c, Cur *cur, Id *id) {
+    if (cur->p >= cur->end) return BAIL;
+    char ch = *cur->p;
+    if (ch == '"') {
+        id->type = V_STR;
+        return read_str_field(c, cur, &id->str);
+    }
+    if (ch == 'n') {
+        id->type = V_NULL;
+        return literal(cur, "null", 4);
+    }
+    Num num;
+    if (read_number(cur, &num) || !num.is_int) return BAIL; /* a float pid: msgspec refuses */
+    id->type = V_INT;
+    id->i = num.i;
+    return 0;
+}
+
+static int read_num_field(Cur *cur, Num *num) {
+    if (cur->p >= cur->end || !(*cur->p == '-' || (*cur->p >= '0' && *cur->p <= '9')))
+        return BAIL; /* true/false/null/strings: msgspec refuses them for ts and dur */
+    return read_number(cur, num);
+}
+
+/* The args value: checked whole; for an object, its top-level "correlation" noted. */
+static int read_args(Cur *cur, Event *ev) {
+    const char *start = cur->p;
+    ev->corr = NULL;
+    if (cur->p < cur->end && *cur->p == '{') {
+        cur->p++;
+        WS(cur);
+        if (cur->p < cur->end && *cur->p == '}') {
+            cur->p++;
+        } else {
+            for (;;) {
+                const char *s;
+                Py_ssize_t n;
+                int esc;
+                if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc))
+                    return BAIL;
+                if (esc) return BAIL; /* an escaped key could spell "correlation" */
+                WS(cur);
+                if (cur->p >= cur->end || *cur->p != ':') return BAIL;
+                cur->p++;
+                WS(cur);
+                const char *v = cur->p;
+                if (skip_value(cur, 2)) return BAIL;
+                if (n == 11 && memcmp(s, "correlation", 11) == 0) {
+                    ev->corr = v;
+                    ev->corr_len = cur->p - v;
+                }
+                WS(cur);
+                if (cur->p >= cur->end) return BAIL;
+                if (*cur->p == ',') {
+                    cur->p++;
+                    WS(cur);
+                    continue;
+                }
+                if (*cur->p != '}') return BAIL;
+                cur->p++;
+                break;
+            }
+        }
+    } else if (skip_value(cur, 1)) {
+        return BAIL;
+    }
+    ev->args = start;
+    ev->args_len = cur->p - start;
+    return 0;
+}
+
+#define KEY(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
+
+int read_event(Ctx *c, Cur *cur, Event *ev) {
+    memset(ev, 0, sizeof(*ev));
+    if (cur->p >= cur->end || *cur->p != '{') return BAIL; /* msgspec wants objects */
+    cur->p++;
+    WS(cur);
+    if (cur->p < cur->end && *cur->p == '}') {
+        cur->p++;
+        return 0;
+    }
+    for (;;) {
+        const char *s;
+        Py_ssize_t n;
+        int esc, st;
+        if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
+        if (esc) return BAIL; /* an escaped key could spell a field's name */
+        WS(cur);
+        if (cur->p >= cur->end || *cur->p != ':') return BAIL;
+        cur->p++;
+        WS(cur);
+        /* Repeated keys: the last one counts, as in msgspec. */
+        if (KEY("ph")) st = read_str_field(c, cur, &ev->ph);
+        else if (KEY("cat")) st = read_str_field(c, cur, &ev->cat);
+        else if (KEY("name")) st = read_str_field(c, cur, &ev->name);
+        else if (KEY("pid")) st = read_id(c, cur, &ev->pid);
+        else if (KEY("tid")) st = read_id(c, cur, &ev->tid);
+        else if (KEY("ts")) { st = read_num_field(cur, &ev->ts); ev->has_ts = 1; }
+        else if (KEY("dur")) { st = read_num_field(cur, &ev->dur); ev->has_dur = 1; }
+        else if (KEY("args")) st = read_args(cur, ev);
+        else st = skip_value(cur, 1);
+        if (st) return st;
+        WS(cur);
+        if (cur->p >= cur->end) return BAIL;
+        if (*cur->p == ',') {
+            cur->p++;
+            WS(cur);
+            continue;
+        }
+        if (*cur->p != '}') return BAIL;
+        cur->p++;
+        return 0;
+    }
+}
+

@@ -1,0 +1,212 @@
+/* The JSON reader of _native.scan: strict (it takes less than msgspec, never more), and
+ * nothing but a walk over the bytes: what it reads, the caller turns into Python values. */
+#include "_native.h"
+
+static int hexval(char ch) {
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* Characters that end a run of plain string bytes: the quote, the backslash, controls. */
+static unsigned char STOP[256];
+
+void json_init(void) {
+    for (int ch = 0; ch < 0x20; ch++) STOP[ch] = 1;
+    STOP['"'] = STOP['\\'] = 1;
+}
+
+/* A string at cur->p (its opening quote): its raw bytes, and whether it holds escapes. */
+int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
+    const unsigned char *p = (const unsigned char *)cur->p + 1;
+    const unsigned char *end = (const unsigned char *)cur->end;
+    *escaped = 0;
+    while (p < end && !STOP[*p]) p++;
+    if (p < end && *p == '"') { /* the common case: no escapes */
+        *s = cur->p + 1;
+        *n = (const char *)p - *s;
+        cur->p = (const char *)p + 1;
+        return 0;
+    }
+    const char *q, *cend = cur->end;
+    for (;;) {
+        q = (const char *)p;
+        while (q < cend && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
+        if (q >= cend || (unsigned char)*q < 0x20) return BAIL;
+        if (*q == '"') {
+            *s = cur->p + 1;
+            *n = q - *s;
+            cur->p = q + 1;
+            return 0;
+        }
+        *escaped = 1; /* a backslash */
+        if (q + 1 >= cend) return BAIL;
+        switch (q[1]) {
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+            p = (const unsigned char *)q + 2;
+            break;
+        case 'u': {
+            if (q + 6 > cend) return BAIL;
+            int v = 0;
+            for (int i = 2; i < 6; i++) {
+                int h = hexval(q[i]);
+                if (h < 0) return BAIL;
+                v = v * 16 + h;
+            }
+            if (v >= 0xD800 && v <= 0xDFFF) return BAIL; /* surrogates: msgspec's to judge */
+            p = (const unsigned char *)q + 6;
+            break;
+        }
+        default:
+            return BAIL;
+        }
+    }
+}
+
+
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A number at cur->p. With num NULL it is only checked. Integers beyond 2**53 and floats
+ * that overflow make it BAIL where they are read (msgspec keeps big ints exact). */
+int read_number(Cur *cur, Num *num) {
+    const char *p = cur->p, *end = cur->end, *start = p;
+    int neg = 0, sig = 0, lost = 0, frac = 0, is_int = 1, has_exp = 0;
+    unsigned long long mant = 0;
+    /* The significant digits (leading zeros left out), up to 19 of them in mant. */
+#define DIGIT(ch)                                                                         \
+    do {                                                                                  \
+        unsigned dgt = (unsigned)((ch) - '0');                                            \
+        if (mant != 0 || dgt != 0) {                                                      \
+            if (sig < 19) {                                                               \
+                mant = mant * 10 + dgt;                                                   \
+                sig++;                                                                    \
+            } else {                                                                      \
+                lost = 1;                                                                 \
+            }                                                                             \
+        }                                                                                 \
+    } while (0)
+    if (p < end && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= end) return BAIL;
+    if (*p == '0') {
+        p++;
+    } else if (*p >= '1' && *p <= '9') {
+        while (p < end && *p >= '0' && *p <= '9') {
+            DIGIT(*p);
+            p++;
+        }
+    } else {
+        return BAIL;
+    }
+    if (p < end && *p == '.') {
+        is_int = 0;
+        p++;
+        if (p >= end || *p < '0' || *p > '9') return BAIL;
+        while (p < end && *p >= '0' && *p <= '9') {
+            DIGIT(*p);
+            frac++;
+            p++;
+        }
+    }
+#undef DIGIT
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        is_int = 0;
+        has_exp = 1;
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (p >= end || *p < '0' || *p > '9') return BAIL;
+        while (p < end && *p >= '0' && *p <= '9') p++;
+    }
+    cur->p = p;
+    if (num == NULL) return 0;
+    num->is_int = is_int;
+    if (is_int) {
+        if (lost || mant >= (unsigned long long)EXACT) return BAIL;
+        num->i = neg ? -(long long)mant : (long long)mant;
+        num->d = (double)num->i;
+        return 0;
+    }
+    if (!has_exp && !lost && mant < (unsigned long long)EXACT && frac <= 22) {
+        /* Both exact doubles, so one division is the correctly rounded value. */
+        double v = (double)mant / POW10[frac];
+        num->d = neg ? -v : v;
+        return 0;
+    }
+    char buf[128];
+    Py_ssize_t n = p - start;
+    if (n >= (Py_ssize_t)sizeof(buf)) return BAIL;
+    memcpy(buf, start, n);
+    buf[n] = 0;
+    double v = PyOS_string_to_double(buf, NULL, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return BAIL;
+    }
+    if (Py_IS_INFINITY(v)) return BAIL;
+    num->d = v;
+    return 0;
+}
+
+
+static int skip_container(Cur *cur, int depth, char close) {
+    if (depth > 64) return BAIL;
+    cur->p++;
+    WS(cur);
+    if (cur->p < cur->end && *cur->p == close) {
+        cur->p++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            const char *s;
+            Py_ssize_t n;
+            int esc;
+            if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
+            WS(cur);
+            if (cur->p >= cur->end || *cur->p != ':') return BAIL;
+            cur->p++;
+            WS(cur);
+        }
+        if (skip_value(cur, depth + 1)) return BAIL;
+        WS(cur);
+        if (cur->p >= cur->end) return BAIL;
+        if (*cur->p == ',') {
+            cur->p++;
+            WS(cur);
+            continue;
+        }
+        if (*cur->p != close) return BAIL;
+        cur->p++;
+        return 0;
+    }
+}
+
+int literal(Cur *cur, const char *word, Py_ssize_t n) {
+    if (cur->end - cur->p < n || memcmp(cur->p, word, n) != 0) return BAIL;
+    cur->p += n;
+    return 0;
+}
+
+int skip_value(Cur *cur, int depth) {
+    if (cur->p >= cur->end) return BAIL;
+    switch (*cur->p) {
+    case '{': return skip_container(cur, depth, '}');
+    case '[': return skip_container(cur, depth, ']');
+    case '"': {
+        const char *s;
+        Py_ssize_t n;
+        int esc;
+        return read_string(cur, &s, &n, &esc);
+    }
+    case 't': return literal(cur, "true", 4);
+    case 'f': return literal(cur, "false", 5);
+    case 'n': return literal(cur, "null", 4);
+    default: return read_number(cur, NULL);
+    }
+}
+

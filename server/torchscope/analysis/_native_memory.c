@@ -1,0 +1,131 @@
+/* _native.scan's [memory] events (see _native_scan.h): kept as records while scanning,
+ * made into MemoryEvents (or handed over raw) once the scan knows the origin and tracks. */
+#include "_native_scan.h"
+
+static const char *const MEM_KEYS[4] = {"Bytes", "Addr", "Device Type", "Device Id"};
+
+/* The four numbers of a [memory] event's args; 0 unless all present ones are JSON ints
+ * and Bytes is there (the defaults are _memory_events's: Addr 0, Device Type 0, Id -1). */
+static int memory_fields(const char *p, Py_ssize_t n, long long v[4]) {
+    Cur cur = {p, p + n};
+    int have_bytes = 0;
+    v[0] = v[1] = v[2] = 0;
+    v[3] = -1;
+    if (n < 2 || *p != '{') return 0;
+    cur.p++;
+    WS(&cur);
+    if (*cur.p == '}') return 0;
+    for (;;) {
+        const char *key;
+        Py_ssize_t len;
+        int esc, which = -1;
+        if (read_string(&cur, &key, &len, &esc) || esc) return 0;
+        WS(&cur);
+        cur.p++; /* the colon: args were checked whole by read_args */
+        WS(&cur);
+        for (int k = 0; k < 4; k++)
+            if ((size_t)len == strlen(MEM_KEYS[k]) && memcmp(key, MEM_KEYS[k], len) == 0) which = k;
+        if (which >= 0) {
+            Num num;
+            if (*cur.p != '-' && (*cur.p < '0' || *cur.p > '9')) return 0;
+            if (read_number(&cur, &num) || !num.is_int) return 0;
+            v[which] = num.i;
+            have_bytes |= which == 0;
+        } else if (skip_value(&cur, 2)) {
+            return 0;
+        }
+        WS(&cur);
+        if (*cur.p != ',') break;
+        cur.p++;
+        WS(&cur);
+    }
+    return have_bytes;
+}
+
+int memory_event(Ctx *c, const Event *ev) {
+    if (c->n_mem == c->cap_mem) {
+        Py_ssize_t cap = c->cap_mem ? c->cap_mem * 2 : 1024;
+        MemRec *mem = PyMem_Realloc(c->mem, (size_t)cap * sizeof(MemRec));
+        if (mem == NULL) {
+            PyErr_NoMemory();
+            return ERR;
+        }
+        c->mem = mem;
+        c->cap_mem = cap;
+    }
+    MemRec *r = &c->mem[c->n_mem++];
+    r->has_ts = ev->has_ts;
+    r->ts = ev->ts;
+    r->pid = ev->pid;
+    r->tid = ev->tid;
+    r->args = ev->args;
+    r->args_len = ev->args_len;
+    if (!ev->has_ts || !memory_fields(ev->args, ev->args_len, r->v)) c->mem_simple = 0;
+    return 0;
+}
+
+/* Every [memory] event as (ts, pid, tid, args) in memory_raw; 0, BAIL or ERR. */
+int memory_raw(Ctx *c) {
+    for (Py_ssize_t i = 0; i < c->n_mem; i++) {
+        MemRec *r = &c->mem[i];
+        PyObject *items[4] = {r->has_ts ? num_obj(&r->ts) : Py_NewRef(c->unset), id_obj(&r->pid),
+                              id_obj(&r->tid), decode_raw(c, r->args, r->args_len)};
+        if (items[3] == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+            PyErr_Clear();
+            for (int k = 0; k < 3; k++) Py_XDECREF(items[k]);
+            return BAIL;
+        }
+        PyObject *t = PyTuple_New(4);
+        for (int k = 0; k < 4; k++) {
+            if (items[k] == NULL || t == NULL) {
+                for (int j = 0; j < 4; j++) Py_XDECREF(items[j]);
+                Py_XDECREF(t);
+                return ERR;
+            }
+        }
+        for (int k = 0; k < 4; k++) PyTuple_SET_ITEM(t, k, items[k]);
+        int st = PyList_Append(c->memory_raw, t);
+        Py_DECREF(t);
+        if (st < 0) return ERR;
+    }
+    return 0;
+}
+
+/* The MemoryEvents, in file order (the caller sorts them by time, as _memory_events does). */
+PyObject *memory_events(Ctx *c, const State *s) {
+    /* _memory_events subtracts ``origin or 0``: nothing from a zero or missing origin. */
+    int shift = s->has_origin && as_double(&s->origin) != 0.0;
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < c->n_mem; i++) {
+        MemRec *r = &c->mem[i];
+        Num ts = shift ? sub(&r->ts, &s->origin) : r->ts;
+        Event ev;
+        ev.pid = r->pid;
+        ev.tid = r->tid;
+        PyObject *key = pair(&ev), *track = NULL;
+        if (key != NULL) {
+            track = PyDict_GetItemWithError(c->track_ids, key);
+            Py_DECREF(key);
+        }
+        PyObject *items[6] = {num_obj(&ts), track != NULL ? Py_NewRef(track) : PyLong_FromLong(-1),
+                              PyLong_FromLongLong(r->v[0]), PyLong_FromLongLong(r->v[1]),
+                              PyLong_FromLongLong(r->v[2]), PyLong_FromLongLong(r->v[3])};
+        PyObject *e = NULL;
+        if (key != NULL && !PyErr_Occurred()) {
+            int ok = 1;
+            for (int k = 0; k < 6; k++) ok &= items[k] != NULL;
+            if (ok) {
+                e = new_tuple((PyTypeObject *)c->memory_type, items, 6);
+            } else {
+                for (int k = 0; k < 6; k++) Py_XDECREF(items[k]);
+            }
+        } else {
+            for (int k = 0; k < 6; k++) Py_XDECREF(items[k]);
+        }
+        if (e == NULL || PyList_Append(out, e) < 0) Py_CLEAR(out);
+        Py_XDECREF(e);
+    }
+    return out;
+}
+
+/* [memory] and thread_name events; 0, BAIL or ERR. */
