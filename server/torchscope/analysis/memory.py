@@ -193,25 +193,18 @@ def memory_analysis(ctx: Context) -> MemoryAnalysis | None:
     return _analyse(ctx)
 
 
-def _analyse(ctx: Context) -> MemoryAnalysis:
+def _per_line(
+    ctx: Context,
+    acc: dict[tuple[int, str], _LineAcc],
+    step_of: list[int],
+    line_of: list[int | None],
+    op_of: list[int],
+    call_end: list[float],
+) -> None:
+    """Add each allocation made on a line (within its step's call) to ``acc``."""
     trace = ctx.trace
-    events = trace.memory
-    n_steps = len(ctx.steps)
-    times = [e.ts for e in events]
-    step_of = assign(ctx.steps, times)
-    lines_of = [_marker_line(a.name) for a in trace.annotations]
-    if any(line is not None for line in lines_of):
-        marker = _innermost(
-            ctx, trace.annotations, lambda a: _marker_line(a.name) is not None, times
-        )
-        op_of = _innermost(ctx, trace.ops, lambda op: True, times)
-    else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
-        marker = op_of = [-1] * len(events)
-    line_of = [lines_of[m] if m >= 0 else None for m in marker]
     freed = _freed_at(ctx)
-    call_end = _call_ends(ctx, n_steps)
-    acc: dict[tuple[int, str], _LineAcc] = {}
-    for i, ev in enumerate(events):
+    for i, ev in enumerate(trace.memory):
         step, line = step_of[i], line_of[i]
         if step < 0 or line is None or ev.bytes <= 0 or ev.ts > call_end[step]:
             continue
@@ -226,6 +219,28 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
             entry.retained_by_step[step] = entry.retained_by_step.get(step, 0.0) + ev.bytes
         op = trace.ops[op_of[i]] if op_of[i] >= 0 else None
         entry.blocks[(ev.bytes, device, op.name if op else "", _shapes(op.args) if op else "")] += 1
+
+
+def _analyse(ctx: Context) -> MemoryAnalysis:
+    trace = ctx.trace
+    events = trace.memory
+    n_steps = len(ctx.steps)
+    times = [e.ts for e in events]
+    step_of = assign(ctx.steps, times)
+    lines_of = [_marker_line(a.name) for a in trace.annotations]
+    has_lines = any(line is not None for line in lines_of)
+    if has_lines:
+        marker = _innermost(
+            ctx, trace.annotations, lambda a: _marker_line(a.name) is not None, times
+        )
+        op_of = _innermost(ctx, trace.ops, lambda op: True, times)
+    else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
+        marker = op_of = [-1] * len(events)
+    line_of = [lines_of[m] if m >= 0 else None for m in marker]
+    call_end = _call_ends(ctx, n_steps)
+    acc: dict[tuple[int, str], _LineAcc] = {}
+    if has_lines:
+        _per_line(ctx, acc, step_of, line_of, op_of, call_end)
     return MemoryAnalysis(
         lines=_line_memory(acc, n_steps),
         peaks=_peaks(ctx, step_of, line_of, call_end),
@@ -266,21 +281,26 @@ def _peaks(
     reached the peak in most steps. The peak's line is the first allocation that brought the
     running total within 1 % of the step's maximum: a few bytes of scalars allocated after
     the large blocks do not move the peak to a later line."""
-    history: dict[tuple[str, int], list[tuple[float, int | None]]] = {}
-    running: dict[tuple[str, int], float] = {}
-    for i, ev in enumerate(ctx.trace.memory):
-        step = step_of[i]
+    # Keyed by device type (named below): one name per type, not an f-string per event.
+    history: dict[tuple[int, int], list[tuple[float, int | None]]] = {}
+    running: dict[tuple[int, int], float] = {}
+    for ev, step, line in zip(ctx.trace.memory, step_of, line_of):
         if step < 0 or ev.ts > call_end[step]:
             continue
-        key = (DEVICE_NAMES.get(ev.device_type, f"device{ev.device_type}"), step)
+        key = (ev.device_type, step)
         now = running[key] = running.get(key, 0.0) + ev.bytes
         if ev.bytes > 0:
-            history.setdefault(key, []).append((now, line_of[i]))
+            seen = history.get(key)
+            if seen is None:
+                seen = history[key] = []
+            seen.append((now, line))
+    named = {t: DEVICE_NAMES.get(t, f"device{t}") for t, _ in history}
+    by_name = {(named[t], s): seen for (t, s), seen in history.items()}
     out: dict[str, DevicePeak] = {}
-    for device in sorted({d for d, _ in history}):
+    for device in sorted(set(named.values())):
         per_step: list[tuple[float, int | None]] = []
         for s in range(len(ctx.steps)):
-            seen = history.get((device, s), [])
+            seen = by_name.get((device, s), [])
             top = max((v for v, _ in seen), default=0.0)
             line = next((ln for v, ln in seen if v >= 0.99 * top), None) if top > 0 else None
             per_step.append((top, line))

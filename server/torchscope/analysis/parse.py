@@ -49,7 +49,10 @@ def read_bytes(path: str | os.PathLike[str]) -> bytearray:
         ) from None
 
 
-_PIECE = 16 << 20
+_PIECE = 1 << 20
+"""Output bytes inflated per call. Each piece is copied into the final buffer and freed, so
+the next one reuses its memory: 1 MiB pieces fault in only the final buffer's pages (17k
+for a 54 MB trace, against 30k with 16 MiB pieces, which malloc maps afresh each time)."""
 
 
 def _gunzip(data: bytes | bytearray) -> bytearray:
