@@ -7,12 +7,13 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from torchscope.analysis import TraceError, fastload, parse, window
+from torchscope.analysis import TraceError, accel, fastload, parse, window
 from torchscope.analysis.context import build_context
 from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
@@ -29,14 +30,20 @@ def _stdlib(name: str, text: bytes) -> Trace:
     return sink.finish(name, meta, len(events) - events.count(None))
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["C scan", "msgspec loop"])
 @pytest.mark.parametrize("name", TRACES)
-def test_fast_and_stdlib_paths_give_the_same_trace(shared_traces: Path, name: str) -> None:
+def test_fast_and_stdlib_paths_give_the_same_trace(
+    shared_traces: Path, name: str, native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not native:
+        monkeypatch.setattr(accel, "native", None)
     text = decompress(name, (shared_traces / name).read_bytes())
     fast = fastload.load_fast(name, text)
     assert fast is not None, "every shared trace is one the typed decode takes"
     slow = _stdlib(name, text)
     assert vars(fast) == vars(slow)
-    assert any(isinstance(s.args, fastload.LazyArgs) for s in fast.ops + fast.kernels)
+    lazy = (accel.native.Args,) if accel.native is not None else (fastload.LazyArgs,)
+    assert any(isinstance(s.args, lazy) for s in fast.ops + fast.kernels)
 
 
 def test_memory_events_are_kept_on_both_paths(shared_traces: Path) -> None:
@@ -80,10 +87,13 @@ def test_odd_field_types_take_the_stdlib_path(changes: dict[str, Any]) -> None:
     )
 
 
-def test_lazy_args_read_like_the_dict() -> None:
+@pytest.mark.parametrize("native", [True, False], ids=["C scan", "msgspec loop"])
+def test_lazy_args_read_like_the_dict(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not native:
+        monkeypatch.setattr(accel, "native", None)
     trace = load_trace_bytes("t.json", _doc())
     args = trace.ops[0].args
-    assert isinstance(args, fastload.LazyArgs)
+    assert isinstance(args, Mapping) and not isinstance(args, dict)
     assert trace.ops[0].correlation == 4
     assert dict(args) == {"correlation": 4, "Input Dims": [[2, 2]]}
     assert args.get("Input Dims") == [[2, 2]] and "correlation" in args and len(args) == 2

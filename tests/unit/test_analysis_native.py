@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -224,23 +226,51 @@ def test_other_documents_are_handed_back_unchanged(
         assert _typed(got) == _typed(expected)
 
 
-def test_args_view_the_trace_bytes_and_survive_pickling() -> None:
+def _args_of(fields: str) -> Any:
     trace = fastload.load_fast(
-        "t.json",
-        bytearray(
-            _raw(
-                '"ph":"X","cat":"cpu_op","name":"a","ts":11,"args":{"Input Dims":[[2,2]],"correlation":4}'
-            )
-        ),
+        "t.json", bytearray(_raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,' + fields))
     )
     assert trace is not None
-    op = next(s for s in trace.ops if s.name == "a")
+    return next(s for s in trace.ops if s.name == "a")
+
+
+def test_args_read_like_the_dict_they_decode_to() -> None:
+    op = _args_of('"args":{"Input Dims":[[2,2]], "correlation":4, "Input type":["float"]}')
     args = op.args
-    assert isinstance(args, fastload.LazyArgs) and op.correlation == 4
-    raw = tuple.__getitem__(args, 0)
-    assert bytes(raw) == b'{"Input Dims":[[2,2]],"correlation":4}' == raw.copy()
-    assert dict(pickle.loads(pickle.dumps(op)).args) == dict(args)
-    assert fastload.shapes_key(args) == (b"[[2,2]]", b"", b"")
+    assert accel.native is not None and isinstance(args, accel.native.Args)
+    assert isinstance(args, Mapping) and not isinstance(args, dict) and op.correlation == 4
+    plain = {"Input Dims": [[2, 2]], "correlation": 4, "Input type": ["float"]}
+    assert args.raw() == b'{"Input Dims":[[2,2]], "correlation":4, "Input type":["float"]}'
+    assert dict(args) == plain and args == plain and plain == args and (args != plain) is False
+    assert args["correlation"] == 4 and args.get("x") is None and args.get("x", 7) == 7
+    assert "Input Dims" in args and "x" not in args and len(args) == 3 and list(args) == list(plain)
+    assert list(args.keys()) == list(plain) and list(args.values()) == list(plain.values())
+    assert list(args.items()) == list(plain.items()) and repr(args) == f"Args({plain!r})"
+    with pytest.raises(KeyError):
+        args["x"]
+    with pytest.raises(TypeError):
+        hash(args)
+    assert args != {"correlation": 4} and args != [1] and args != "x"
+    assert args == fastload.LazyArgs((msgspec.Raw(args.raw()),)) == args
+    assert pickle.loads(pickle.dumps(op)).args == plain  # pickled as the plain dict
+    assert fastload.shapes_key(args) == (b"[[2,2]]", b'["float"]', b"")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        '{"Input Dims":[[1]],"Input Dims":[[2, 3]],"External id":5}',
+        '{ "x" : {"Input Dims": 1} , "Concrete Inputs" : ["", "2"] }',
+        '{"Input type":["a\\"b\\u00e9"],"Input Dims":[]}',
+        "{}",
+    ],
+)
+def test_shapes_key_of_args_equals_msgspec(args: str) -> None:
+    native = _args_of(f'"args":{args}').args
+    assert accel.native is not None and isinstance(native, accel.native.Args)
+    assert fastload.shapes_key(native) == fastload.shapes_key(
+        fastload.LazyArgs((msgspec.Raw(args.encode()),))
+    )
 
 
 # Random events: each field absent or present, mostly of the type Kineto writes (so most

@@ -7,6 +7,8 @@
  * - scan: the trace's event array → the EventSink's spans (fastload.py): _native_scan.c,
  *   with _native_json.c (the JSON reader), _native_event.c (one event's fields),
  *   _native_names.c (its strings) and _native_memory.c ([memory] events);
+ * - Args: an event's args, read from the trace bytes when first used (fastload.LazyArgs):
+ *   _native_args.c;
  * - nest: the per-thread containment sweep (nesting.py): _native_nest.c.
  */
 #include "_native.h"
@@ -18,56 +20,11 @@ static void pin_dealloc(PyObject *self) {
 
 PyTypeObject PinType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.analysis._scan.Pin",
+    .tp_name = "torchscope.analysis._native.Pin",
     .tp_basicsize = sizeof(Pin),
     .tp_dealloc = pin_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Holds the trace bytes exported while any Slice into them lives.",
-};
-
-static void slice_dealloc(PyObject *self) {
-    Py_XDECREF(((Slice *)self)->pin);
-    Py_TYPE(self)->tp_free(self);
-}
-
-static int slice_getbuffer(PyObject *self, Py_buffer *view, int flags) {
-    Slice *s = (Slice *)self;
-    return PyBuffer_FillInfo(view, self, (void *)s->ptr, s->len, 1, flags);
-}
-
-static PyBufferProcs slice_as_buffer = {.bf_getbuffer = slice_getbuffer};
-
-static Py_ssize_t slice_length(PyObject *self) { return ((Slice *)self)->len; }
-
-static PySequenceMethods slice_as_sequence = {.sq_length = slice_length};
-
-static PyObject *slice_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    /* Pickled as the bytes it views: every reader takes any bytes-like object. */
-    Slice *s = (Slice *)self;
-    return Py_BuildValue("(O(y#))", (PyObject *)&PyBytes_Type, s->ptr, s->len);
-}
-
-static PyObject *slice_copy(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    Slice *s = (Slice *)self;
-    return PyBytes_FromStringAndSize(s->ptr, s->len);
-}
-
-static PyMethodDef slice_methods[] = {
-    {"__reduce__", slice_reduce, METH_NOARGS, NULL},
-    {"copy", slice_copy, METH_NOARGS, "The viewed bytes, copied out."},
-    {NULL, NULL, 0, NULL},
-};
-
-PyTypeObject SliceType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.analysis._scan.Slice",
-    .tp_basicsize = sizeof(Slice),
-    .tp_dealloc = slice_dealloc,
-    .tp_as_buffer = &slice_as_buffer,
-    .tp_as_sequence = &slice_as_sequence,
-    .tp_methods = slice_methods,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A read-only view of an event's raw args bytes inside the trace.",
+    .tp_doc = "Holds the trace bytes exported while any Args into them lives.",
 };
 
 static PyMethodDef methods[] = {
@@ -95,12 +52,12 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     json_init();
-    if (PyType_Ready(&PinType) < 0 || PyType_Ready(&SliceType) < 0) return NULL;
+    if (PyType_Ready(&PinType) < 0 || PyType_Ready(&ArgsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&SliceType);
-    if (PyModule_AddObject(m, "Slice", (PyObject *)&SliceType) < 0) {
-        Py_DECREF(&SliceType);
+    Py_INCREF(&ArgsType);
+    if (PyModule_AddObject(m, "Args", (PyObject *)&ArgsType) < 0) {
+        Py_DECREF(&ArgsType);
         Py_DECREF(m);
         return NULL;
     }

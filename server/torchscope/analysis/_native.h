@@ -105,18 +105,24 @@ static inline PyObject *num_obj(const Num *n) {
     return n->is_int ? PyLong_FromLongLong(n->i) : PyFloat_FromDouble(n->d);
 }
 
-/* Slice: a read-only buffer view of bytes that a Pin keeps exported (_native.c). */
-extern PyTypeObject PinType, SliceType;
+/* Pin (_native.c): keeps the trace bytes exported while any Args views them. */
+extern PyTypeObject PinType;
 typedef struct {
     PyObject_HEAD
     Py_buffer view;
 } Pin;
+
+/* Args (_native_args.c): an event's args object, decoded when first read. */
+extern PyTypeObject ArgsType;
 typedef struct {
     PyObject_HEAD
     PyObject *pin;
     const char *ptr;
     Py_ssize_t len;
-} Slice;
+    PyObject *dict; /* decoded, on first read */
+} Args;
+PyObject *args_new(PyObject *pin, const char *ptr, Py_ssize_t len);
+void args_set_decoder(PyObject *decode);
 
 /* The JSON reader (_native_json.c): each returns 0, or BAIL for what it does not take. */
 typedef struct {

@@ -1,13 +1,16 @@
 """Types of the analysis's C part (``_native.c``), for mypy."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-class Slice:
-    """A read-only view of an event's raw args bytes inside the trace (buffer protocol)."""
+class Args(Mapping[str, Any]):
+    """An event's args object, decoded from the trace bytes when first read."""
 
+    def __getitem__(self, key: str) -> Any: ...
+    def __iter__(self) -> Iterator[str]: ...
     def __len__(self) -> int: ...
-    def copy(self) -> bytes: ...
+    def raw(self) -> bytes: ...
+    def shapes(self) -> tuple[bytes, bytes, bytes] | None: ...
 
 def scan(
     data: bytes | bytearray,

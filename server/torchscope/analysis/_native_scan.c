@@ -9,8 +9,8 @@
  * invalid JSON anywhere) makes scan() return None, and the caller reads it the msgspec way,
  * which then keeps its own behaviour (skips, errors, the stdlib fallback).
  *
- * An event's "args" object is never decoded here: the span holds a LazyArgs over a Slice
- * into the trace bytes (see _native.c).
+ * An event's "args" object is never decoded here: the span holds an Args over its bytes
+ * in the trace (_native_args.c).
  */
 #include "_native_scan.h"
 
@@ -95,13 +95,7 @@ static int span_args(Ctx *c, const Event *ev, PyObject **args, PyObject **corr) 
         }
         if (*corr == NULL) return ERR;
     }
-    Slice *sl = PyObject_New(Slice, &SliceType);
-    if (sl == NULL) return ERR;
-    sl->pin = Py_NewRef(c->pin);
-    sl->ptr = ev->args;
-    sl->len = ev->args_len;
-    PyObject *item = (PyObject *)sl;
-    *args = new_tuple((PyTypeObject *)c->lazy_type, &item, 1);
+    *args = args_new(c->pin, ev->args, ev->args_len);
     return *args == NULL ? ERR : 0;
 }
 
@@ -267,10 +261,10 @@ static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
         *attrs[i].slot = v;
         Py_DECREF(v); /* borrowed from the sink, which outlives the scan */
     }
-    if (!PyArg_ParseTuple(consts, "O!O!OO!OO!O!O!OO!iii:consts", &PyDict_Type, &c->category_kind,
+    if (!PyArg_ParseTuple(consts, "O!O!OO!OO!O!OO!iii:consts", &PyDict_Type, &c->category_kind,
                           &PyFrozenSet_Type, &c->legacy_cats, &c->ann_prefixes,
                           &PyUnicode_Type, &c->marker, &c->overhead_names, &PyType_Type,
-                          &c->span_type, &PyType_Type, &c->lazy_type, &PyDict_Type, &c->empty,
+                          &c->span_type, &PyDict_Type, &c->empty,
                           &c->unset, &PyType_Type, &c->memory_type, &c->op_kind, &c->ann_kind,
                           &c->overhead_kind))
         return ERR;
@@ -314,6 +308,7 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
     c.decode_any = decode_any;
     if (unpack(&c, sink, consts) < 0) return NULL;
     c.mem_simple = 1;
+    args_set_decoder(decode_any);
     Pin *pin = PyObject_New(Pin, &PinType);
     if (pin == NULL) return NULL;
     if (PyObject_GetBuffer(data, &pin->view, PyBUF_SIMPLE) < 0) {

@@ -29,7 +29,7 @@ typedef struct {
     PyObject *track_ids, *track_kinds, *track_keys, *track_first_args;
     PyObject *thread_names, *memory_raw;
     PyObject *category_kind, *legacy_cats, *ann_prefixes, *marker, *overhead_names;
-    PyObject *span_type, *lazy_type, *empty, *unset, *decode_any;
+    PyObject *span_type, *empty, *unset, *decode_any;
     PyObject *memory_type;
     int op_kind, ann_kind, overhead_kind;
     PyObject *pin;

@@ -8,11 +8,15 @@ stage, which gives the same result (parity tests hold each pair equal), only slo
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from types import ModuleType
 
 native: ModuleType | None = None
 if not os.environ.get("TORCHSCOPE_NO_NATIVE"):
     try:
-        from . import _native as native
+        from . import _native
     except ImportError:  # not built: the Python twins run
-        native = None
+        pass
+    else:
+        Mapping.register(_native.Args)  # an event's args, read like the dict it decodes to
+        native = _native

@@ -38,7 +38,8 @@ _ANY = msgspec.json.Decoder()
 
 
 class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
-    """An event's ``args`` object, decoded on first read (most events' never are).
+    """An event's ``args`` object, decoded on first read (most events' never are); the C
+    scanner's spans hold its native twin, ``_native.Args`` (``_native_args.c``).
 
     A one-item tuple of the ``Raw`` bytes, so that making one per event is a C call
     (``tuple.__new__(LazyArgs, (raw,))``, no Python ``__init__``: 120k of them for a 54 MB
@@ -96,10 +97,18 @@ _SHAPES = msgspec.json.Decoder(_Shapes)
 def shapes_key(args: Mapping[str, Any]) -> tuple[bytes, bytes, bytes] | None:
     """The raw bytes of ``args``' shapes, types and concrete inputs (equal bytes: equal
     values), for memoising per-op work across calls; ``None`` unless ``args`` is lazy."""
-    if args.__class__ is not LazyArgs:
+    cls = args.__class__
+    if cls is LazyArgs:
+        raw: Any = tuple.__getitem__(args, 0)  # type: ignore[call-overload]
+    elif accel.native is not None and cls is accel.native.Args:
+        found: tuple[bytes, bytes, bytes] | None = args.shapes()  # type: ignore[attr-defined]
+        if found is not None:
+            return found
+        raw = args.raw()  # type: ignore[attr-defined]  # an escaped key: msgspec reads it
+    else:
         return None
     try:
-        s = _SHAPES.decode(tuple.__getitem__(args, 0))  # type: ignore[arg-type]
+        s = _SHAPES.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return bytes(s.dims), bytes(s.types), bytes(s.concrete)
@@ -294,7 +303,6 @@ _SCAN_CONSTANTS = (
     LINE_MARKER_PREFIX,
     PROFILER_OVERHEAD_NAMES,
     Span,
-    LazyArgs,
     _EMPTY,
     UNSET,
     MemoryEvent,

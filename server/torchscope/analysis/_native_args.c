@@ -1,0 +1,198 @@
+/* Args: one event's "args" object, left as its bytes inside the trace until it is read.
+ *
+ * The native twin of fastload.LazyArgs (a tuple over msgspec's Raw): a read-only Mapping
+ * that decodes its JSON object on first use (with the decoder scan() was given) and keeps
+ * the dict; most events' args are never read. One small object per event instead of the
+ * LazyArgs and its Raw, and no garbage-collector header: the dict it may hold is decoded
+ * JSON, which cannot refer back to it, so it is never part of a cycle. */
+#include "_native.h"
+
+static PyObject *g_decode; /* the msgspec decoder scan() was last given */
+
+void args_set_decoder(PyObject *decode) {
+    Py_XINCREF(decode);
+    Py_XSETREF(g_decode, decode);
+}
+
+PyObject *args_new(PyObject *pin, const char *ptr, Py_ssize_t len) {
+    Args *a = PyObject_New(Args, &ArgsType);
+    if (a == NULL) return NULL;
+    a->pin = Py_NewRef(pin);
+    a->ptr = ptr;
+    a->len = len;
+    a->dict = NULL;
+    return (PyObject *)a;
+}
+
+static void args_dealloc(PyObject *self) {
+    Args *a = (Args *)self;
+    Py_XDECREF(a->pin);
+    Py_XDECREF(a->dict);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* The decoded dict (borrowed), or NULL with the decoder's exception. */
+static PyObject *decoded(Args *a) {
+    if (a->dict != NULL) return a->dict;
+    if (g_decode == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Args: no decoder (scan() sets it)");
+        return NULL;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)a->ptr, a->len, PyBUF_READ);
+    if (view == NULL) return NULL;
+    PyObject *d = PyObject_CallOneArg(g_decode, view);
+    Py_DECREF(view);
+    if (d != NULL && !PyDict_Check(d)) {
+        Py_DECREF(d);
+        PyErr_SetString(PyExc_TypeError, "Args: the args bytes are not a JSON object");
+        return NULL;
+    }
+    a->dict = d;
+    return d;
+}
+
+static Py_ssize_t args_len(PyObject *self) {
+    PyObject *d = decoded((Args *)self);
+    return d == NULL ? -1 : PyDict_GET_SIZE(d);
+}
+
+static PyObject *args_getitem(PyObject *self, PyObject *key) {
+    PyObject *d = decoded((Args *)self);
+    return d == NULL ? NULL : PyObject_GetItem(d, key);
+}
+
+static int args_contains(PyObject *self, PyObject *key) {
+    PyObject *d = decoded((Args *)self);
+    return d == NULL ? -1 : PyDict_Contains(d, key);
+}
+
+static PyObject *args_iter(PyObject *self) {
+    PyObject *d = decoded((Args *)self);
+    return d == NULL ? NULL : PyObject_GetIter(d);
+}
+
+/* As LazyArgs.__eq__: equal to a mapping with the same items. */
+static PyObject *args_richcompare(PyObject *self, PyObject *other, int op) {
+    if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *d = decoded((Args *)self);
+    if (d == NULL) return NULL;
+    if (Py_IS_TYPE(other, &ArgsType)) {
+        other = decoded((Args *)other);
+        if (other == NULL) return NULL;
+    }
+    if (PyDict_Check(other) || !PyMapping_Check(other) || PyUnicode_Check(other) ||
+        PyTuple_Check(other) || PyList_Check(other))
+        return PyObject_RichCompare(d, other, op);
+    PyObject *items = PyMapping_Items(other), *as_dict = NULL;
+    if (items != NULL) {
+        as_dict = PyDict_New();
+        if (as_dict != NULL && PyDict_MergeFromSeq2(as_dict, items, 1) < 0) Py_CLEAR(as_dict);
+        Py_DECREF(items);
+    }
+    if (as_dict == NULL) return NULL;
+    PyObject *out = PyObject_RichCompare(d, as_dict, op);
+    Py_DECREF(as_dict);
+    return out;
+}
+
+static PyObject *args_repr(PyObject *self) {
+    PyObject *d = decoded((Args *)self);
+    return d == NULL ? NULL : PyUnicode_FromFormat("Args(%R)", d);
+}
+
+static PyObject *args_get(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc < 1 || argc > 2) {
+        PyErr_SetString(PyExc_TypeError, "get(key, default=None)");
+        return NULL;
+    }
+    PyObject *d = decoded((Args *)self);
+    if (d == NULL) return NULL;
+    PyObject *v = PyDict_GetItemWithError(d, argv[0]);
+    if (v == NULL && PyErr_Occurred()) return NULL;
+    return Py_NewRef(v != NULL ? v : argc == 2 ? argv[1] : Py_None);
+}
+
+#define DICT_VIEW(name)                                                                   \
+    static PyObject *args_##name(PyObject *self, PyObject *Py_UNUSED(ignored)) {          \
+        PyObject *d = decoded((Args *)self);                                              \
+        return d == NULL ? NULL : PyObject_CallMethod(d, #name, NULL);                    \
+    }
+DICT_VIEW(keys)
+DICT_VIEW(items)
+DICT_VIEW(values)
+
+/* Pickled (and copied) as its dict: readers take any mapping. */
+static PyObject *args_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *d = decoded((Args *)self);
+    return d == NULL ? NULL : Py_BuildValue("(O(O))", (PyObject *)&PyDict_Type, d);
+}
+
+static PyObject *args_raw(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    Args *a = (Args *)self;
+    return PyBytes_FromStringAndSize(a->ptr, a->len);
+}
+
+/* The raw bytes of "Input Dims", "Input type" and "Concrete Inputs" (b"" when absent; the
+ * last of a repeated key), as fastload._Shapes decodes them; None for an escaped key,
+ * which msgspec alone reads right. */
+static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
+    static const char *const keys[3] = {"Input Dims", "Input type", "Concrete Inputs"};
+    Args *a = (Args *)self;
+    const char *at[3] = {a->ptr, a->ptr, a->ptr};
+    Py_ssize_t len[3] = {0, 0, 0};
+    Cur cur = {a->ptr, a->ptr + a->len};
+    cur.p++; /* the object's brace: scan() made Args only for objects, checked whole */
+    WS(&cur);
+    while (cur.p < cur.end && *cur.p == '"') {
+        const char *key;
+        Py_ssize_t n;
+        int esc;
+        if (read_string(&cur, &key, &n, &esc) || esc) Py_RETURN_NONE;
+        WS(&cur);
+        cur.p++; /* the colon */
+        WS(&cur);
+        const char *value = cur.p;
+        if (skip_value(&cur, 1)) Py_RETURN_NONE;
+        for (int k = 0; k < 3; k++) {
+            if ((size_t)n == strlen(keys[k]) && memcmp(key, keys[k], n) == 0) {
+                at[k] = value;
+                len[k] = cur.p - value;
+            }
+        }
+        WS(&cur);
+        if (cur.p < cur.end && *cur.p == ',') cur.p++;
+        WS(&cur);
+    }
+    return Py_BuildValue("(y#y#y#)", at[0], len[0], at[1], len[1], at[2], len[2]);
+}
+
+static PyMethodDef args_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))args_get, METH_FASTCALL, "As dict.get."},
+    {"keys", args_keys, METH_NOARGS, "As dict.keys."},
+    {"items", args_items, METH_NOARGS, "As dict.items."},
+    {"values", args_values, METH_NOARGS, "As dict.values."},
+    {"__reduce__", args_reduce, METH_NOARGS, NULL},
+    {"raw", args_raw, METH_NOARGS, "The JSON bytes of the object, copied out."},
+    {"shapes", args_shapes, METH_NOARGS,
+     "The raw bytes of Input Dims, Input type and Concrete Inputs (see fastload.shapes_key)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMappingMethods args_as_mapping = {.mp_length = args_len, .mp_subscript = args_getitem};
+static PySequenceMethods args_as_sequence = {.sq_contains = args_contains};
+
+PyTypeObject ArgsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "torchscope.analysis._native.Args",
+    .tp_basicsize = sizeof(Args),
+    .tp_dealloc = args_dealloc,
+    .tp_repr = args_repr,
+    .tp_as_sequence = &args_as_sequence,
+    .tp_as_mapping = &args_as_mapping,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "An event's args object, decoded from the trace bytes when first read.",
+    .tp_richcompare = args_richcompare,
+    .tp_iter = args_iter,
+    .tp_methods = args_methods,
+};
