@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import ALL_RULES, Finding, Measurements, Report, analyze_trace
-from torchscope.analysis.rules import COMPARE_RULES
 from torchscope.analysis.rules.base import RuleBase
+from torchscope.analysis.rules.compare_rules import COMPARE_RULES
 
 from .conftest import CPU_PID, CPU_TID, V100, KinetoBuilder
 

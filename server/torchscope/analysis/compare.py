@@ -32,7 +32,7 @@ from .comparison import (
 from .formatting import format_bytes, format_duration, format_share
 from .inventory import Inventory
 from .report import Report
-from .rules import CompareContext, run_compare_rules
+from .rules.compare_rules import CompareContext, run_compare_rules
 
 NO_DIFFERENCE_BAND = 0.05
 """Compiled within ±5 % of eager per call is *no difference*: two back-to-back unprofiled
@@ -224,7 +224,7 @@ def compare_runs(
     line: Optional[int] = None,
 ) -> Comparison:
     """Eager vs compiled: both sides, the changed ops, the verdict and the comparison rules'
-    findings (see :data:`.rules.COMPARE_RULES`); without a compiled run, the error."""
+    findings (see :data:`.rules.compare_rules.COMPARE_RULES`); without a compiled run, the error."""
     eager = _side(eager_report, eager_inv)
     if compiled_report is None or compiled_inv is None:
         error = CompareError(

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import TYPE_CHECKING
 
 from ..context import Context
 from ..report import Finding
 from ..stages import Metrics
-from . import compile_copy, compile_slower, graph_break, recompile
 from .base import Rule
-from .compare_base import CompareContext, CompareRule
+
+if TYPE_CHECKING:
+    from .compare_base import CompareRule
 
 #: Where the rules that existed before discovery stand: ``rules_skipped`` in the JSON lists
 #: rules in this order (an output other tools read), and it is the tie-break order of findings
@@ -51,11 +53,21 @@ _ORDER = (
 )
 
 
+#: The modules of the rules over an eager vs ``torch.compile`` comparison
+#: (``compare_rules.COMPARE_RULES``): an analysis of one trace does not import them (they pull
+#: in the comparison's types, a tenth of the analysis's imports).
+_COMPARE_MODULES = frozenset(
+    {"compare_base", "compare_rules", "compile_copy", "compile_slower", "graph_break", "recompile"}
+)
+
+
 def _discover() -> list[Rule]:
     """Every module of this package whose ``RULE`` is a single-trace :class:`Rule`: a new
     rule is one module (plus its docs section and its test), no registration."""
     found: dict[str, Rule] = {}
     for info in pkgutil.iter_modules(__path__):
+        if info.name in _COMPARE_MODULES:
+            continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         rule = getattr(module, "RULE", None)
         if isinstance(rule, Rule):
@@ -66,28 +78,18 @@ def _discover() -> list[Rule]:
 
 ALL_RULES: list[Rule] = _discover()
 
-COMPARE_RULES: list[CompareRule] = [
-    compile_slower.RULE,
-    compile_copy.RULE,
-    recompile.RULE,
-    graph_break.RULE,
-]
-"""Rules over an eager vs ``torch.compile`` comparison, in the order their findings are listed."""
-
 __all__ = [
     "ALL_RULES",
-    "COMPARE_RULES",
-    "CompareContext",
-    "CompareRule",
     "Rule",
     "rule_by_id",
-    "run_compare_rules",
     "run_rules",
 ]
 
 
 def rule_by_id(rule_id: str) -> Rule | CompareRule:
     """The registered rule with this id."""
+    from .compare_rules import COMPARE_RULES
+
     candidates: list[Rule | CompareRule] = [*ALL_RULES, *COMPARE_RULES]
     for r in candidates:
         if r.id == rule_id:
@@ -118,17 +120,4 @@ def run_rules(
         except Exception as exc:
             skipped[rule.id] = f"failed: {type(exc).__name__}: {exc}"
     findings.sort(key=lambda f: (-f.cost_us, _SEVERITY_RANK.get(f.severity, 9), f.rule))
-    return findings, skipped
-
-
-def run_compare_rules(cctx: CompareContext) -> tuple[list[Finding], dict[str, str]]:
-    """The comparison's findings in rule order, and ``{rule id: why skipped}``."""
-    findings: list[Finding] = []
-    skipped: dict[str, str] = {}
-    for rule in COMPARE_RULES:
-        reason = rule.skip(cctx)
-        if reason is not None:
-            skipped[rule.id] = reason
-            continue
-        findings.extend(rule.match(cctx))
     return findings, skipped
