@@ -5,7 +5,7 @@
  * it does not take). Parity tests hold each pair equal (tests/unit/test_analysis_native.py).
  *
  * - scan: the trace's event array → the EventSink's spans (fastload.py): _native_scan.c,
- *   with _native_json.c (the JSON reader), _native_event.c (one event's fields),
+ *   with _native_json.h (the JSON reader), _native_event.c (one event's fields),
  *   _native_names.c (its strings) and _native_memory.c ([memory] events);
  * - Args: an event's args, read from the trace bytes when first used (fastload.LazyArgs):
  *   _native_args.c;
@@ -51,7 +51,6 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    json_init();
     if (PyType_Ready(&PinType) < 0 || PyType_Ready(&ArgsType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;

@@ -124,7 +124,7 @@ typedef struct {
 PyObject *args_new(PyObject *pin, const char *ptr, Py_ssize_t len);
 void args_set_decoder(PyObject *decode);
 
-/* The JSON reader (_native_json.c): each returns 0, or BAIL for what it does not take. */
+/* A cursor over JSON bytes (the reader: _native_json.h). */
 typedef struct {
     const char *p, *end;
 } Cur;
@@ -134,11 +134,6 @@ typedef struct {
            (*(cur)->p == ' ' || *(cur)->p == '\n' || *(cur)->p == '\r' || *(cur)->p == '\t')) \
     (cur)->p++
 
-int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped);
-int read_number(Cur *cur, Num *num); /* num NULL: only checked */
-int skip_value(Cur *cur, int depth);
-int literal(Cur *cur, const char *word, Py_ssize_t n);
-void json_init(void);
 
 PyObject *native_scan(PyObject *module, PyObject *args);
 PyObject *native_stopped_at(PyObject *module, PyObject *args);

@@ -6,6 +6,7 @@
  * LazyArgs and its Raw, and no garbage-collector header: the dict it may hold is decoded
  * JSON, which cannot refer back to it, so it is never part of a cycle. */
 #include "_native.h"
+#include "_native_json.h"
 
 static PyObject *g_decode; /* the msgspec decoder scan() was last given */
 

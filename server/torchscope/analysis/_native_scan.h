@@ -3,6 +3,7 @@
 #define TORCHSCOPE_NATIVE_SCAN_H
 
 #include "_native.h"
+#include "_native_json.h"
 
 enum {
     F_X = 1, F_M = 2, F_I = 4, F_THREAD_NAME = 8, F_MEMORY = 16, F_ANN_PREFIX = 32,

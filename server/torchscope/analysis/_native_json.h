@@ -1,24 +1,31 @@
 /* The JSON reader of _native.scan: strict (it takes less than msgspec, never more), and
- * nothing but a walk over the bytes: what it reads, the caller turns into Python values. */
+ * nothing but a walk over the bytes: what it reads, the caller turns into Python values.
+ * Each returns 0, or BAIL for what it does not take. In a header, as static functions, so
+ * that each file's per-event loop has them inlined. */
+#ifndef TORCHSCOPE_NATIVE_JSON_H
+#define TORCHSCOPE_NATIVE_JSON_H
+
 #include "_native.h"
 
-static int hexval(char ch) {
+static int skip_value(Cur *cur, int depth);
+
+static inline int hexval(char ch) {
     if (ch >= '0' && ch <= '9') return ch - '0';
     if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
     if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
     return -1;
 }
 
-/* Characters that end a run of plain string bytes: the quote, the backslash, controls. */
-static unsigned char STOP[256];
+/* Characters that end a run of plain string bytes: controls, the quote, the backslash. */
+static const unsigned char STOP[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    ['"'] = 1, ['\\'] = 1,
+};
 
-void json_init(void) {
-    for (int ch = 0; ch < 0x20; ch++) STOP[ch] = 1;
-    STOP['"'] = STOP['\\'] = 1;
-}
 
 /* A string at cur->p (its opening quote): its raw bytes, and whether it holds escapes. */
-int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
+static inline int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
     const unsigned char *p = (const unsigned char *)cur->p + 1;
     const unsigned char *end = (const unsigned char *)cur->end;
     *escaped = 0;
@@ -71,7 +78,33 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 
 /* A number at cur->p. With num NULL it is only checked. Integers beyond 2**53 and floats
  * that overflow make it BAIL where they are read (msgspec keeps big ints exact). */
-int read_number(Cur *cur, Num *num) {
+static int read_number_slow(Cur *cur, Num *num);
+
+/* The common case inline: an integer of up to 16 digits below 2**53 (Kineto's ts, dur,
+ * ids, sizes); anything else (fractions, exponents, zero, more digits) goes the full way. */
+static inline int read_number(Cur *cur, Num *num) {
+    const char *q = cur->p, *end = cur->end;
+    int neg = q < end && *q == '-';
+    q += neg;
+    if (q < end && *q >= '1' && *q <= '9') {
+        const char *first = q;
+        unsigned long long v = 0;
+        while (q < end && (unsigned)(*q - '0') < 10 && q - first < 16) v = v * 10 + (unsigned)(*q++ - '0');
+        if (q < end && (unsigned)(*q - '0') >= 10 && *q != '.' && *q != 'e' && *q != 'E' &&
+            v < (unsigned long long)EXACT) {
+            cur->p = q;
+            if (num != NULL) {
+                num->is_int = 1;
+                num->i = neg ? -(long long)v : (long long)v;
+                num->d = (double)num->i;
+            }
+            return 0;
+        }
+    }
+    return read_number_slow(cur, num);
+}
+
+static int read_number_slow(Cur *cur, Num *num) {
     const char *p = cur->p, *end = cur->end, *start = p;
     int neg = 0, sig = 0, lost = 0, frac = 0, is_int = 1, has_exp = 0;
     unsigned long long mant = 0;
@@ -186,13 +219,13 @@ static int skip_container(Cur *cur, int depth, char close) {
     }
 }
 
-int literal(Cur *cur, const char *word, Py_ssize_t n) {
+static inline int literal(Cur *cur, const char *word, Py_ssize_t n) {
     if (cur->end - cur->p < n || memcmp(cur->p, word, n) != 0) return BAIL;
     cur->p += n;
     return 0;
 }
 
-int skip_value(Cur *cur, int depth) {
+static int skip_value(Cur *cur, int depth) {
     if (cur->p >= cur->end) return BAIL;
     switch (*cur->p) {
     case '{': return skip_container(cur, depth, '}');
@@ -210,3 +243,4 @@ int skip_value(Cur *cur, int depth) {
     }
 }
 
+#endif
