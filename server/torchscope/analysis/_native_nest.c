@@ -13,38 +13,49 @@
 
 enum { R_ANN = 0, R_PY = 1, R_OP = 2, R_RT = 3 }; /* sort rank at equal (start, end) */
 
+/* 32 bytes: a 54 MB trace has 100k of them, and every page of them is a page fault. The
+ * times are doubles (exact: an int time is below 2**53), with whether each was an int. */
 typedef struct {
-    long track;
-    int rank;
-    Num start, end;
-    Py_ssize_t index;
+    double start, end;
+    int32_t track, index;
+    uint8_t rank, int_start, int_end;
 } Item;
+
+static inline Num num_of(double d, int is_int) {
+    Num n = {is_int, is_int ? (long long)d : 0, d};
+    return n;
+}
 
 static int cmp_items(const void *pa, const void *pb) {
     const Item *a = pa, *b = pb;
     if (a->track != b->track) return a->track < b->track ? -1 : 1;
-    double sa = as_double(&a->start), sb = as_double(&b->start);
-    if (sa != sb) return sa < sb ? -1 : 1;
-    double ea = as_double(&a->end), eb = as_double(&b->end);
-    if (ea != eb) return ea > eb ? -1 : 1; /* longest first: -end ascending */
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    if (a->end != b->end) return a->end > b->end ? -1 : 1; /* longest first: -end ascending */
     if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
 /* One span's item; BAIL unless it is a tuple with numbers at 0, 1 and an int track at 3. */
 static int item_of(PyObject *span, int rank, Py_ssize_t index, Item *it) {
-    if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) < 4) return BAIL;
+    if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) < 4 || index > INT32_MAX) return BAIL;
     PyObject *track = PyTuple_GET_ITEM(span, 3);
     if (!PyLong_CheckExact(track)) return BAIL;
-    it->track = PyLong_AsLong(track);
-    if (it->track == -1 && PyErr_Occurred()) {
+    long t = PyLong_AsLong(track);
+    if ((t == -1 && PyErr_Occurred()) || t < INT32_MIN || t > INT32_MAX) {
         PyErr_Clear();
         return BAIL;
     }
-    it->rank = rank;
-    it->index = index;
-    if (num_from(PyTuple_GET_ITEM(span, 0), &it->start)) return BAIL;
-    return num_from(PyTuple_GET_ITEM(span, 1), &it->end);
+    Num start, end;
+    if (num_from(PyTuple_GET_ITEM(span, 0), &start) || num_from(PyTuple_GET_ITEM(span, 1), &end))
+        return BAIL;
+    it->start = start.d;
+    it->end = end.d;
+    it->int_start = (uint8_t)start.is_int;
+    it->int_end = (uint8_t)end.is_int;
+    it->track = (int32_t)t;
+    it->index = (int32_t)index;
+    it->rank = (uint8_t)rank;
+    return 0;
 }
 
 static int collect(PyObject *lists[4], PyObject *subset, Item *items, Py_ssize_t *n) {
@@ -70,26 +81,26 @@ static int collect(PyObject *lists[4], PyObject *subset, Item *items, Py_ssize_t
 }
 
 typedef struct {
-    Num end;
-    long op, ann, py;
+    double end;
+    int32_t op, ann, py;
 } Frame;
 
-/* The outputs, as C arrays; each written back to its list at the end. */
+/* The outputs, as C arrays, -1 where nothing encloses (as the lists already hold); each
+ * written back to its list at the end. */
 enum { OP_PARENT, OP_ANN, OP_PY, RT_OP, RT_ANN, RT_PY, ANN_PARENT, ANN_OP, ANN_PY, PY_PARENT,
        N_LINKS };
 
 typedef struct {
-    long *link[N_LINKS];
-    char *set[N_LINKS];
+    int32_t *link[N_LINKS];
     Num *self;
     char *self_set;
 } Out;
 
-#define SET(which, i, v) (out->link[which][i] = (v), out->set[which][i] = 1)
+#define SET(which, i, v) (out->link[which][i] = (v))
 
 /* The sweep (over 60 lines, as build_nesting's is: one loop, every event once). */
 static int sweep(const Item *items, Py_ssize_t n, double tol, Frame *stack, Out *out) {
-    const Frame bottom = {{0, 0, Py_HUGE_VAL}, -1, -1, -1};
+    const Frame bottom = {Py_HUGE_VAL, -1, -1, -1};
     Py_ssize_t depth = 0;
     Frame top = bottom;
     long thread = 0;
@@ -102,27 +113,28 @@ static int sweep(const Item *items, Py_ssize_t n, double tol, Frame *stack, Out 
             depth = 0;
             top = bottom;
         }
-        double start = as_double(&it->start), end = as_double(&it->end);
-        while (depth > 0 && (as_double(&top.end) <= start || end > as_double(&top.end) + tol)) {
+        double start = it->start, end = it->end;
+        while (depth > 0 && (top.end <= start || end > top.end + tol)) {
             depth--;
             top = depth > 0 ? stack[depth - 1] : bottom;
         }
-        Py_ssize_t i = it->index;
+        int32_t i = it->index;
         Frame next = top;
-        next.end = it->end;
+        next.end = end;
         switch (it->rank) {
         case R_OP: {
             SET(OP_PARENT, i, top.op);
             SET(OP_ANN, i, top.ann);
             SET(OP_PY, i, top.py);
             if (top.op >= 0) {
-                Num len = sub(&it->end, &it->start);
+                Num e = num_of(end, it->int_end), b = num_of(start, it->int_start);
+                Num len = sub(&e, &b);
                 Num *self = &out->self[top.op];
                 *self = sub(self, &len);
                 if (too_big(self)) return BAIL;
                 out->self_set[top.op] = 1;
             }
-            next.op = (long)i;
+            next.op = i;
             stack[depth++] = top = next;
             break;
         }
@@ -135,24 +147,34 @@ static int sweep(const Item *items, Py_ssize_t n, double tol, Frame *stack, Out 
             SET(ANN_PARENT, i, top.ann);
             SET(ANN_OP, i, top.op);
             SET(ANN_PY, i, top.py);
-            next.ann = (long)i;
+            next.ann = i;
             stack[depth++] = top = next;
             break;
         default:
             SET(PY_PARENT, i, top.py);
-            next.py = (long)i;
+            next.py = i;
             stack[depth++] = top = next;
         }
     }
     return 0;
 }
 
+/* The links into the lists: siblings share their parent's int object, as in Python. */
 static int write_back(PyObject *lists[N_LINKS], PyObject *self_list, Out *out) {
     for (int w = 0; w < N_LINKS; w++) {
+        int32_t last = -1;
+        PyObject *obj = NULL;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lists[w]); i++) {
-            if (!out->set[w][i]) continue;
-            PyObject *v = PyLong_FromLong(out->link[w][i]);
-            if (v == NULL || PyList_SetItem(lists[w], i, v) < 0) return ERR;
+            int32_t v = out->link[w][i];
+            if (v == -1) continue;
+            if (v != last || obj == NULL) {
+                obj = PyLong_FromLong(v);
+                if (obj == NULL) return ERR;
+                last = v;
+            } else {
+                Py_INCREF(obj);
+            }
+            PyList_SetItem(lists[w], i, obj); /* steals; the list holds the old -1 */
         }
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self_list); i++) {
@@ -173,25 +195,22 @@ typedef struct {
 static void work_free(Work *w) {
     PyMem_Free(w->items);
     PyMem_Free(w->stack);
-    for (int i = 0; i < N_LINKS; i++) {
-        PyMem_Free(w->out.link[i]);
-        PyMem_Free(w->out.set[i]);
-    }
+    for (int i = 0; i < N_LINKS; i++) PyMem_Free(w->out.link[i]);
     PyMem_Free(w->out.self);
     PyMem_Free(w->out.self_set);
 }
 
 static int work_alloc(Work *w, Py_ssize_t n_items, PyObject *links[N_LINKS], Py_ssize_t n_ops) {
-    w->items = PyMem_Calloc(n_items + 1, sizeof(Item));
-    w->stack = PyMem_Calloc(n_items + 1, sizeof(Frame));
+    w->items = PyMem_Malloc((n_items + 1) * sizeof(Item));
+    w->stack = PyMem_Malloc((n_items + 1) * sizeof(Frame)); /* only its depth is touched */
     int ok = w->items != NULL && w->stack != NULL;
     for (int i = 0; ok && i < N_LINKS; i++) {
         Py_ssize_t len = PyList_GET_SIZE(links[i]) + 1;
-        w->out.link[i] = PyMem_Calloc(len, sizeof(long));
-        w->out.set[i] = PyMem_Calloc(len, 1);
-        ok = w->out.link[i] != NULL && w->out.set[i] != NULL;
+        w->out.link[i] = PyMem_Malloc(len * sizeof(int32_t));
+        ok = w->out.link[i] != NULL;
+        if (ok) memset(w->out.link[i], 0xff, len * sizeof(int32_t)); /* all -1 */
     }
-    w->out.self = PyMem_Calloc(n_ops + 1, sizeof(Num));
+    w->out.self = PyMem_Malloc((n_ops + 1) * sizeof(Num));
     w->out.self_set = PyMem_Calloc(n_ops + 1, 1);
     ok = ok && w->out.self != NULL && w->out.self_set != NULL;
     if (!ok) PyErr_NoMemory();
