@@ -129,8 +129,9 @@ typedef struct {
     const char *p, *end;
 } Cur;
 
+/* Skips JSON whitespace; a byte above ' ' (every token's first) stops it at once. */
 #define WS(cur)                                                                           \
-    while ((cur)->p < (cur)->end &&                                                       \
+    while ((cur)->p < (cur)->end && (unsigned char)*(cur)->p <= ' ' &&                    \
            (*(cur)->p == ' ' || *(cur)->p == '\n' || *(cur)->p == '\r' || *(cur)->p == '\t')) \
     (cur)->p++
 

@@ -85,7 +85,10 @@ static int read_args(Cur *cur, Event *ev) {
 #define KEY(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
 
 int read_event(Ctx *c, Cur *cur, Event *ev) {
-    memset(ev, 0, sizeof(*ev));
+    ev->ph = ev->cat = ev->name = NULL; /* not a memset: this runs once per event */
+    ev->pid.type = ev->tid.type = V_ABSENT;
+    ev->has_ts = ev->has_dur = 0;
+    ev->args = ev->corr = NULL;
     if (cur->p >= cur->end || *cur->p != '{') return BAIL; /* msgspec wants objects */
     cur->p++;
     WS(cur);
