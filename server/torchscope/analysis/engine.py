@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+from operator import itemgetter
 
 from .callees import callee_stats
 from .columns import median
@@ -24,15 +25,17 @@ from .report import Device, Measurements, Report, Timing
 from .rules import run_rules
 from .verdict import decide
 
+_TRACK = itemgetter(3)
+
 
 def _devices(ctx: Context) -> tuple[Device, list[Device]]:
     trace = ctx.trace
     m = ctx.measurements
     if trace.has_device_activity or (trace.devices and trace.runtime):
         names = {d.index: d.name for d in trace.devices}
-        used = sorted(
-            {trace.tracks[s.track].device for s in trace.kernels + trace.memcpys + trace.memsets}
-        )
+        streams = set(map(_TRACK, trace.kernels))  # per stream, not per span (20k kernels)
+        streams.update(map(_TRACK, trace.memcpys), map(_TRACK, trace.memsets))
+        used = sorted({trace.tracks[t].device for t in streams})
         listed = [Device("cuda", names.get(d, f"GPU {d}")) for d in used] or [
             Device("cuda", d.name) for d in trace.devices[:1]
         ]

@@ -21,8 +21,10 @@ step's, and the line that most steps peaked at).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from itertools import accumulate, groupby
 from typing import Any
 
 from .columns import median
@@ -281,19 +283,27 @@ def _peaks(
     reached the peak in most steps. The peak's line is the first allocation that brought the
     running total within 1 % of the step's maximum: a few bytes of scalars allocated after
     the large blocks do not move the peak to a later line."""
-    # Keyed by device type (named below): one name per type, not an f-string per event.
+    # Per (device type, step): the running total after each allocation, in event order. The
+    # events are in time order, so a step's come in runs (one, unless windows overlap), and
+    # those after its call end are a run's tail; a running total is ``accumulate``.
     history: dict[tuple[int, int], list[tuple[float, int | None]]] = {}
     running: dict[tuple[int, int], float] = {}
-    for ev, step, line in zip(ctx.trace.memory, step_of, line_of):
-        if step < 0 or ev.ts > call_end[step]:
+    events = ctx.trace.memory
+    times = [e.ts for e in events]
+    for step, group in groupby(range(len(events)), step_of.__getitem__):
+        if step < 0:
             continue
-        key = (ev.device_type, step)
-        now = running[key] = running.get(key, 0.0) + ev.bytes
-        if ev.bytes > 0:
-            seen = history.get(key)
-            if seen is None:
-                seen = history[key] = []
-            seen.append((now, line))
+        members = list(group)
+        lo = members[0]
+        hi = bisect_right(times, call_end[step], lo, members[-1] + 1)
+        for t in {events[i].device_type for i in range(lo, hi)}:
+            mine = [i for i in range(lo, hi) if events[i].device_type == t]
+            sizes = [events[i].bytes for i in mine]
+            totals = list(accumulate(sizes, initial=running.get((t, step), 0.0)))
+            running[(t, step)] = totals[-1]
+            seen = [(now, line_of[i]) for i, size, now in zip(mine, sizes, totals[1:]) if size > 0]
+            if seen:
+                history.setdefault((t, step), []).extend(seen)
     named = {t: DEVICE_NAMES.get(t, f"device{t}") for t, _ in history}
     by_name = {(named[t], s): seen for (t, s), seen in history.items()}
     out: dict[str, DevicePeak] = {}
