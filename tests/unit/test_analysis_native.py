@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import pickle
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -444,3 +446,67 @@ def test_nesting_takes_int_and_float_times_and_hands_back_others(
         is None
     )
     assert [list(x) for x in out] == before  # handed back untouched
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with the same types all the way down (``1 == 1.0 == True`` would hide one)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    return bool(a == b) or (a != a and b != b)
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(value=_json, indent=st.sampled_from([None, 1]), ascii_only=st.booleans())
+def test_loads_reads_json_values_as_msgspec_does(value: Any, indent: Any, ascii_only: bool) -> None:
+    """``_native.loads`` gives msgspec's value, or ValueError (then msgspec decodes it)."""
+    assert accel.native is not None
+    data = json.dumps(value, indent=indent, ensure_ascii=ascii_only).encode()
+    expected = msgspec.json.decode(data)
+    try:
+        got = accel.native.loads(data)
+    except ValueError:
+        got = fastload.decode_json(data)  # msgspec's turn: the same value by construction
+        assert _same(got, expected)
+        return
+    assert _same(got, expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b'"a\\ud83d\\ude00"', b"123456789012345678901", b"1e400", b"[1,]", b'{"a":1', b"nul", b"1 2"],
+)
+def test_loads_hands_back_what_only_msgspec_reads(text: bytes) -> None:
+    assert accel.native is not None
+    with pytest.raises(ValueError):
+        accel.native.loads(text)
+
+
+def test_analysing_a_kineto_trace_does_not_import_msgspec() -> None:
+    """msgspec's import is a tenth of analysing a trace; the C path reads every shared
+    Kineto trace without it (it is imported only for what the C decoder leaves to it)."""
+    code = (
+        "import sys; from torchscope.analysis import analyze_trace, render_report;"
+        "render_report(analyze_trace(sys.argv[1])); print('msgspec' in sys.modules)"
+    )
+    trace = Path(__file__).parents[1] / "data" / "traces" / "hta_ddp_v100_rank1.json.gz"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(trace)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"

@@ -7,6 +7,7 @@
  * - scan: the trace's event array → the EventSink's spans (fastload.py): _native_scan.c,
  *   with _native_json.h (the JSON reader), _native_event.c (one event's fields),
  *   _native_names.c (its strings) and _native_memory.c ([memory] events);
+ * - loads: a JSON value, as msgspec decodes it, for those it is sure of: _native_decode.c;
  * - Args: an event's args, read from the trace bytes when first used (fastload.LazyArgs):
  *   _native_args.c;
  * - nest: the per-thread containment sweep (nesting.py): _native_nest.c.
@@ -31,6 +32,9 @@ static PyMethodDef methods[] = {
     {"stopped_at", native_stopped_at, METH_NOARGS,
      "Where the last scan stopped reading (an offset into data): on a None, near what it"
      " did not take; for tests and debugging."},
+    {"loads", native_loads, METH_O,
+     "loads(buffer) -> object\n\nThe JSON value in buffer, as msgspec.json.decode gives it;"
+     " ValueError for one it leaves to msgspec (big integers, surrogates, invalid JSON)."},
     {"scan", native_scan, METH_VARARGS,
      "scan(data, lo, hi, sink, consts, decode_any) -> (origin, skipped, not_events, legacy,"
      " end) | None\n\nNormalise the event array starting at data[lo] (and ending by hi) into"

@@ -136,6 +136,11 @@ typedef struct {
     (cur)->p++
 
 
+/* JSON values as msgspec decodes them (_native_decode.c); NULL with *status BAIL (no
+ * exception: ask msgspec) or ERR (an exception is set). */
+PyObject *json_value(const char *p, Py_ssize_t n, int *status);
+PyObject *native_loads(PyObject *module, PyObject *arg);
+
 PyObject *native_scan(PyObject *module, PyObject *args);
 PyObject *native_stopped_at(PyObject *module, PyObject *args);
 PyObject *native_nest(PyObject *module, PyObject *args);

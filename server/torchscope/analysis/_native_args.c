@@ -1,7 +1,8 @@
 /* Args: one event's "args" object, left as its bytes inside the trace until it is read.
  *
  * The native twin of fastload.LazyArgs (a tuple over msgspec's Raw): a read-only Mapping
- * that decodes its JSON object on first use (with the decoder scan() was given) and keeps
+ * that decodes its JSON object on first use (_native_decode.c, else the msgspec decoder
+ * scan() was given) and keeps
  * the dict; most events' args are never read. One small object per event instead of the
  * LazyArgs and its Raw, and no garbage-collector header: the dict it may hold is decoded
  * JSON, which cannot refer back to it, so it is never part of a cycle. */
@@ -35,13 +36,17 @@ static void args_dealloc(PyObject *self) {
 /* The decoded dict (borrowed), or NULL with the decoder's exception. */
 static PyObject *decoded(Args *a) {
     if (a->dict != NULL) return a->dict;
+    int status;
+    PyObject *d = json_value(a->ptr, a->len, &status);
+    if (d != NULL) return a->dict = d; /* an object: scan() made Args only for those */
+    if (status == ERR) return NULL;
     if (g_decode == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Args: no decoder (scan() sets it)");
         return NULL;
     }
     PyObject *view = PyMemoryView_FromMemory((char *)a->ptr, a->len, PyBUF_READ);
     if (view == NULL) return NULL;
-    PyObject *d = PyObject_CallOneArg(g_decode, view);
+    d = PyObject_CallOneArg(g_decode, view);
     Py_DECREF(view);
     if (d != NULL && !PyDict_Check(d)) {
         Py_DECREF(d);

@@ -93,9 +93,12 @@ static int entry_flags(Ctx *c, Entry *e) {
 }
 
 PyObject *decode_raw(Ctx *c, const char *p, Py_ssize_t n) {
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    int status;
+    PyObject *out = json_value(p, n, &status);
+    if (out != NULL || status == ERR) return out;
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ); /* msgspec's turn */
     if (view == NULL) return NULL;
-    PyObject *out = PyObject_CallOneArg(c->decode_any, view);
+    out = PyObject_CallOneArg(c->decode_any, view);
     Py_DECREF(view);
     return out;
 }

@@ -1,5 +1,7 @@
-"""The fast path of reading a trace: msgspec decodes the events into typed structs in C,
-leaving each event's ``args`` undecoded (:class:`LazyArgs`) until a rule reads it.
+"""The fast path of reading a trace: the C scanner (``_native``, :func:`scan_native`) or,
+where it is not built or hands a document back, msgspec's typed decode (:func:`accept_all`
+over ``msgspec_types``, imported only then) reads the events straight into spans, leaving
+each event's ``args`` undecoded (``_native.Args``, :class:`LazyArgs`) until a rule reads it.
 
 It gives exactly the :class:`Trace` that :class:`~.normalise.EventSink` builds from stdlib
 ``json`` (the snapshot tests hold the reports byte-identical), for every document whose
@@ -14,10 +16,8 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Callable, Optional, TypeVar, Union
-
-import msgspec
-from msgspec import UNSET, Raw, UnsetType
+from types import ModuleType
+from typing import Any, Callable, TypeVar, Union
 
 from . import accel
 from .model import MemoryEvent, Span, Trace
@@ -34,7 +34,30 @@ from .normalise import (
     EventSink,
 )
 
-_ANY = msgspec.json.Decoder()
+
+def typed() -> ModuleType:
+    """``msgspec_types``, imported on first need (ImportError without msgspec)."""
+    from . import msgspec_types
+
+    return msgspec_types
+
+
+def decode_errors() -> tuple[type[Exception], ...]:
+    """msgspec's decode errors (imports it: raise them only where it was used)."""
+    t = typed()
+    return (t.DecodeError, t.ValidationError)
+
+
+def decode_json(data: Any) -> Any:
+    """The JSON value in ``data``: the C decoder's where it is sure to read it as msgspec
+    does (``_native.loads``), else msgspec's, which also words any error."""
+    native = accel.native
+    if native is not None:
+        try:
+            return native.loads(data)
+        except ValueError:
+            pass
+    return typed().ANY.decode(data)
 
 
 class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
@@ -49,7 +72,7 @@ class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
         try:
             return self.__dict__["d"]  # type: ignore[no-any-return]
         except KeyError:
-            d = self.__dict__["d"] = _ANY.decode(tuple.__getitem__(self, 0))
+            d = self.__dict__["d"] = typed().ANY.decode(tuple.__getitem__(self, 0))
             return d  # type: ignore[no-any-return]
 
     def __getitem__(self, key: str) -> Any:  # type: ignore[override]
@@ -83,17 +106,6 @@ class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
         return f"LazyArgs({self._decoded()!r})"
 
 
-class _Shapes(msgspec.Struct, gc=False):
-    """The ``args`` keys an op's work depends on (``work.op_work``), left undecoded."""
-
-    dims: Raw = msgspec.field(name="Input Dims", default=Raw())
-    types: Raw = msgspec.field(name="Input type", default=Raw())
-    concrete: Raw = msgspec.field(name="Concrete Inputs", default=Raw())
-
-
-_SHAPES = msgspec.json.Decoder(_Shapes)
-
-
 def shapes_key(args: Mapping[str, Any]) -> tuple[bytes, bytes, bytes] | None:
     """The raw bytes of ``args``' shapes, types and concrete inputs (equal bytes: equal
     values), for memoising per-op work across calls; ``None`` unless ``args`` is lazy."""
@@ -107,35 +119,14 @@ def shapes_key(args: Mapping[str, Any]) -> tuple[bytes, bytes, bytes] | None:
         raw = args.raw()  # type: ignore[attr-defined]  # an escaped key: msgspec reads it
     else:
         return None
+    t = typed()
     try:
-        s = _SHAPES.decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+        s = t.SHAPES.decode(raw)
+    except (t.DecodeError, t.ValidationError):
         return None
     return bytes(s.dims), bytes(s.types), bytes(s.concrete)
 
 
-class _Event(msgspec.Struct, gc=False):
-    """The fields of one trace event the analysis reads; ``UNSET`` where the key is absent."""
-
-    ph: Union[str, UnsetType] = UNSET
-    cat: Union[str, UnsetType] = UNSET
-    name: Union[str, UnsetType] = UNSET
-    pid: Union[int, str, None] = None
-    tid: Union[int, str, None] = None
-    ts: Union[int, float, UnsetType] = UNSET
-    dur: Union[int, float, UnsetType] = UNSET
-    args: Raw = Raw()
-
-
-class _Head(msgspec.Struct, gc=False):
-    """What every event's ``args`` is read for while normalising (the rest stays raw)."""
-
-    correlation: Any = None
-
-
-_EVENTS = msgspec.json.Decoder(list[_Event])
-_TOP = msgspec.json.Decoder(Union[dict[str, Raw], list[Raw]])
-_HEAD = msgspec.json.Decoder(Optional[_Head])
 _EMPTY: dict[str, Any] = {}
 _T = TypeVar("_T")
 
@@ -155,14 +146,15 @@ def array_span(data: _Buf) -> tuple[dict[str, Any], int, int] | None:
     (``data[lo:lo+1] == b"["``), or ``None`` when there is no event list.
 
     Raises ``msgspec.DecodeError`` for invalid JSON (the whole document is validated)."""
-    top = _TOP.decode(data)
+    t = typed()
+    top = t.TOP.decode(data)
     if isinstance(top, list):  # the Chrome "JSON Array Format": only events
         lo = data.index(b"[")
         return {}, lo, data.rindex(b"]") + 1
     raw = top.pop("traceEvents", None)
     if raw is None:
         return None
-    meta = {k: _ANY.decode(v) for k, v in top.items()}
+    meta = {k: t.ANY.decode(v) for k, v in top.items()}
     view, size = memoryview(raw), len(raw)
     at = data.find(b'"traceEvents"')
     while at >= 0:  # the key, not a string that merely holds it: the bytes must match
@@ -202,8 +194,8 @@ def meta_around(data: _Buf, lo: int, hi: int) -> dict[str, Any] | None:
     of an object (``None`` when, with ``null`` for them, it is not one whose
     ``traceEvents`` is that ``null``)."""
     try:
-        meta = _ANY.decode(bytes(data[:lo]) + b"null" + bytes(data[hi:]))
-    except msgspec.DecodeError:
+        meta = decode_json(bytes(data[:lo]) + b"null" + bytes(data[hi:]))
+    except decode_errors():
         return None
     if not isinstance(meta, dict) or meta.get("traceEvents", 0) is not None or hi <= lo:
         return None
@@ -240,7 +232,7 @@ def chunks(data: _Buf, lo: int, hi: int, decode: Callable[[Any], list[_T]]) -> I
                 else:
                     items = decode(b"[" + data[a:stop] + b"]")
                 break
-            except msgspec.DecodeError:
+            except decode_errors()[0]:
                 if b < 0:
                     raise
                 b = data.find(b"},", b + 2, end)
@@ -262,10 +254,10 @@ def load_fast(name: str, data: _Buf) -> Trace | None:
         if quick is not None:
             try:
                 return _load(name, data, quick)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except decode_errors():
                 pass  # a wrong guess at the end, or a bad document: read it fully first
         return _load(name, data, array_span(data))
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except decode_errors():
         return None
     finally:
         if enabled:
@@ -290,7 +282,7 @@ def _load(name: str, data: _Buf, found: tuple[dict[str, Any], int, int] | None) 
                 meta = around
     if not_events is None:
         sink = EventSink()
-        not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode))
+        not_events = accept_all(sink, chunks(data, lo, hi, typed().EVENTS.decode))
     if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
         return None  # possibly an empty list with whitespace: let the stdlib path judge
     return sink.finish(name, meta, not_events)
@@ -304,12 +296,17 @@ _SCAN_CONSTANTS = (
     PROFILER_OVERHEAD_NAMES,
     Span,
     _EMPTY,
-    UNSET,
+    None,  # a [memory] event's missing ts, as the Python loop reads it (then skips it)
     MemoryEvent,
     _OP,
     _ANN,
     _OVERHEAD,
 )
+
+
+def _decode_any(data: Any) -> Any:
+    """For the C scanner: a value its own decoder leaves to msgspec."""
+    return typed().ANY.decode(data)
 
 
 def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int] | None:
@@ -321,7 +318,7 @@ def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int
     native = accel.native
     if native is None:
         return None
-    done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _ANY.decode)
+    done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _decode_any)
     if done is None:
         return None
     origin, skipped, not_events, legacy, end, memory = done
@@ -334,7 +331,7 @@ def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int
 
 
 def accept_all(
-    sink: EventSink, events: Iterable[_Event], window: tuple[float, float, float, Any] | None = None
+    sink: EventSink, events: Iterable[Any], window: tuple[float, float, float, Any] | None = None
 ) -> int:
     """:meth:`EventSink.accept`'s logic over decoded structs (kept in step with it, line for
     line; ``test_analysis_fastload`` holds the two equal); returns the non-event count.
@@ -347,7 +344,8 @@ def accept_all(
     thread_names = sink.thread_names
     memory_raw = sink.memory_raw.append
     kind_of = _CATEGORY_KIND.get
-    head = _HEAD.decode
+    t = typed()
+    head, decode, unset, invalid = t.HEAD.decode, t.ANY.decode, t.UNSET, t.ValidationError
     ann_prefixes, marker = ANNOTATION_PREFIXES, LINE_MARKER_PREFIX
     legacy_cats, overhead_names = LEGACY_CATEGORIES, PROFILER_OVERHEAD_NAMES
     new = tuple.__new__
@@ -365,44 +363,44 @@ def accept_all(
     for e in events:
         ph = e.ph
         if ph != "X":
-            if ph is UNSET:
+            if ph is unset:
                 not_events += 1
             elif ph == "M" and e.name == "thread_name" and e.args:
-                a = _ANY.decode(e.args)
+                a = decode(e.args)
                 if isinstance(a, dict) and isinstance(a.get("name"), str):
                     thread_names[(e.pid, e.tid)] = a["name"]
             elif (
                 ph == "i"
                 and e.name == "[memory]"
                 and e.args
-                and (not windowed or (e.ts is not UNSET and lo <= e.ts < hi))  # type: ignore[operator]
+                and (not windowed or (e.ts is not unset and lo <= e.ts < hi))  # type: ignore[operator]
             ):
-                memory_raw((e.ts, e.pid, e.tid, _ANY.decode(e.args)))
+                memory_raw((e.ts, e.pid, e.tid, decode(e.args)))
             continue
         ts = e.ts
-        if origin is None and ts is not UNSET and -1e18 < ts < 1e18:  # type: ignore[operator]
+        if origin is None and ts is not unset and -1e18 < ts < 1e18:  # type: ignore[operator]
             origin = ts
         cat = e.cat
-        if cat is UNSET:
+        if cat is unset:
             skipped += 1
             continue
         kind = kind_of(cat)  # type: ignore[arg-type]
         if kind is None:
             continue
         name = e.name
-        if name is UNSET or ts is UNSET or origin is None:
+        if name is unset or ts is unset or origin is None:
             skipped += 1
             continue
         if windowed and not lo <= ts < (hi_dev if kind in _DEVICE_KINDS else hi):  # type: ignore[operator]
             continue  # outside the chosen steps
         start = ts - origin  # type: ignore[operator]
         dur = e.dur
-        end = start + (0.0 if dur is UNSET else dur)  # type: ignore[operator]
+        end = start + (0.0 if dur is unset else dur)  # type: ignore[operator]
         raw = e.args
         if raw:
             try:
                 h = head(raw)
-            except msgspec.ValidationError:  # args is not an object: not placeable
+            except invalid:  # args is not an object: not placeable
                 skipped += 1
                 continue
             if h is None:

@@ -387,25 +387,29 @@ def load_trace_bytes(
 ) -> Trace:
     """Read and normalise a trace held in memory (``name`` is used in messages only).
 
-    msgspec's typed decode reads every trace Kineto writes (``fastload``); a document it
-    does not take (odd field types, invalid JSON), or an install without msgspec, is read by
-    stdlib ``json`` with the events normalised while they are parsed (:class:`EventSink`),
-    which skips what it cannot place and words every parse error."""
+    The C scanner or msgspec's typed decode reads every trace Kineto writes (``fastload``);
+    a document neither takes (odd field types, invalid JSON), or an install with neither, is
+    read by stdlib ``json`` with the events normalised while they are parsed
+    (:class:`EventSink`), which skips what it cannot place and words every parse error."""
+    from . import fastload
+
     text = decompress(name, data)
     del data
-    try:
-        from . import fastload, window
-    except ImportError:  # msgspec missing (a bundle built for another Python): stdlib path
-        fastload = window = None  # type: ignore[assignment]
     if steps is not None:
-        if window is None:
-            raise TraceError(f"{name}: --steps needs the msgspec package; pip install msgspec")
+        try:
+            from . import window
+        except ImportError:  # msgspec missing (a bundle built for another Python)
+            raise TraceError(
+                f"{name}: --steps needs the msgspec package; pip install msgspec"
+            ) from None
         return window.load_steps(name, text, steps)
     check_memory(name, len(text))
-    if fastload is not None:
+    try:
         trace = fastload.load_fast(name, text)
-        if trace is not None:
-            return trace
+    except ImportError:  # no msgspec, and a document the C scanner left to it: stdlib path
+        trace = None
+    if trace is not None:
+        return trace
     sink = EventSink()
     meta, events = events_of(name, parse_json(name, text, sink.accept))
     return sink.finish(name, meta, len(events) - events.count(None))

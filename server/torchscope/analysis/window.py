@@ -21,8 +21,9 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .errors import TraceError
-from .fastload import _EVENTS, accept_all, array_span, chunks, quick_span
+from .fastload import accept_all, array_span, chunks, quick_span
 from .model import Trace
+from .msgspec_types import EVENTS
 from .normalise import EventSink
 
 _STEP = re.compile(r"ProfilerStep#(\d+)$")
@@ -111,5 +112,5 @@ def _load_steps(
     meta, lo, hi = found
     sink = EventSink()
     window = _find_window(name, data, lo, hi, *steps)
-    not_events = accept_all(sink, chunks(data, lo, hi, _EVENTS.decode), window)
+    not_events = accept_all(sink, chunks(data, lo, hi, EVENTS.decode), window)
     return sink.finish(name, meta, not_events)
