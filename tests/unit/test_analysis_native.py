@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchscope.analysis import accel, fastload, nesting
+from torchscope.analysis import accel, fastload, intervals, nesting
 from torchscope.analysis.model import Trace
 from torchscope.analysis.normalise import EventSink
 from torchscope.analysis.parse import decompress
@@ -510,3 +510,30 @@ def test_analysing_a_kineto_trace_does_not_import_msgspec() -> None:
         [sys.executable, "-c", code, str(trace)], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "False"
+
+
+_times = st.one_of(st.integers(-(2**55), 2**55), st.floats(allow_nan=False, allow_infinity=False))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(pairs=st.lists(st.tuples(_times, _times), max_size=12))
+def test_merge_in_c_equals_the_python_merge(pairs: list[tuple[Any, Any]]) -> None:
+    """The same starts and ends, the very same objects, for ints (also beyond 2**53, where
+    Python compares exactly), floats and both mixed."""
+    assert accel.native is not None
+    pairs.sort(key=lambda p: p[0])
+    got = accel.native.merge(iter(pairs))
+    expected = intervals._merge_python(pairs)
+    assert got == expected
+    assert all(a is b for a, b in zip(got[0] + got[1], expected[0] + expected[1]))
+
+
+def test_merge_unpacks_and_fails_as_python_does() -> None:
+    assert accel.native is not None
+    assert accel.native.merge([[1, 2], (2, 5), range(6, 8)]) == ([1, 6], [5, 7])
+    assert accel.native.merge([]) == ([], [])
+    for bad in ([(1, 2, 3)], [(1, "a"), (2, 3)], [5]):
+        with pytest.raises((TypeError, ValueError)) as native_error:
+            accel.native.merge(bad)
+        with pytest.raises(native_error.type):
+            intervals._merge_python(bad)

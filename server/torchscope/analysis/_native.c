@@ -10,7 +10,8 @@
  * - loads: a JSON value, as msgspec decodes it, for those it is sure of: _native_decode.c;
  * - Args: an event's args, read from the trace bytes when first used (fastload.LazyArgs):
  *   _native_args.c;
- * - nest: the per-thread containment sweep (nesting.py): _native_nest.c.
+ * - nest: the per-thread containment sweep (nesting.py): _native_nest.c;
+ * - merge: the union of sorted intervals (intervals.py): _native_merge.c.
  */
 #include "_native.h"
 
@@ -32,6 +33,9 @@ static PyMethodDef methods[] = {
     {"stopped_at", native_stopped_at, METH_NOARGS,
      "Where the last scan stopped reading (an offset into data): on a None, near what it"
      " did not take; for tests and debugging."},
+    {"merge", native_merge, METH_O,
+     "merge(pairs) -> (starts, ends)\n\nintervals._merge in C: the union of (start, end)"
+     " pairs sorted by start, touching ones merged."},
     {"loads", native_loads, METH_O,
      "loads(buffer) -> object\n\nThe JSON value in buffer, as msgspec.json.decode gives it;"
      " ValueError for one it leaves to msgspec (big integers, surrogates, invalid JSON)."},

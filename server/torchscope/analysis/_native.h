@@ -142,6 +142,7 @@ PyObject *json_value(const char *p, Py_ssize_t n, int *status);
 PyObject *native_loads(PyObject *module, PyObject *arg);
 
 PyObject *native_scan(PyObject *module, PyObject *args);
+PyObject *native_merge(PyObject *module, PyObject *pairs); /* _native_merge.c */
 PyObject *native_stopped_at(PyObject *module, PyObject *args);
 PyObject *native_nest(PyObject *module, PyObject *args);
 

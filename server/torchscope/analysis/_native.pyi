@@ -1,6 +1,6 @@
 """Types of the analysis's C part (``_native.c``), for mypy."""
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 class Args(Mapping[str, Any]):
@@ -32,3 +32,5 @@ def nest(
     tolerance: float,
     /,
 ) -> bool | None: ...
+def merge(pairs: Iterable[tuple[Any, Any]], /) -> tuple[list[Any], list[Any]]: ...
+def loads(data: Any, /) -> Any: ...

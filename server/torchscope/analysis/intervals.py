@@ -14,13 +14,25 @@ from heapq import nlargest
 from itertools import compress, repeat
 from operator import gt, itemgetter, le, lt, sub
 
+from . import accel
+
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 
 
 def _merge(pairs: Iterable[tuple[float, float]]) -> tuple[list[float], list[float]]:
     """Starts and ends of the union of ``(start, end)`` pairs sorted by start: one pass that
-    keeps the open interval in locals. Touching intervals merge."""
+    keeps the open interval in locals. Touching intervals merge. In C where the extension is
+    built (``_native_merge.c``: the same comparisons, the same objects)."""
+    native = accel.native
+    if native is not None:
+        merged: tuple[list[float], list[float]] = native.merge(pairs)
+        return merged
+    return _merge_python(pairs)
+
+
+def _merge_python(pairs: Iterable[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """:func:`_merge`'s Python twin."""
     starts: list[float] = []
     ends: list[float] = []
     it = iter(pairs)
