@@ -155,7 +155,8 @@ static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
         int esc;
         if (read_string(&cur, &key, &n, &esc) || esc) Py_RETURN_NONE;
         WS(&cur);
-        cur.p++; /* the colon */
+        if (cur.p >= cur.end || *cur.p != ':') Py_RETURN_NONE;
+        cur.p++;
         WS(&cur);
         const char *value = cur.p;
         if (skip_value(&cur, 1)) Py_RETURN_NONE;

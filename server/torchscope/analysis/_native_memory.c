@@ -14,20 +14,21 @@ static int memory_fields(const char *p, Py_ssize_t n, long long v[4]) {
     if (n < 2 || *p != '{') return 0;
     cur.p++;
     WS(&cur);
-    if (*cur.p == '}') return 0;
+    if (cur.p >= cur.end || *cur.p == '}') return 0;
     for (;;) {
         const char *key;
         Py_ssize_t len;
         int esc, which = -1;
         if (read_string(&cur, &key, &len, &esc) || esc) return 0;
         WS(&cur);
-        cur.p++; /* the colon: args were checked whole by read_args */
+        if (cur.p >= cur.end || *cur.p != ':') return 0;
+        cur.p++;
         WS(&cur);
         for (int k = 0; k < 4; k++)
             if ((size_t)len == strlen(MEM_KEYS[k]) && memcmp(key, MEM_KEYS[k], len) == 0) which = k;
         if (which >= 0) {
             Num num;
-            if (*cur.p != '-' && (*cur.p < '0' || *cur.p > '9')) return 0;
+            if (cur.p >= cur.end || (*cur.p != '-' && (*cur.p < '0' || *cur.p > '9'))) return 0;
             if (read_number(&cur, &num) || !num.is_int) return 0;
             v[which] = num.i;
             have_bytes |= which == 0;
@@ -35,7 +36,7 @@ static int memory_fields(const char *p, Py_ssize_t n, long long v[4]) {
             return 0;
         }
         WS(&cur);
-        if (*cur.p != ',') break;
+        if (cur.p >= cur.end || *cur.p != ',') break;
         cur.p++;
         WS(&cur);
     }
