@@ -16,17 +16,20 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import gt, itemgetter, not_
+from typing import TYPE_CHECKING
 
 from ..columns import ByName, is_comm_kernel, median
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..rank_model import RankContext
 from ..report import Finding
 from ..stages import Metrics
 from ._common import distinct_names, picker
 from .base import Rule
 from .rank_base import RankRule
+
+if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
+    from ..rank_model import RankContext
 
 COMM_HEAVY_SHARE = 0.10
 """Communication ≥ 10 % of the step (DESIGN.md §3; HTA's comm/compute overlap analysis)."""

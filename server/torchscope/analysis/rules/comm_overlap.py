@@ -10,10 +10,14 @@ later, FSDP prefetching.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..formatting import format_duration, format_share
-from ..rank_model import RankContext
 from ..report import Finding
 from .rank_base import RankRule
+
+if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
+    from ..rank_model import RankContext
 
 EXPOSED_SHARE = 0.25
 """At least a quarter of the rank's communication not overlapped with compute."""

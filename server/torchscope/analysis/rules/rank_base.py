@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..rank_model import RankContext
 from ..report import Finding
 from .base import RuleBase
+
+if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
+    from ..rank_model import RankContext
 
 
 class RankRule(RuleBase, ABC):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from ..rank_model import RankContext
+from typing import TYPE_CHECKING
+
 from ..report import Finding
 from . import comm_heavy, comm_overlap, imbalance, straggler
 from .rank_base import RankRule
+
+if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
+    from ..rank_model import RankContext
 
 RANK_RULES: list[RankRule] = [
     straggler.RULE,

@@ -10,11 +10,15 @@ TraceLens flag stragglers the same way, from collective wait times.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..columns import median
 from ..formatting import format_duration, format_share
-from ..rank_model import RankContext
 from ..report import Finding
 from .rank_base import RankRule
+
+if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
+    from ..rank_model import RankContext
 
 STRAGGLER_SHARE = 0.10
 """Busy time over the median rank's by more than 10 % of the median step."""
