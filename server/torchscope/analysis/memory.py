@@ -245,7 +245,7 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
         _per_line(ctx, acc, step_of, line_of, op_of, call_end)
     return MemoryAnalysis(
         lines=_line_memory(acc, n_steps),
-        peaks=_peaks(ctx, step_of, line_of, call_end),
+        peaks=_peaks(ctx, times, step_of, line_of, call_end),
         steps=n_steps,
     )
 
@@ -277,7 +277,11 @@ def _line_memory(acc: dict[tuple[int, str], _LineAcc], n_steps: int) -> dict[int
 
 
 def _peaks(
-    ctx: Context, step_of: list[int], line_of: list[int | None], call_end: list[float]
+    ctx: Context,
+    times: list[float],
+    step_of: list[int],
+    line_of: list[int | None],
+    call_end: list[float],
 ) -> dict[str, DevicePeak]:
     """Per device: the median step's peak above the start of the call, and the line that
     reached the peak in most steps. The peak's line is the first allocation that brought the
@@ -289,7 +293,6 @@ def _peaks(
     history: dict[tuple[int, int], list[tuple[float, int | None]]] = {}
     running: dict[tuple[int, int], float] = {}
     events = ctx.trace.memory
-    times = [e.ts for e in events]
     for step, group in groupby(range(len(events)), step_of.__getitem__):
         if step < 0:
             continue
