@@ -59,6 +59,20 @@ def _msgspec_only(name: str, text: bytes | bytearray, monkeypatch: pytest.Monkey
         return fastload.load_fast(name, bytearray(text))
 
 
+def _loads_as_the_msgspec_loop(text: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole fast load gives the msgspec loop's trace, None, or exception."""
+    try:
+        expected: Any = _msgspec_only("t.json", text, monkeypatch)
+    except Exception as exc:  # what the msgspec loop raised, the whole load must raise too
+        with pytest.raises(type(exc)):
+            fastload.load_fast("t.json", bytearray(text))
+        return
+    got = fastload.load_fast("t.json", bytearray(text))
+    assert (got is None) == (expected is None)
+    if got is not None:
+        assert _typed(got) == _typed(expected)
+
+
 def _scanned(text: bytes | bytearray) -> tuple[int, int] | None:
     q = fastload.quick_span(text) or fastload.array_span(text)
     assert q is not None
@@ -216,16 +230,7 @@ def test_other_documents_are_handed_back_unchanged(
 ) -> None:
     text = HANDED_BACK[case]
     assert _scanned(bytearray(text)) is None
-    try:
-        expected: Any = _msgspec_only("t.json", text, monkeypatch)
-    except Exception as exc:  # what the msgspec loop raised, the whole load must raise too
-        with pytest.raises(type(exc)):
-            fastload.load_fast("t.json", bytearray(text))
-        return
-    got = fastload.load_fast("t.json", bytearray(text))
-    assert (got is None) == (expected is None)
-    if got is not None:
-        assert _typed(got) == _typed(expected)
+    _loads_as_the_msgspec_loop(text, monkeypatch)
 
 
 def _args_of(fields: str) -> Any:
@@ -346,16 +351,7 @@ def test_random_documents_read_as_the_msgspec_loop_reads_them(
     events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = json.dumps({"traceEvents": events}).encode()
-    try:
-        expected: Any = _msgspec_only("t.json", text, monkeypatch)
-    except Exception as exc:
-        with pytest.raises(type(exc)):
-            fastload.load_fast("t.json", bytearray(text))
-        return
-    got = fastload.load_fast("t.json", bytearray(text))
-    assert (got is None) == (expected is None)
-    if got is not None:
-        assert _typed(got) == _typed(expected)
+    _loads_as_the_msgspec_loop(text, monkeypatch)
 
 
 @pytest.mark.parametrize("name", TRACES)

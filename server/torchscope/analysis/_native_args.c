@@ -147,17 +147,12 @@ static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     const char *at[3] = {a->ptr, a->ptr, a->ptr};
     Py_ssize_t len[3] = {0, 0, 0};
     Cur cur = {a->ptr, a->ptr + a->len};
-    cur.p++; /* the object's brace: scan() made Args only for objects, checked whole */
-    WS(&cur);
-    while (cur.p < cur.end && *cur.p == '"') {
+    int st = a->len >= 2 && *a->ptr == '{' ? enter(&cur, '}') : BAIL;
+    while (st == MORE) {
         const char *key;
         Py_ssize_t n;
         int esc;
-        if (read_string(&cur, &key, &n, &esc) || esc) Py_RETURN_NONE;
-        WS(&cur);
-        if (cur.p >= cur.end || *cur.p != ':') Py_RETURN_NONE;
-        cur.p++;
-        WS(&cur);
+        if (read_key(&cur, &key, &n, &esc) || esc) Py_RETURN_NONE;
         const char *value = cur.p;
         if (skip_value(&cur, 1)) Py_RETURN_NONE;
         for (int k = 0; k < 3; k++) {
@@ -166,10 +161,9 @@ static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
                 len[k] = cur.p - value;
             }
         }
-        WS(&cur);
-        if (cur.p < cur.end && *cur.p == ',') cur.p++;
-        WS(&cur);
+        st = next_item(&cur, '}');
     }
+    if (st != 0) Py_RETURN_NONE;
     return Py_BuildValue("(y#y#y#)", at[0], len[0], at[1], len[1], at[2], len[2]);
 }
 

@@ -92,6 +92,15 @@ PyObject *json_str(const char *p, Py_ssize_t n, int escaped, int *status) {
     return s;
 }
 
+/* A container's end: it, or NULL with *status BAIL or ERR (-1: *status says which). */
+static PyObject *done(PyObject *container, int st, int *status) {
+    if (st == 0) return container;
+    if (st == BAIL) *status = BAIL;
+    else if (*status != BAIL) *status = ERR;
+    Py_XDECREF(container);
+    return NULL;
+}
+
 static PyObject *string_at(Cur *cur, int *status) {
     const char *s;
     Py_ssize_t n;
@@ -105,80 +114,33 @@ static PyObject *string_at(Cur *cur, int *status) {
 
 static PyObject *object_at(Cur *cur, int depth, int *status) {
     PyObject *d = PyDict_New();
-    if (d == NULL) goto fail;
-    cur->p++;
-    WS(cur);
-    if (cur->p < cur->end && *cur->p == '}') {
-        cur->p++;
-        return d;
-    }
-    for (;;) {
-        if (cur->p >= cur->end || *cur->p != '"') goto bail;
-        PyObject *key = string_at(cur, status);
-        if (key == NULL) goto fail;
-        WS(cur);
-        if (cur->p >= cur->end || *cur->p != ':') {
-            Py_DECREF(key);
-            goto bail;
+    int st = d == NULL ? ERR : enter(cur, '}');
+    while (st == MORE) {
+        const char *s;
+        Py_ssize_t n;
+        int esc;
+        if (read_key(cur, &s, &n, &esc)) {
+            st = BAIL;
+            break;
         }
-        cur->p++;
-        WS(cur);
-        PyObject *v = value(cur, depth + 1, status);
-        int st = v == NULL ? -1 : PyDict_SetItem(d, key, v);
-        Py_DECREF(key);
+        PyObject *key = json_str(s, n, esc, status), *v = NULL;
+        if (key != NULL) v = value(cur, depth + 1, status);
+        st = v == NULL || PyDict_SetItem(d, key, v) < 0 ? -1 : next_item(cur, '}');
+        Py_XDECREF(key);
         Py_XDECREF(v);
-        if (st < 0) goto fail;
-        WS(cur);
-        if (cur->p < cur->end && *cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (cur->p < cur->end && *cur->p == '}') {
-            cur->p++;
-            return d;
-        }
-        goto bail;
     }
-bail:
-    *status = BAIL;
-fail:
-    if (*status != BAIL) *status = ERR;
-    Py_XDECREF(d);
-    return NULL;
+    return done(d, st, status);
 }
 
 static PyObject *array_at(Cur *cur, int depth, int *status) {
     PyObject *l = PyList_New(0);
-    if (l == NULL) goto fail;
-    cur->p++;
-    WS(cur);
-    if (cur->p < cur->end && *cur->p == ']') {
-        cur->p++;
-        return l;
-    }
-    for (;;) {
+    int st = l == NULL ? ERR : enter(cur, ']');
+    while (st == MORE) {
         PyObject *v = value(cur, depth + 1, status);
-        int st = v == NULL ? -1 : PyList_Append(l, v);
+        st = v == NULL || PyList_Append(l, v) < 0 ? -1 : next_item(cur, ']');
         Py_XDECREF(v);
-        if (st < 0) goto fail;
-        WS(cur);
-        if (cur->p < cur->end && *cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (cur->p < cur->end && *cur->p == ']') {
-            cur->p++;
-            return l;
-        }
-        *status = BAIL;
-        goto fail;
     }
-fail:
-    if (*status != BAIL) *status = ERR;
-    Py_XDECREF(l);
-    return NULL;
+    return done(l, st, status);
 }
 
 static PyObject *value(Cur *cur, int depth, int *status) {

@@ -40,40 +40,21 @@ static int read_args(Cur *cur, Event *ev) {
     const char *start = cur->p;
     ev->corr = NULL;
     if (cur->p < cur->end && *cur->p == '{') {
-        cur->p++;
-        WS(cur);
-        if (cur->p < cur->end && *cur->p == '}') {
-            cur->p++;
-        } else {
-            for (;;) {
-                const char *s;
-                Py_ssize_t n;
-                int esc;
-                if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc))
-                    return BAIL;
-                if (esc) return BAIL; /* an escaped key could spell "correlation" */
-                WS(cur);
-                if (cur->p >= cur->end || *cur->p != ':') return BAIL;
-                cur->p++;
-                WS(cur);
-                const char *v = cur->p;
-                if (skip_value(cur, 2)) return BAIL;
-                if (n == 11 && memcmp(s, "correlation", 11) == 0) {
-                    ev->corr = v;
-                    ev->corr_len = cur->p - v;
-                }
-                WS(cur);
-                if (cur->p >= cur->end) return BAIL;
-                if (*cur->p == ',') {
-                    cur->p++;
-                    WS(cur);
-                    continue;
-                }
-                if (*cur->p != '}') return BAIL;
-                cur->p++;
-                break;
+        int st = enter(cur, '}');
+        while (st == MORE) {
+            const char *s;
+            Py_ssize_t n;
+            int esc;
+            if (read_key(cur, &s, &n, &esc) || esc) return BAIL; /* escaped: "correlation"? */
+            const char *v = cur->p;
+            if (skip_value(cur, 2)) return BAIL;
+            if (n == 11 && memcmp(s, "correlation", 11) == 0) {
+                ev->corr = v;
+                ev->corr_len = cur->p - v;
             }
+            st = next_item(cur, '}');
         }
+        if (st) return st;
     } else if (skip_value(cur, 1)) {
         return BAIL;
     }
@@ -90,22 +71,12 @@ int read_event(Ctx *c, Cur *cur, Event *ev) {
     ev->has_ts = ev->has_dur = 0;
     ev->args = ev->corr = NULL;
     if (cur->p >= cur->end || *cur->p != '{') return BAIL; /* msgspec wants objects */
-    cur->p++;
-    WS(cur);
-    if (cur->p < cur->end && *cur->p == '}') {
-        cur->p++;
-        return 0;
-    }
-    for (;;) {
+    int st = enter(cur, '}');
+    while (st == MORE) {
         const char *s;
         Py_ssize_t n;
-        int esc, st;
-        if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
-        if (esc) return BAIL; /* an escaped key could spell a field's name */
-        WS(cur);
-        if (cur->p >= cur->end || *cur->p != ':') return BAIL;
-        cur->p++;
-        WS(cur);
+        int esc;
+        if (read_key(cur, &s, &n, &esc) || esc) return BAIL; /* escaped: a field's name? */
         /* Repeated keys: the last one counts, as in msgspec. */
         if (KEY("ph")) st = read_str_field(c, cur, &ev->ph);
         else if (KEY("cat")) st = read_str_field(c, cur, &ev->cat);
@@ -117,16 +88,8 @@ int read_event(Ctx *c, Cur *cur, Event *ev) {
         else if (KEY("args")) st = read_args(cur, ev);
         else st = skip_value(cur, 1);
         if (st) return st;
-        WS(cur);
-        if (cur->p >= cur->end) return BAIL;
-        if (*cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (*cur->p != '}') return BAIL;
-        cur->p++;
-        return 0;
+        st = next_item(cur, '}');
     }
+    return st;
 }
 

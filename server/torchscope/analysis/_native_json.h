@@ -186,37 +186,60 @@ static int read_number_slow(Cur *cur, Num *num) {
 }
 
 
-static int skip_container(Cur *cur, int depth, char close) {
-    if (depth > 64) return BAIL;
+/* The container walk shared by every reader of objects and arrays. */
+
+enum { MORE = 2 }; /* next_item: another item follows */
+
+/* After an item: MORE past a comma (and the blanks after it), 0 past the closing bracket
+ * ``close``, BAIL at anything else. */
+static inline int next_item(Cur *cur, char close) {
+    WS(cur);
+    if (cur->p < cur->end && *cur->p == ',') {
+        cur->p++;
+        WS(cur);
+        return MORE;
+    }
+    if (cur->p < cur->end && *cur->p == close) {
+        cur->p++;
+        return 0;
+    }
+    return BAIL;
+}
+
+/* An object's key at cur->p and the colon after it, up to its value. */
+static inline int read_key(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
+    if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, s, n, escaped)) return BAIL;
+    WS(cur);
+    if (cur->p >= cur->end || *cur->p != ':') return BAIL;
+    cur->p++;
+    WS(cur);
+    return 0;
+}
+
+/* Enters a container at cur->p (its opening bracket): MORE when an item follows, 0 when it
+ * is empty (and skipped whole). */
+static inline int enter(Cur *cur, char close) {
     cur->p++;
     WS(cur);
     if (cur->p < cur->end && *cur->p == close) {
         cur->p++;
         return 0;
     }
-    for (;;) {
-        if (close == '}') {
-            const char *s;
-            Py_ssize_t n;
-            int esc;
-            if (cur->p >= cur->end || *cur->p != '"' || read_string(cur, &s, &n, &esc)) return BAIL;
-            WS(cur);
-            if (cur->p >= cur->end || *cur->p != ':') return BAIL;
-            cur->p++;
-            WS(cur);
-        }
+    return MORE;
+}
+
+static int skip_container(Cur *cur, int depth, char close) {
+    if (depth > 64) return BAIL;
+    int st = enter(cur, close);
+    while (st == MORE) {
+        const char *s;
+        Py_ssize_t n;
+        int esc;
+        if (close == '}' && read_key(cur, &s, &n, &esc)) return BAIL;
         if (skip_value(cur, depth + 1)) return BAIL;
-        WS(cur);
-        if (cur->p >= cur->end) return BAIL;
-        if (*cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (*cur->p != close) return BAIL;
-        cur->p++;
-        return 0;
+        st = next_item(cur, close);
     }
+    return st;
 }
 
 static inline int literal(Cur *cur, const char *word, Py_ssize_t n) {

@@ -11,19 +11,12 @@ static int memory_fields(const char *p, Py_ssize_t n, long long v[4]) {
     int have_bytes = 0;
     v[0] = v[1] = v[2] = 0;
     v[3] = -1;
-    if (n < 2 || *p != '{') return 0;
-    cur.p++;
-    WS(&cur);
-    if (cur.p >= cur.end || *cur.p == '}') return 0;
-    for (;;) {
+    int st = n >= 2 && *p == '{' ? enter(&cur, '}') : BAIL;
+    while (st == MORE) {
         const char *key;
         Py_ssize_t len;
         int esc, which = -1;
-        if (read_string(&cur, &key, &len, &esc) || esc) return 0;
-        WS(&cur);
-        if (cur.p >= cur.end || *cur.p != ':') return 0;
-        cur.p++;
-        WS(&cur);
+        if (read_key(&cur, &key, &len, &esc) || esc) return 0;
         for (int k = 0; k < 4; k++)
             if ((size_t)len == strlen(MEM_KEYS[k]) && memcmp(key, MEM_KEYS[k], len) == 0) which = k;
         if (which >= 0) {
@@ -35,12 +28,9 @@ static int memory_fields(const char *p, Py_ssize_t n, long long v[4]) {
         } else if (skip_value(&cur, 2)) {
             return 0;
         }
-        WS(&cur);
-        if (cur.p >= cur.end || *cur.p != ',') break;
-        cur.p++;
-        WS(&cur);
+        st = next_item(&cur, '}');
     }
-    return have_bytes;
+    return st == 0 && have_bytes;
 }
 
 int memory_event(Ctx *c, const Event *ev) {

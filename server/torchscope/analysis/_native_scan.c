@@ -209,12 +209,11 @@ static int complete_event(Ctx *c, State *s, const Event *ev) {
 
 static int scan_array(Ctx *c, State *s, Cur *cur) {
     if (cur->p >= cur->end || *cur->p != '[') return BAIL;
-    cur->p++;
-    WS(cur);
-    if (cur->p < cur->end && *cur->p == ']') return BAIL; /* empty: the caller words it */
+    int st = enter(cur, ']'); /* past the end: the caller checks what follows it */
+    if (st == 0) return BAIL; /* empty: the caller words it */
     Event ev;
-    for (;;) {
-        int st = read_event(c, cur, &ev);
+    while (st == MORE) {
+        st = read_event(c, cur, &ev);
         if (st) return st;
         if (ev.ph == NULL) {
             s->not_events++;
@@ -224,17 +223,9 @@ static int scan_array(Ctx *c, State *s, Cur *cur) {
             st = other_event(c, &ev);
         }
         if (st) return st;
-        WS(cur);
-        if (cur->p >= cur->end) return BAIL;
-        if (*cur->p == ',') {
-            cur->p++;
-            WS(cur);
-            continue;
-        }
-        if (*cur->p != ']') return BAIL;
-        cur->p++; /* the caller checks what follows (quick_span may have guessed the end) */
-        return 0;
+        st = next_item(cur, ']');
     }
+    return st;
 }
 
 static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
