@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -24,6 +25,12 @@ from torchscope.analysis import accel, fastload, intervals, nesting
 from torchscope.analysis.model import Trace
 from torchscope.analysis.normalise import EventSink
 from torchscope.analysis.parse import decompress
+
+# Without a compiler there is no extension to compare with its twins (they run alone, and
+# every other test covers them); with one, test_the_extension_is_built insists on it.
+pytestmark = pytest.mark.skipif(
+    accel.native is None and shutil.which("cc") is None, reason="no C compiler: not built"
+)
 
 TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))
 
@@ -80,10 +87,10 @@ def _scanned(text: bytes | bytearray) -> tuple[int, int] | None:
 
 
 def test_the_extension_is_built() -> None:
-    """The install builds it (``pip install -e .`` with a C compiler); without it every
-    trace is still analysed, by the Python twins, but these tests would test nothing."""
-    assert accel.native is not None, (
-        "analysis/_native.c was not built: pip install -e . needs a C compiler"
+    """The install builds it wherever a C compiler is found (``pip install -e .``); without
+    it every trace is still analysed, by the Python twins, but slower."""
+    assert accel.native is not None or shutil.which("cc") is None, (
+        "analysis/_native*.c was not built though a C compiler is here: run pip install -e ."
     )
 
 
@@ -455,15 +462,19 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b) or (a != a and b != b)
 
 
+def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    )
+
+
 _json = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
-    ),
+    _containers,
     max_leaves=12,
 )
 

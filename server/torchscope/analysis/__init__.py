@@ -1,4 +1,5 @@
-"""torchscope's trace analysis: pure Python over an exported Kineto trace.
+"""torchscope's trace analysis over an exported Kineto trace: Python, with its per-event
+stages in an optional C extension (``_native``, see ``accel``) that has a Python twin each.
 
 Imports neither torch nor pygls nor msgpack, so it runs on any trace from any machine and
 the language server can import it in milliseconds. Public API::
