@@ -9,7 +9,6 @@
  */
 #include "_native.h"
 
-#include <stdlib.h>
 
 enum { R_ANN = 0, R_PY = 1, R_OP = 2, R_RT = 3 }; /* sort rank at equal (start, end) */
 
@@ -26,13 +25,54 @@ static inline Num num_of(double d, int is_int) {
     return n;
 }
 
-static int cmp_items(const void *pa, const void *pb) {
-    const Item *a = pa, *b = pb;
+static inline int cmp_items(const Item *a, const Item *b) {
     if (a->track != b->track) return a->track < b->track ? -1 : 1;
     if (a->start != b->start) return a->start < b->start ? -1 : 1;
     if (a->end != b->end) return a->end > b->end ? -1 : 1; /* longest first: -end ascending */
     if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
     return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/* Sorts items (n of them; tmp as long) by cmp_items in time linear in n for the input it
+ * gets: a stable counting sort by thread leaves each thread's items as four runs already in
+ * order (each kind's spans are sorted by start), which a natural merge sort then joins in two
+ * passes. qsort would take n log n, which shows at 10M events. 0, or ERR (no memory). */
+static int sort_items(Item *items, Item *tmp, Py_ssize_t n) {
+    int32_t lo_track = 0, hi_track = -1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (k == 0 || items[k].track < lo_track) lo_track = items[k].track;
+        if (k == 0 || items[k].track > hi_track) hi_track = items[k].track;
+    }
+    if (n > 0 && (int64_t)hi_track - lo_track < 1 << 20) {
+        size_t span = (size_t)((int64_t)hi_track - lo_track) + 2;
+        Py_ssize_t *at = PyMem_Calloc(span, sizeof(Py_ssize_t));
+        if (at == NULL) {
+            PyErr_NoMemory();
+            return ERR;
+        }
+        for (Py_ssize_t k = 0; k < n; k++) at[items[k].track - lo_track + 1]++;
+        for (size_t t = 1; t < span; t++) at[t] += at[t - 1];
+        for (Py_ssize_t k = 0; k < n; k++) tmp[at[items[k].track - lo_track]++] = items[k];
+        memcpy(items, tmp, (size_t)n * sizeof(Item));
+        PyMem_Free(at);
+    }
+    for (;;) { /* one pass merges neighbouring runs pairwise; done when one run is left */
+        Py_ssize_t runs = 0, lo = 0;
+        while (lo < n) {
+            Py_ssize_t mid = lo + 1, hi;
+            while (mid < n && cmp_items(&items[mid - 1], &items[mid]) <= 0) mid++;
+            hi = mid < n ? mid + 1 : n;
+            while (hi < n && cmp_items(&items[hi - 1], &items[hi]) <= 0) hi++;
+            Py_ssize_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) tmp[k++] = cmp_items(&items[j], &items[i]) < 0 ? items[j++] : items[i++];
+            while (i < mid) tmp[k++] = items[i++];
+            while (j < hi) tmp[k++] = items[j++];
+            memcpy(&items[lo], &tmp[lo], (size_t)(hi - lo) * sizeof(Item));
+            runs++;
+            lo = hi;
+        }
+        if (runs <= 1) return 0;
+    }
 }
 
 /* One span's item; BAIL unless it is a tuple with numbers at 0, 1 and an int track at 3. */
@@ -187,13 +227,14 @@ static int write_back(PyObject *lists[N_LINKS], PyObject *self_list, Out *out) {
 
 /* Everything allocated for one call, freed together. */
 typedef struct {
-    Item *items;
+    Item *items, *tmp;
     Frame *stack;
     Out out;
 } Work;
 
 static void work_free(Work *w) {
     PyMem_Free(w->items);
+    PyMem_Free(w->tmp);
     PyMem_Free(w->stack);
     for (int i = 0; i < N_LINKS; i++) PyMem_Free(w->out.link[i]);
     PyMem_Free(w->out.self);
@@ -202,8 +243,9 @@ static void work_free(Work *w) {
 
 static int work_alloc(Work *w, Py_ssize_t n_items, PyObject *links[N_LINKS], Py_ssize_t n_ops) {
     w->items = PyMem_Malloc((n_items + 1) * sizeof(Item));
+    w->tmp = PyMem_Malloc((n_items + 1) * sizeof(Item));
     w->stack = PyMem_Malloc((n_items + 1) * sizeof(Frame)); /* only its depth is touched */
-    int ok = w->items != NULL && w->stack != NULL;
+    int ok = w->items != NULL && w->tmp != NULL && w->stack != NULL;
     for (int i = 0; ok && i < N_LINKS; i++) {
         Py_ssize_t len = PyList_GET_SIZE(links[i]) + 1;
         w->out.link[i] = PyMem_Malloc(len * sizeof(int32_t));
@@ -251,8 +293,8 @@ PyObject *native_nest(PyObject *Py_UNUSED(module), PyObject *args) {
         st = num_from(PyList_GET_ITEM(self_list, i), &w.out.self[i]);
     if (st == 0) st = collect(spans, subset, w.items, &n);
     if (st == 0) {
-        qsort(w.items, (size_t)n, sizeof(Item), cmp_items);
-        st = sweep(w.items, n, tol, w.stack, &w.out);
+        st = sort_items(w.items, w.tmp, n);
+        if (st == 0) st = sweep(w.items, n, tol, w.stack, &w.out);
     }
     if (st == 0) st = write_back(links, self_list, &w.out);
     work_free(&w);
