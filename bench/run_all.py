@@ -63,17 +63,22 @@ def analysis_rows(repeat: int) -> list[Row]:
     for label, key in (("CPU", "cpu_total_s"), ("wall", "total_s")):
         vs_hta = med("hta", key) / med("torchscope", key)
         vs_floor = med("torchscope", key) / med("floor", key)
-        rows.append((f"analysis: HTA / torchscope ({label})", vs_hta, "≥ 10", vs_hta >= 10))
+        hta, floor, memory = (
+            analyze_speed.TARGET_VS_HTA,
+            analyze_speed.TARGET_VS_FLOOR,
+            analyze_speed.TARGET_MEMORY,
+        )
+        rows.append((f"analysis: HTA / torchscope ({label})", vs_hta, f"≥ {hta:g}", vs_hta >= hta))
         rows.append(
             (
                 f"analysis: torchscope / json.loads floor ({label})",
                 vs_floor,
-                "≤ 0.5",
-                vs_floor <= 0.5,
+                f"≤ {floor:g}",
+                vs_floor <= floor,
             )
         )
     mem = med("torchscope", "peak_mb") / med("hta", "peak_mb")
-    rows.append(("analysis: peak memory torchscope / HTA", mem, "≤ 0.5", mem <= 0.5))
+    rows.append(("analysis: peak memory torchscope / HTA", mem, f"≤ {memory:g}", mem <= memory))
     return rows
 
 
