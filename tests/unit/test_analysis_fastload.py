@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis import TraceError, accel, fastload, parse, window
+from torchscope.analysis import TraceError, accel, fastload, lazyjson, parse, window
 from torchscope.analysis.context import build_context
 from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
@@ -42,7 +42,7 @@ def test_fast_and_stdlib_paths_give_the_same_trace(
     assert fast is not None, "every shared trace is one the typed decode takes"
     slow = _stdlib(name, text)
     assert vars(fast) == vars(slow)
-    lazy = (accel.native.Args,) if accel.native is not None else (fastload.LazyArgs,)
+    lazy = (accel.native.Args,) if accel.native is not None else (lazyjson.LazyArgs,)
     assert any(isinstance(s.args, lazy) for s in fast.ops + fast.kernels)
 
 
@@ -183,8 +183,8 @@ def test_shapes_key_ignores_ids_and_sees_shapes() -> None:
     a = lazy({"Input Dims": [[2, 2]], "Input type": ["float"], "External id": 1})
     b = lazy({"External id": 9, "Input Dims": [[2, 2]], "Input type": ["float"]})
     c = lazy({"Input Dims": [[2, 3]], "Input type": ["float"], "External id": 1})
-    assert fastload.shapes_key(a) == fastload.shapes_key(b) != fastload.shapes_key(c)
-    assert fastload.shapes_key({"Input Dims": [[2, 2]]}) is None  # a plain dict: no key
+    assert lazyjson.shapes_key(a) == lazyjson.shapes_key(b) != lazyjson.shapes_key(c)
+    assert lazyjson.shapes_key({"Input Dims": [[2, 2]]}) is None  # a plain dict: no key
 
 
 @pytest.mark.parametrize("name", ["tracelens_bert_small_h100_torch26.json.gz", "kineto_resnet50_train_workers0_v100.json.gz"])

@@ -1,6 +1,6 @@
 /* Args: one event's "args" object, left as its bytes inside the trace until it is read.
  *
- * The native twin of fastload.LazyArgs (a tuple over msgspec's Raw): a read-only Mapping
+ * The native twin of lazyjson.LazyArgs (a tuple over msgspec's Raw): a read-only Mapping
  * that decodes its JSON object on first use (_native_decode.c, else the msgspec decoder
  * scan() was given) and keeps
  * the dict; most events' args are never read. One small object per event instead of the
@@ -175,7 +175,7 @@ static PyMethodDef args_methods[] = {
     {"__reduce__", args_reduce, METH_NOARGS, NULL},
     {"raw", args_raw, METH_NOARGS, "The JSON bytes of the object, copied out."},
     {"shapes", args_shapes, METH_NOARGS,
-     "The raw bytes of Input Dims, Input type and Concrete Inputs (see fastload.shapes_key)."},
+     "The raw bytes of Input Dims, Input type and Concrete Inputs (see lazyjson.shapes_key)."},
     {NULL, NULL, 0, NULL},
 };
 

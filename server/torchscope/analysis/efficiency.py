@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from .context import Context
-from .fastload import shapes_key
+from .lazyjson import shapes_key
 from .lines import LineOp, LineStats, innermost_line
 from .report import Peaks, TopOp
 from .spec_peaks import spec_sheet_peaks
