@@ -8,7 +8,7 @@
  *   with _native_json.h (the JSON reader), _native_event.c (one event's fields),
  *   _native_names.c (its strings) and _native_memory.c ([memory] events);
  * - loads: a JSON value, as msgspec decodes it, for those it is sure of: _native_decode.c;
- * - Args: an event's args, read from the trace bytes when first used (fastload.LazyArgs):
+ * - Args: an event's args, read from the trace bytes when first used (lazyjson.LazyArgs):
  *   _native_args.c;
  * - nest: the per-thread containment sweep (nesting.py): _native_nest.c;
  * - merge: the union of sorted intervals (intervals.py): _native_merge.c.

@@ -30,7 +30,8 @@ typedef struct {
     PyObject *track_ids, *track_kinds, *track_keys, *track_first_args;
     PyObject *thread_names, *memory_raw;
     PyObject *category_kind, *legacy_cats, *ann_prefixes, *marker, *overhead_names;
-    PyObject *span_type, *empty, *unset, *decode_any;
+    PyObject *span_type, *empty, *decode_any;
+    PyObject *unset; /* what a [memory] event without ts holds as its ts (None: skipped) */
     PyObject *memory_type;
     int op_kind, ann_kind, overhead_kind;
     PyObject *pin;
