@@ -139,6 +139,8 @@ typedef struct {
 /* JSON values as msgspec decodes them (_native_decode.c); NULL with *status BAIL (no
  * exception: ask msgspec) or ERR (an exception is set). */
 PyObject *json_value(const char *p, Py_ssize_t n, int *status);
+/* The value of p[0:n]: json_value's, else fallback(memoryview) (msgspec's decoder). */
+PyObject *json_decode(const char *p, Py_ssize_t n, PyObject *fallback);
 PyObject *native_loads(PyObject *module, PyObject *arg);
 
 PyObject *native_scan(PyObject *module, PyObject *args);

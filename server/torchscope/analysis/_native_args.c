@@ -36,19 +36,8 @@ static void args_dealloc(PyObject *self) {
 /* The decoded dict (borrowed), or NULL with the decoder's exception. */
 static PyObject *decoded(Args *a) {
     if (a->dict != NULL) return a->dict;
-    int status;
-    PyObject *d = json_value(a->ptr, a->len, &status);
-    if (d != NULL) return a->dict = d; /* an object: scan() made Args only for those */
-    if (status == ERR) return NULL;
-    if (g_decode == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "Args: no decoder (scan() sets it)");
-        return NULL;
-    }
-    PyObject *view = PyMemoryView_FromMemory((char *)a->ptr, a->len, PyBUF_READ);
-    if (view == NULL) return NULL;
-    d = PyObject_CallOneArg(g_decode, view);
-    Py_DECREF(view);
-    if (d != NULL && !PyDict_Check(d)) {
+    PyObject *d = json_decode(a->ptr, a->len, g_decode);
+    if (d != NULL && !PyDict_Check(d)) { /* cannot be: scan() made Args only for objects */
         Py_DECREF(d);
         PyErr_SetString(PyExc_TypeError, "Args: the args bytes are not a JSON object");
         return NULL;

@@ -189,6 +189,21 @@ PyObject *json_value(const char *p, Py_ssize_t n, int *status) {
     return v;
 }
 
+PyObject *json_decode(const char *p, Py_ssize_t n, PyObject *fallback) {
+    int status;
+    PyObject *out = json_value(p, n, &status);
+    if (out != NULL || status == ERR) return out;
+    if (fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "no msgspec decoder to fall back on (scan() sets it)");
+        return NULL;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ); /* msgspec's turn */
+    if (view == NULL) return NULL;
+    out = PyObject_CallOneArg(fallback, view);
+    Py_DECREF(view);
+    return out;
+}
+
 PyObject *native_loads(PyObject *Py_UNUSED(module), PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;

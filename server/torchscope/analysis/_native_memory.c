@@ -59,8 +59,9 @@ int memory_event(Ctx *c, const Event *ev) {
 int memory_raw(Ctx *c) {
     for (Py_ssize_t i = 0; i < c->n_mem; i++) {
         MemRec *r = &c->mem[i];
-        PyObject *items[4] = {r->has_ts ? num_obj(&r->ts) : Py_NewRef(c->unset), id_obj(&r->pid),
-                              id_obj(&r->tid), decode_raw(c, r->args, r->args_len)};
+        PyObject *items[4] = {r->has_ts ? num_obj(&r->ts) : Py_NewRef(c->unset),
+                              id_obj(&r->pid), id_obj(&r->tid),
+                              json_decode(r->args, r->args_len, c->decode_any)};
         if (items[3] == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
             PyErr_Clear();
             for (int k = 0; k < 3; k++) Py_XDECREF(items[k]);

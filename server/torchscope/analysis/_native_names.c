@@ -92,17 +92,6 @@ static int entry_flags(Ctx *c, Entry *e) {
     return 0;
 }
 
-PyObject *decode_raw(Ctx *c, const char *p, Py_ssize_t n) {
-    int status;
-    PyObject *out = json_value(p, n, &status);
-    if (out != NULL || status == ERR) return out;
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ); /* msgspec's turn */
-    if (view == NULL) return NULL;
-    out = PyObject_CallOneArg(c->decode_any, view);
-    Py_DECREF(view);
-    return out;
-}
-
 /* The entry of the string whose raw bytes (between its quotes) are p[0:n]; NULL with
  * *status BAIL (not valid UTF-8, or escapes msgspec may read otherwise) or ERR. */
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status) {
@@ -121,7 +110,7 @@ Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status) {
     }
     PyObject *s;
     if (escaped) {
-        s = decode_raw(c, p - 1, n + 2); /* with its quotes: a JSON string */
+        s = json_decode(p - 1, n + 2, c->decode_any); /* with its quotes: a JSON string */
         if (s != NULL && !PyUnicode_Check(s)) Py_CLEAR(s);
     } else {
         s = PyUnicode_DecodeUTF8(p, n, "strict");

@@ -48,7 +48,7 @@ static int other_event(Ctx *c, const Event *ev) {
     int ph = ev->ph->flags, name = ev->name ? ev->name->flags : 0;
     if (ev->args == NULL) return 0;
     if ((ph & F_M) && (name & F_THREAD_NAME)) {
-        PyObject *a = decode_raw(c, ev->args, ev->args_len);
+        PyObject *a = json_decode(ev->args, ev->args_len, c->decode_any);
         if (a == NULL) {
             PyErr_Clear();
             return BAIL;
@@ -87,7 +87,7 @@ static int span_args(Ctx *c, const Event *ev, PyObject **args, PyObject **corr) 
         if (read_number(&cc, &num) == 0 && num.is_int && cc.p == cc.end) {
             *corr = PyLong_FromLongLong(num.i);
         } else {
-            *corr = decode_raw(c, ev->corr, ev->corr_len);
+            *corr = json_decode(ev->corr, ev->corr_len, c->decode_any);
             if (*corr == NULL) {
                 PyErr_Clear();
                 return BAIL;
@@ -265,8 +265,9 @@ static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
 static Py_ssize_t last_stop = -1;
 
 /* scan()'s answer for a document read whole: (origin, skipped, not_events, legacy, end,
- * memory), memory being the MemoryEvents or None (then they are in memory_raw). */
-static PyObject *finish(Ctx *c, const State *s) {
+ * memory), end just past the array, memory the MemoryEvents or None (then they are in
+ * memory_raw). */
+static PyObject *finish(Ctx *c, const State *s, Py_ssize_t end) {
     PyObject *memory;
     if (c->mem_simple) {
         memory = memory_events(c, s);
@@ -282,7 +283,7 @@ static PyObject *finish(Ctx *c, const State *s) {
         return NULL;
     }
     return Py_BuildValue("(NLLOnN)", origin, s->skipped, s->not_events,
-                         s->legacy ? Py_True : Py_False, last_stop, memory);
+                         s->legacy ? Py_True : Py_False, end, memory);
 }
 
 PyObject *native_stopped_at(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
@@ -320,12 +321,12 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
         if (st == BAIL) {
             out = Py_NewRef(Py_None);
         } else if (st == 0) {
-            out = finish(&c, &s);
+            out = finish(&c, &s, last_stop);
         }
     }
     table_free(&c.table);
     PyMem_Free(c.mem);
-    Py_DECREF(pin); /* the slices made keep it */
+    Py_DECREF(pin); /* the Args made keep it */
     return out;
 }
 

@@ -90,7 +90,6 @@ typedef struct MemRec {
 
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status); /* _names.c */
 void table_free(Table *t);
-PyObject *decode_raw(Ctx *c, const char *p, Py_ssize_t n); /* decode_any(p[0:n]) */
 int read_event(Ctx *c, Cur *cur, Event *ev); /* _native_event.c: 0, BAIL or ERR */
 PyObject *id_obj(const Id *id);
 PyObject *pair(const Event *ev); /* (pid, tid) */
