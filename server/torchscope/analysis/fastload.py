@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Callable, TypeVar, Union
 
 from . import accel
-from .lazyjson import LazyArgs, decode_errors, decode_json, typed
+from .lazyjson import LazyArgs, decode_errors, decode_json, msgspec_decode, typed
 from .model import MemoryEvent, Span, Trace
 from .normalise import (
     _ANN,
@@ -211,11 +211,6 @@ _SCAN_CONSTANTS = (
 )
 
 
-def _decode_any(data: Any) -> Any:
-    """For the C scanner: a value its own decoder leaves to msgspec."""
-    return typed().ANY.decode(data)
-
-
 def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int] | None:
     """:func:`accept_all` over the event array at ``data[lo]`` in C (``_native_scan.c``), reading
     the bytes straight into spans: the non-event count and where the array ends (``hi``,
@@ -225,7 +220,7 @@ def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int
     native = accel.native
     if native is None:
         return None
-    done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, _decode_any)
+    done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, msgspec_decode)
     if done is None:
         return None
     origin, skipped, not_events, legacy, end, memory = done

@@ -24,16 +24,21 @@ def decode_errors() -> tuple[type[Exception], ...]:
     return (t.DecodeError, t.ValidationError)
 
 
+def msgspec_decode(data: Any) -> Any:
+    """The JSON value in ``data``, by msgspec (which also words any error)."""
+    return typed().ANY.decode(data)
+
+
 def decode_json(data: Any) -> Any:
     """The JSON value in ``data``: the C decoder's where it is sure to read it as msgspec
-    does (``_native.loads``), else msgspec's, which also words any error."""
+    does (``_native.loads``), else :func:`msgspec_decode`'s."""
     native = accel.native
     if native is not None:
         try:
             return native.loads(data)
         except ValueError:
             pass
-    return typed().ANY.decode(data)
+    return msgspec_decode(data)
 
 
 class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
@@ -48,7 +53,7 @@ class LazyArgs(tuple, Mapping[str, Any]):  # type: ignore[type-arg]
         try:
             return self.__dict__["d"]  # type: ignore[no-any-return]
         except KeyError:
-            d = self.__dict__["d"] = typed().ANY.decode(tuple.__getitem__(self, 0))
+            d = self.__dict__["d"] = msgspec_decode(tuple.__getitem__(self, 0))
             return d  # type: ignore[no-any-return]
 
     def __getitem__(self, key: str) -> Any:  # type: ignore[override]
