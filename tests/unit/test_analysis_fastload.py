@@ -153,13 +153,19 @@ def test_a_large_plain_trace_is_refused_before_it_is_read(tmp_path: Path) -> Non
         load_trace(big)
 
 
+@pytest.mark.parametrize("writable", [True, False])
 def test_gunzip_without_isal_gives_the_same_bytes(
-    shared_traces: Path, monkeypatch: pytest.MonkeyPatch
+    shared_traces: Path, monkeypatch: pytest.MonkeyPatch, writable: bool
 ) -> None:
+    """Both ways of inflating (into a ``bytearray`` for the msgspec path's in-place decode,
+    into ``bytes`` for the C scanner), with ISA-L and with zlib."""
     data = (shared_traces / "hta_alexnet_a100.json.gz").read_bytes()
-    fast = parse._gunzip(data)
+    fast = parse.decompress("t", data, writable)
+    assert type(fast) is (bytearray if writable else bytes)
     monkeypatch.setattr(parse, "_decompressobj", lambda: zlib.decompressobj(16 + zlib.MAX_WBITS))
-    assert parse._gunzip(data) == fast == gzip.decompress(data)
+    assert parse.decompress("t", data, writable) == fast == gzip.decompress(data)
+    two = gzip.compress(fast[:1000]) + gzip.compress(fast[1000:])  # multi-member
+    assert parse.decompress("t", two, writable) == fast
 
 
 def test_a_list_after_the_events_is_found_and_the_buffer_is_left_as_it_was() -> None:

@@ -391,9 +391,10 @@ def load_trace_bytes(
     a document neither takes (odd field types, invalid JSON), or an install with neither, is
     read by stdlib ``json`` with the events normalised while they are parsed
     (:class:`EventSink`), which skips what it cannot place and words every parse error."""
-    from . import fastload
+    from . import accel, fastload
 
-    text = decompress(name, data)
+    # Only the C scanner reads without writing; --steps and msgspec decode in place.
+    text = decompress(name, data, writable=steps is not None or accel.native is None)
     del data
     if steps is not None:
         try:

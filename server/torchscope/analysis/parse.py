@@ -90,6 +90,21 @@ def _gunzip(data: bytes | bytearray) -> bytearray:
     return out
 
 
+def _gunzip_bytes(data: bytes | bytearray) -> bytes:
+    """Inflate into one ``bytes`` object, which the inflater grows in place (``realloc``
+    moves no pages); the same errors and the same multi-member fallback as :func:`_gunzip`."""
+    inflate = _decompressobj()
+    try:
+        out: bytes = inflate.decompress(data)
+    except _ERRORS:
+        inflate = None
+    if inflate is None or not inflate.eof:  # corrupt or truncated: zlib's error, as before
+        return zlib.decompress(data, 16 + zlib.MAX_WBITS)
+    if inflate.unused_data:
+        return bytes(_gzip().decompress(data))  # more than one gzip member
+    return out
+
+
 def _gzip() -> Any:
     """The stdlib ``gzip`` module, imported only for the rare trace that needs it (the
     imports are a sixth of analysing a 54 MB trace; ``json`` is imported likewise)."""
@@ -118,16 +133,20 @@ def _isal_errors() -> tuple[type[Exception], ...]:
 _ERRORS = _isal_errors()
 
 
-def decompress(name: str, data: bytes | bytearray) -> bytearray:
-    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty. The result
-    is a ``bytearray`` (``data`` itself when it is one and not gzipped)."""
+def decompress(name: str, data: bytes | bytearray, writable: bool = True) -> bytes | bytearray:
+    """Gunzip ``data`` when it starts with the gzip magic; check it is not empty.
+
+    With ``writable``, the result is a ``bytearray`` (``data`` itself when it is one and not
+    gzipped), which the msgspec path decodes in place (``fastload.chunks``). Without, it may
+    be ``bytes``: the C scanner only reads, and inflating straight into one ``bytes``
+    (:func:`_gunzip_bytes`) skips the copy into a ``bytearray``, a third of the gunzip."""
     if not data:
         raise TraceError(
             f"{name}: the file is empty (0 bytes); the profiler did not finish writing it; {_HINT}"
         )
     if data[:2] == _GZIP_MAGIC:
         try:
-            data = _gunzip(data)
+            data = _gunzip(data) if writable else _gunzip_bytes(data)
         except (EOFError, OSError, zlib.error) as exc:  # OSError: gzip.BadGzipFile
             raise TraceError(
                 f"{name}: the gzip data is truncated or corrupt ({exc}); the file was cut short "
@@ -135,7 +154,9 @@ def decompress(name: str, data: bytes | bytearray) -> bytearray:
             ) from None
         if not data:
             raise TraceError(f"{name}: the gzip archive holds an empty file; {_HINT}")
-    return data if isinstance(data, bytearray) else bytearray(data)
+    if not writable or isinstance(data, bytearray):
+        return data
+    return bytearray(data)
 
 
 def _looks_truncated(data: bytes | bytearray, exc: json.JSONDecodeError) -> bool:
