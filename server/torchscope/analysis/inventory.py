@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .columns import median
@@ -16,6 +15,7 @@ from .comparison import CopyRow, OpRow
 from .context import Context, build_context
 from .link import copy_kind
 from .model import Trace
+from .record import field, record
 
 ATEN_PREFIXES = ("aten::", "prims::", "inductor::", "quantized::")
 """Ops that do the work (as opposed to compile-machinery annotations and wrappers)."""
@@ -50,7 +50,7 @@ _GRAPH = re.compile(r"CompiledFxGraph (\w+)")
 _REGION = re.compile(r"Torch-Compiled Region: (\d+/\d+)")
 
 
-@dataclass
+@record
 class Inventory:
     """What one trace's steps ran, per call: ops, copies, compiled graphs."""
 

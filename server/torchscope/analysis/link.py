@@ -9,11 +9,11 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 
 from .model import Span, Trace
+from .record import record
 
 _CORRELATION = itemgetter(5)
 
@@ -76,7 +76,7 @@ def is_pageable(name: str) -> bool:
     return "Pageable" in name
 
 
-@dataclass
+@record
 class Links:
     """For each device span, the runtime call that launched it (-1 when unknown) and the
     CPU time it was issued at (used to put device work in the step whose code launched it)."""

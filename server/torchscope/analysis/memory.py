@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from itertools import accumulate, groupby
 from typing import Any
 
@@ -31,6 +30,7 @@ from .columns import median
 from .context import Context, assign
 from .lines import LineStats, _shapes
 from .normalise import LINE_MARKER_PREFIX
+from .record import field, record, replace
 
 #: c10 ``DeviceType`` values the profiler writes in ``Device Type``.
 DEVICE_NAMES = {0: "cpu", 1: "cuda"}
@@ -39,7 +39,7 @@ DEVICE_NAMES = {0: "cpu", 1: "cuda"}
 LARGEST_PER_LINE = 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceMemory:
     """One line's memory on one device, per call."""
 
@@ -53,7 +53,7 @@ class DeviceMemory:
     """True when the line retained bytes in every profiled call (at least two)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Allocation:
     """One of a line's largest allocations (per call: ``count`` blocks of ``bytes``)."""
 
@@ -64,7 +64,7 @@ class Allocation:
     shapes: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LineMemory:
     """Per-device memory of one source line (JSON: ``lines[].memory``)."""
 
@@ -72,7 +72,7 @@ class LineMemory:
     largest: list[Allocation] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DevicePeak:
     """Peak above the memory held before the call, on one device (median over calls)."""
 
@@ -80,7 +80,7 @@ class DevicePeak:
     peak_line: int | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemoryAnalysis:
     """Everything the ``[memory]`` events say; ``lines`` maps line → :class:`LineMemory`."""
 
@@ -89,7 +89,7 @@ class MemoryAnalysis:
     steps: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MemorySummary:
     """The top-level ``memory`` object of a profile: peak (needs the memory pass) and page
     faults (measured by every profile's timing pass)."""
@@ -179,7 +179,7 @@ def _call_ends(ctx: Context, n_steps: int) -> list[float]:
     return ends
 
 
-@dataclass
+@record
 class _LineAcc:
     alloc: float = 0.0
     allocs: int = 0

@@ -8,8 +8,9 @@ All times are microseconds as floats, on the trace's own clock.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from .record import field, record
 
 Args = Mapping[str, Any]
 """An event's raw ``args`` object, kept by reference (never copied)."""
@@ -54,7 +55,7 @@ class MemoryEvent(NamedTuple):
     device_id: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceProps:
     """One entry of ``deviceProperties`` (or the older ``computeProperties``)."""
 
@@ -65,7 +66,7 @@ class DeviceProps:
     memory_bytes: int | None = None
 
 
-@dataclass
+@record
 class Trace:
     """Everything the analysis needs from one trace file, split by event kind, each list
     sorted by start time.

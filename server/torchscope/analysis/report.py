@@ -7,8 +7,9 @@ bool and None, so it serialises with ``json`` and ``msgpack`` alike.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .record import as_dict, field, record
 
 if TYPE_CHECKING:
     from .callees import CalleeStats
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 SEVERITIES = ("error", "warning", "information", "hint")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Measurements:
     """Numbers the worker measured with no profiler attached: the ground truth per call.
 
@@ -50,7 +51,7 @@ class Measurements:
     """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Peaks:
     """What the device can do at best: matmul GFLOP/s per dtype and copy bandwidth (GB/s).
 
@@ -63,7 +64,7 @@ class Peaks:
     device: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Device:
     """What ran the work: ``kind`` is ``cpu`` or ``cuda``."""
 
@@ -71,7 +72,7 @@ class Device:
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """The one-line answer and the two numbers that justify it (µs per call/step)."""
 
@@ -88,7 +89,7 @@ class Verdict:
     """Achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Timing:
     """Unprofiled wall time per call, from :class:`Measurements`."""
 
@@ -99,7 +100,7 @@ class Timing:
     calls: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     """One rule match. ``line``/``file`` locate it in source where the trace allows."""
 
@@ -117,7 +118,7 @@ class Finding:
     a cost per step."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TopOp:
     """One op name aggregated over the analysed steps; times are per step."""
 
@@ -135,7 +136,7 @@ class TopOp:
     """Achieved / matching peak (matmul FLOP/s for GEMMs, bandwidth otherwise), 0-1."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KernelStat:
     """One kernel name across the analysed steps: its device time per step as min / median /
     max over steps (never a mean alone), and its launch delay."""
@@ -150,7 +151,7 @@ class KernelStat:
     """Median time from the launch call's start to the kernel's start (None: not linked)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Gap:
     """A stretch of device idle time inside a step, and the CPU work under it."""
 
@@ -162,7 +163,7 @@ class Gap:
     """Innermost annotation (or top-level op) running on the CPU at the gap's middle."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepMetrics:
     """Per-step numbers (times in µs)."""
 
@@ -199,7 +200,7 @@ class StepMetrics:
     """Offset of the step from the first analysed step."""
 
 
-@dataclass
+@record
 class Report:
     """Everything one analysis found; see the module docstring for the wire format."""
 
@@ -229,7 +230,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
         where there is something to say (a profile, or a trace with memory events)."""
-        out: dict[str, Any] = _clean(asdict(self))
+        out: dict[str, Any] = _clean(as_dict(self))
         if out["memory"] is None:
             del out["memory"]
         for line in out["lines"]:

@@ -6,7 +6,7 @@ Order here is only the tie-break order; findings are sorted by cost.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 from typing import TYPE_CHECKING
 
 from ..context import Context
@@ -65,15 +65,27 @@ def _discover() -> list[Rule]:
     """Every module of this package whose ``RULE`` is a single-trace :class:`Rule`: a new
     rule is one module (plus its docs section and its test), no registration."""
     found: dict[str, Rule] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name in _COMPARE_MODULES:
+    for name in _module_names():
+        if name in _COMPARE_MODULES:
             continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
+        module = importlib.import_module(f"{__name__}.{name}")
         rule = getattr(module, "RULE", None)
         if isinstance(rule, Rule):
             found[rule.id] = rule
     position = {rule_id: i for i, rule_id in enumerate(_ORDER)}
     return sorted(found.values(), key=lambda r: (position.get(r.id, len(_ORDER)), r.id))
+
+
+def _module_names() -> list[str]:
+    """The modules of this package, as ``pkgutil.iter_modules`` lists them for a folder of
+    ``.py`` files, without its ``import inspect`` (5 ms of a 0.35 s analysis)."""
+    names = {
+        entry[:-3]
+        for folder in __path__
+        for entry in os.listdir(folder)
+        if entry.endswith(".py") and entry[:-3].isidentifier() and entry != "__init__.py"
+    }
+    return sorted(names)
 
 
 ALL_RULES: list[Rule] = _discover()
