@@ -7,6 +7,10 @@
 
 #include "_native.h"
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 static int skip_value(Cur *cur, int depth);
 
 static inline int hexval(char ch) {
@@ -24,12 +28,31 @@ static const unsigned char STOP[256] = {
 };
 
 
+/* The first byte at or after p (before end) that STOP holds, or end. Sixteen bytes a step
+ * with SSE2 (every x86-64 has it): a quarter of the scan went to the byte loop, over the
+ * names and args strings that are most of a trace's bytes. */
+static inline const unsigned char *find_stop(const unsigned char *p, const unsigned char *end) {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    const __m128i control = _mm_set1_epi8(0x1F);
+    while (end - p >= 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)p);
+        __m128i hit = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+        hit = _mm_or_si128(hit, _mm_cmpeq_epi8(_mm_min_epu8(v, control), v)); /* v <= 0x1F */
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+        p += 16;
+    }
+#endif
+    while (p < end && !STOP[*p]) p++;
+    return p;
+}
+
 /* A string at cur->p (its opening quote): its raw bytes, and whether it holds escapes. */
 static inline int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *escaped) {
-    const unsigned char *p = (const unsigned char *)cur->p + 1;
     const unsigned char *end = (const unsigned char *)cur->end;
+    const unsigned char *p = find_stop((const unsigned char *)cur->p + 1, end);
     *escaped = 0;
-    while (p < end && !STOP[*p]) p++;
     if (p < end && *p == '"') { /* the common case: no escapes */
         *s = cur->p + 1;
         *n = (const char *)p - *s;
@@ -38,8 +61,7 @@ static inline int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *esca
     }
     const char *q, *cend = cur->end;
     for (;;) {
-        q = (const char *)p;
-        while (q < cend && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
+        q = (const char *)find_stop(p, end);
         if (q >= cend || (unsigned char)*q < 0x20) return BAIL;
         if (*q == '"') {
             *s = cur->p + 1;
