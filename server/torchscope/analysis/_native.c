@@ -7,6 +7,7 @@
  * - scan: the trace's event array → the EventSink's spans (fastload.py): _native_scan.c,
  *   with _native_json.h (the JSON reader), _native_event.c (one event's fields),
  *   _native_names.c (its strings) and _native_memory.c ([memory] events);
+ * - scan_stream: the same, over the array as it inflates (stream.py): _native_stream.c;
  * - loads: a JSON value, as msgspec decodes it, for those it is sure of: _native_decode.c;
  * - Args: an event's args, read from the trace bytes when first used (lazyjson.LazyArgs):
  *   _native_args.c;
@@ -44,6 +45,13 @@ static PyMethodDef methods[] = {
      " end) | None\n\nNormalise the event array starting at data[lo] (and ending by hi) into"
      " sink, an EventSink; end is just past its closing bracket. None: not a document this"
      " reader takes (sink is then partly filled and must be dropped)."},
+    {"scan_stream", native_scan_stream, METH_VARARGS,
+     "scan_stream(read, first, sink, consts, decode_any, low=65536) -> (origin, skipped,"
+     " not_events, legacy, rest, memory) | None\n\nscan() over an event array read as a"
+     " stream: first holds its start (from its opening bracket), read(n) -> bytes the next"
+     " piece (b'' at the end); rest is what was read past its closing bracket. Each Args"
+     " holds a copy of its bytes. low: the bytes read ahead of an event before it is read"
+     " (the window holds 16 times as many); tests make it small."},
     {"nest", native_nest, METH_VARARGS,
      "nest(annotations, python, ops, runtime, runtime_subset, (op_parent, op_self, op_ann,"
      " op_py, rt_op, rt_ann, rt_py, ann_parent, ann_op, ann_py, py_parent), tolerance) ->"

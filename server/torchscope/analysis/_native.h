@@ -144,6 +144,7 @@ PyObject *json_decode(const char *p, Py_ssize_t n, PyObject *fallback);
 PyObject *native_loads(PyObject *module, PyObject *arg);
 
 PyObject *native_scan(PyObject *module, PyObject *args);
+PyObject *native_scan_stream(PyObject *module, PyObject *args);
 PyObject *native_merge(PyObject *module, PyObject *pairs); /* _native_merge.c */
 PyObject *native_stopped_at(PyObject *module, PyObject *args);
 PyObject *native_nest(PyObject *module, PyObject *args);

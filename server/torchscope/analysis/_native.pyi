@@ -21,6 +21,15 @@ def scan(
     decode_any: Callable[[Any], Any],
     /,
 ) -> tuple[Any, int, int, bool, int, list[Any] | None] | None: ...
+def scan_stream(
+    read: Callable[[int], bytes],
+    first: bytes | bytearray | memoryview,
+    sink: Any,
+    consts: tuple[Any, ...],
+    decode_any: Callable[[Any], Any],
+    low: int = ...,
+    /,
+) -> tuple[Any, int, int, bool, bytes, list[Any] | None] | None: ...
 def stopped_at() -> int: ...
 def nest(
     annotations: list[Any],

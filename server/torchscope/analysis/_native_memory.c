@@ -51,7 +51,12 @@ int memory_event(Ctx *c, const Event *ev) {
     r->tid = ev->tid;
     r->args = ev->args;
     r->args_len = ev->args_len;
-    if (!ev->has_ts || !memory_fields(ev->args, ev->args_len, r->v)) c->mem_simple = 0;
+    if (!ev->has_ts || !memory_fields(ev->args, ev->args_len, r->v)) {
+        /* Handed over raw at the end, args and all: a streaming scan no longer holds them
+         * (Kineto writes every one simple; the caller reads such a trace whole). */
+        if (c->pin == NULL) return BAIL;
+        c->mem_simple = 0;
+    }
     return 0;
 }
 

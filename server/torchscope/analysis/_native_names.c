@@ -120,7 +120,8 @@ Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status) {
         *status = BAIL;
         return NULL;
     }
-    Entry *e = PyMem_Calloc(1, sizeof(Entry));
+    /* The entry keeps a copy of the bytes: a streaming scan reuses its window. */
+    Entry *e = PyMem_Malloc(sizeof(Entry) + (size_t)n);
     if (e == NULL) {
         Py_DECREF(s);
         PyErr_NoMemory();
@@ -128,7 +129,8 @@ Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status) {
         return NULL;
     }
     t->slots[j] = e;
-    e->ptr = p;
+    memcpy((char *)(e + 1), p, (size_t)n);
+    e->ptr = (const char *)(e + 1);
     e->len = n;
     e->hash = h;
     e->str = s;

@@ -95,7 +95,7 @@ static int span_args(Ctx *c, const Event *ev, PyObject **args, PyObject **corr) 
         }
         if (*corr == NULL) return ERR;
     }
-    *args = args_new(c->pin, ev->args, ev->args_len);
+    *args = make_args(c, ev->args, ev->args_len);
     return *args == NULL ? ERR : 0;
 }
 
@@ -207,13 +207,51 @@ static int complete_event(Ctx *c, State *s, const Event *ev) {
 
 /* ---------------------------------------------------------------- scan() */
 
-static int scan_array(Ctx *c, State *s, Cur *cur) {
+/* read_event, in a streaming scan with the event whole in the window: one that runs into
+ * the window's end is read again with twice the bytes (reading has no effect but on the
+ * string table, whose entries are the same each time). */
+static int read_whole_event(Ctx *c, Cur *cur, Event *ev, Window *w) {
+    if (w == NULL) return read_event(c, cur, ev);
+    WS(cur); /* the blanks before it, which the comma's next_item may have left at the end */
+    while (cur->p == cur->end && !w->eof) {
+        const char *at = cur->p;
+        if (window_fill(w, cur, &at, w->low) < 0) return ERR;
+        WS(cur);
+    }
+    const char *start = cur->p;
+    if (!w->eof && cur->end - start < w->low && window_fill(w, cur, &start, w->low) < 0)
+        return ERR;
+    int st = read_event(c, cur, ev);
+    while (st == BAIL && !w->eof && cur->end - start < WINDOW_MOST) {
+        cur->p = start;
+        if (window_fill(w, cur, &start, 2 * (cur->end - start)) < 0) return ERR;
+        st = read_event(c, cur, ev);
+    }
+    return st;
+}
+
+/* next_item over the array, in a streaming scan with more bytes read where it runs out. */
+static int next_event(Cur *cur, Window *w) {
+    const char *start = cur->p;
+    int st = next_item(cur, ']');
+    while (st == BAIL && w != NULL && !w->eof && cur->end - start < WINDOW_MOST) {
+        cur->p = start;
+        if (window_fill(w, cur, &start, w->low + 2 * (cur->end - start)) < 0) return ERR;
+        st = next_item(cur, ']');
+    }
+    return st;
+}
+
+/* The event array at cur->p, read from memory (w NULL) or from a stream's window. */
+int scan_array(Ctx *c, State *s, Cur *cur, Window *w) {
     if (cur->p >= cur->end || *cur->p != '[') return BAIL;
+    const char *start = cur->p;
+    if (w != NULL && !w->eof && window_fill(w, cur, &start, w->low) < 0) return ERR;
     int st = enter(cur, ']'); /* past the end: the caller checks what follows it */
     if (st == 0) return BAIL; /* empty: the caller words it */
     Event ev;
     while (st == MORE) {
-        st = read_event(c, cur, &ev);
+        st = read_whole_event(c, cur, &ev, w);
         if (st) return st;
         if (ev.ph == NULL) {
             s->not_events++;
@@ -223,12 +261,12 @@ static int scan_array(Ctx *c, State *s, Cur *cur) {
             st = other_event(c, &ev);
         }
         if (st) return st;
-        st = next_item(cur, ']');
+        st = next_event(cur, w);
     }
     return st;
 }
 
-static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
+int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
     PyObject *lists = PyObject_GetAttrString(sink, "lists");
     if (lists == NULL) return ERR;
     int ok = PyList_Check(lists) && PyList_GET_SIZE(lists) == 12;
@@ -264,26 +302,31 @@ static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
 
 static Py_ssize_t last_stop = -1;
 
-/* scan()'s answer for a document read whole: (origin, skipped, not_events, legacy, end,
- * memory), end just past the array, memory the MemoryEvents or None (then they are in
- * memory_raw). */
-static PyObject *finish(Ctx *c, const State *s, Py_ssize_t end) {
+/* scan()'s answer for a document read whole: (origin, skipped, not_events, legacy, where,
+ * memory), where (stolen) just past the array (scan: an offset; scan_stream: the bytes
+ * read after it), memory the MemoryEvents or None (then they are in memory_raw). */
+PyObject *finish(Ctx *c, const State *s, PyObject *where) {
     PyObject *memory;
+    if (where == NULL) return NULL;
     if (c->mem_simple) {
         memory = memory_events(c, s);
     } else {
         int st = memory_raw(c);
-        if (st == BAIL) Py_RETURN_NONE;
+        if (st == BAIL) {
+            Py_DECREF(where);
+            Py_RETURN_NONE;
+        }
         memory = st == ERR ? NULL : Py_NewRef(Py_None);
     }
     PyObject *origin = s->has_origin ? num_obj(&s->origin) : Py_NewRef(Py_None);
     if (memory == NULL || origin == NULL) {
         Py_XDECREF(memory);
         Py_XDECREF(origin);
+        Py_DECREF(where);
         return NULL;
     }
-    return Py_BuildValue("(NLLOnN)", origin, s->skipped, s->not_events,
-                         s->legacy ? Py_True : Py_False, end, memory);
+    return Py_BuildValue("(NLLONN)", origin, s->skipped, s->not_events,
+                         s->legacy ? Py_True : Py_False, where, memory);
 }
 
 PyObject *native_stopped_at(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
@@ -316,12 +359,12 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
         State s;
         memset(&s, 0, sizeof(s));
         s.last_track = -1;
-        int st = scan_array(&c, &s, &cur);
+        int st = scan_array(&c, &s, &cur, NULL);
         last_stop = cur.p - (const char *)pin->view.buf;
         if (st == BAIL) {
             out = Py_NewRef(Py_None);
         } else if (st == 0) {
-            out = finish(&c, &s, last_stop);
+            out = finish(&c, &s, PyLong_FromSsize_t(last_stop));
         }
     }
     table_free(&c.table);

@@ -34,7 +34,9 @@ typedef struct {
     PyObject *unset; /* what a [memory] event without ts holds as its ts (None: skipped) */
     PyObject *memory_type;
     int op_kind, ann_kind, overhead_kind;
-    PyObject *pin;
+    PyObject *pin;   /* the trace bytes the Args point into; NULL: a streaming scan */
+    PyObject *arena; /* streaming: the Pin of the block the Args' bytes are copied to */
+    Py_ssize_t arena_used, arena_cap;
     Table table;
     struct MemRec *mem; /* the [memory] events, in file order */
     Py_ssize_t n_mem, cap_mem;
@@ -88,12 +90,31 @@ typedef struct MemRec {
     long long v[4]; /* Bytes, Addr, Device Type, Device Id */
 } MemRec;
 
+/* A streaming scan's window (_native_stream.c): the bytes read from the stream and not yet
+ * scanned, buf[0:len). read(n) -> bytes gives the next piece, b"" at the stream's end. */
+typedef struct {
+    PyObject *read;
+    char *buf;
+    Py_ssize_t len, cap;
+    Py_ssize_t low; /* the bytes it must hold past an event's start before it is read */
+    int eof;
+} Window;
+
+/* Events are far shorter than low (64 KiB unless a test asks for less); one that is not
+ * is read again with twice the bytes, up to WINDOW_MOST. */
+enum { WINDOW_MOST = 1 << 24 };
+int window_fill(Window *w, Cur *cur, const char **keep, Py_ssize_t need); /* 0 or ERR */
+PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n);
+int scan_array(Ctx *c, State *s, Cur *cur, Window *w); /* 0, BAIL or ERR */
+int unpack(Ctx *c, PyObject *sink, PyObject *consts);
+PyObject *finish(Ctx *c, const State *s, PyObject *where);
+
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status); /* _names.c */
 void table_free(Table *t);
 int read_event(Ctx *c, Cur *cur, Event *ev); /* _native_event.c: 0, BAIL or ERR */
 PyObject *id_obj(const Id *id);
 PyObject *pair(const Event *ev); /* (pid, tid) */
-int memory_event(Ctx *c, const Event *ev);          /* 0 or ERR */
+int memory_event(Ctx *c, const Event *ev);          /* 0, BAIL or ERR */
 int memory_raw(Ctx *c);                             /* 0, BAIL or ERR */
 PyObject *memory_events(Ctx *c, const State *s);    /* new list, or NULL */
 

@@ -100,11 +100,16 @@ def meta_around(data: _Buf, lo: int, hi: int) -> dict[str, Any] | None:
     """The document's keys other than ``traceEvents``, when its events are ``data[lo:hi]``
     of an object (``None`` when, with ``null`` for them, it is not one whose
     ``traceEvents`` is that ``null``)."""
+    return meta_of(bytes(data[:lo]), bytes(data[hi:])) if lo < hi else None
+
+
+def meta_of(head: bytes, tail: bytes) -> dict[str, Any] | None:
+    """:func:`meta_around` of a document that is ``head``, the event array, then ``tail``."""
     try:
-        meta = decode_json(bytes(data[:lo]) + b"null" + bytes(data[hi:]))
+        meta = decode_json(head + b"null" + tail)
     except decode_errors():
         return None
-    if not isinstance(meta, dict) or meta.get("traceEvents", 0) is not None or hi <= lo:
+    if not isinstance(meta, dict) or meta.get("traceEvents", 0) is not None:
         return None
     del meta["traceEvents"]
     return meta
@@ -190,6 +195,11 @@ def _load(name: str, data: _Buf, found: tuple[dict[str, Any], int, int] | None) 
     if not_events is None:
         sink = EventSink()
         not_events = accept_all(sink, chunks(data, lo, hi, typed().EVENTS.decode))
+    return finish_sink(name, sink, meta, not_events)
+
+
+def finish_sink(name: str, sink: EventSink, meta: dict[str, Any], not_events: int) -> Trace | None:
+    """The :class:`Trace` of a filled sink; ``None`` when it holds nothing at all."""
     if not_events == 0 and sum(map(len, sink.lists)) == 0 and not sink.flags["skipped"]:
         return None  # possibly an empty list with whitespace: let the stdlib path judge
     return sink.finish(name, meta, not_events)
@@ -223,13 +233,19 @@ def scan_native(sink: EventSink, data: _Buf, lo: int, hi: int) -> tuple[int, int
     done = native.scan(data, lo, hi, sink, _SCAN_CONSTANTS, msgspec_decode)
     if done is None:
         return None
-    origin, skipped, not_events, legacy, end, memory = done
+    return take_scan(sink, done), int(done[4])
+
+
+def take_scan(sink: EventSink, done: tuple[Any, int, int, bool, Any, Any]) -> int:
+    """Put what a C scan (``scan`` or ``scan_stream``) found besides the spans into ``sink``;
+    the non-event count."""
+    origin, skipped, not_events, legacy, _, memory = done
     sink.memory_ready = memory
     if sink.origin[0] is None:
         sink.origin[0] = origin
     sink.flags["skipped"] += skipped
     sink.flags["legacy"] = sink.flags["legacy"] or legacy
-    return int(not_events), int(end)
+    return int(not_events)
 
 
 def accept_all(

@@ -393,6 +393,12 @@ def load_trace_bytes(
     (:class:`EventSink`), which skips what it cannot place and words every parse error."""
     from . import accel, fastload
 
+    if steps is None and data[:2] == b"\x1f\x8b":
+        from .stream import load_streaming
+
+        streamed = load_streaming(name, data)  # None: read it whole, as below
+        if streamed is not None:
+            return streamed
     # Only the C scanner reads without writing; --steps and msgspec decode in place.
     text = decompress(name, data, writable=steps is not None or accel.native is None)
     del data

@@ -1,0 +1,130 @@
+/* _native.scan_stream: the event array scanned as the trace inflates (stream.py).
+ *
+ * scan() reads a document held whole in memory, and its Args point into it: a 54 MB trace
+ * is then 54 MB faulted in (a tenth of the analysis on these machines) and held to the end.
+ * scan_stream reads the same array from read(n), a piece at a time, through a window of
+ * about a megabyte that is reused, and copies each span's args (a quarter of the bytes)
+ * into blocks the Args pin. Everything else is scan()'s: the same events give the same
+ * spans (test_analysis_stream holds the two equal, at every piece size).
+ */
+#include "_native_scan.h"
+
+enum { ARENA_BLOCK = 1 << 20 };
+
+static int window_reserve(Window *w, Py_ssize_t cap) {
+    if (cap <= w->cap) return 0;
+    if (cap < 2 * w->cap) cap = 2 * w->cap;
+    char *buf = PyMem_Realloc(w->buf, (size_t)cap);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return ERR;
+    }
+    w->buf = buf;
+    w->cap = cap;
+    return 0;
+}
+
+/* Appends the next piece of the stream to the window (eof when it is empty); 0 or ERR. */
+static int window_read(Window *w) {
+    Py_ssize_t want = w->cap - w->len > w->low ? w->cap - w->len : w->low;
+    PyObject *piece = PyObject_CallFunction(w->read, "n", want);
+    if (piece == NULL) return ERR;
+    if (!PyBytes_Check(piece)) {
+        PyErr_Format(PyExc_TypeError, "scan_stream: read() gave %.100s, not bytes",
+                     Py_TYPE(piece)->tp_name);
+        Py_DECREF(piece);
+        return ERR;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(piece);
+    int st = window_reserve(w, w->len + n);
+    if (st == 0) {
+        memcpy(w->buf + w->len, PyBytes_AS_STRING(piece), (size_t)n);
+        w->len += n;
+        w->eof = n == 0;
+    }
+    Py_DECREF(piece);
+    return st;
+}
+
+/* Moves the window's bytes from *keep on to its start and reads until at least need of
+ * them (or half the window, whichever is more) are there, or the stream ends; cur and
+ * *keep follow the move. */
+int window_fill(Window *w, Cur *cur, const char **keep, Py_ssize_t need) {
+    Py_ssize_t from = *keep - w->buf, at = cur->p - w->buf;
+    memmove(w->buf, w->buf + from, (size_t)(w->len - from));
+    w->len -= from;
+    if (window_reserve(w, need) < 0) return ERR;
+    Py_ssize_t target = need > w->cap / 2 ? need : w->cap / 2;
+    while (!w->eof && w->len < target) {
+        if (window_read(w) < 0) return ERR;
+    }
+    *keep = w->buf;
+    cur->p = w->buf + (at - from);
+    cur->end = w->buf + w->len;
+    return 0;
+}
+
+/* An Args over p[0:n]: in scan(), the trace's own bytes; in scan_stream(), a copy in the
+ * current block (a bytearray, pinned while any Args into it lives). */
+PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n) {
+    if (c->pin != NULL) return args_new(c->pin, p, n);
+    if (c->arena == NULL || c->arena_used + n > c->arena_cap) {
+        Py_ssize_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        PyObject *block = PyByteArray_FromStringAndSize(NULL, cap);
+        if (block == NULL) return NULL;
+        Pin *pin = PyObject_New(Pin, &PinType);
+        if (pin == NULL || PyObject_GetBuffer(block, &pin->view, PyBUF_WRITABLE) < 0) {
+            if (pin != NULL) PyObject_Free(pin);
+            Py_DECREF(block);
+            return NULL;
+        }
+        Py_DECREF(block); /* the view holds it */
+        Py_XSETREF(c->arena, (PyObject *)pin);
+        c->arena_used = 0;
+        c->arena_cap = cap;
+    }
+    char *at = (char *)((Pin *)c->arena)->view.buf + c->arena_used;
+    memcpy(at, p, (size_t)n);
+    c->arena_used += n;
+    return args_new(c->arena, at, n);
+}
+
+PyObject *native_scan_stream(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *read, *sink, *consts, *decode_any;
+    Py_buffer first;
+    Py_ssize_t low = 1 << 16;
+    if (!PyArg_ParseTuple(args, "Oy*OOO|n:scan_stream", &read, &first, &sink, &consts,
+                          &decode_any, &low))
+        return NULL;
+    Ctx c;
+    memset(&c, 0, sizeof(c));
+    c.decode_any = decode_any;
+    c.mem_simple = 1;
+    /* A window of 16 × low (1 MiB), refilled to half of it when low is left. */
+    Window w = {read, NULL, 0, 0, low < 1 ? 1 : low, 0};
+    PyObject *out = NULL;
+    if (unpack(&c, sink, consts) < 0 || window_reserve(&w, 16 * w.low + first.len) < 0) {
+        PyBuffer_Release(&first);
+        PyMem_Free(w.buf);
+        return NULL;
+    }
+    args_set_decoder(decode_any);
+    memcpy(w.buf, first.buf, (size_t)first.len);
+    w.len = first.len;
+    PyBuffer_Release(&first);
+    Cur cur = {w.buf, w.buf + w.len};
+    State s;
+    memset(&s, 0, sizeof(s));
+    s.last_track = -1;
+    int st = scan_array(&c, &s, &cur, &w);
+    if (st == BAIL) {
+        out = Py_NewRef(Py_None);
+    } else if (st == 0) {
+        out = finish(&c, &s, PyBytes_FromStringAndSize(cur.p, cur.end - cur.p));
+    }
+    table_free(&c.table);
+    PyMem_Free(c.mem);
+    PyMem_Free(w.buf);
+    Py_XDECREF(c.arena); /* the Args made keep their blocks */
+    return out;
+}

@@ -1,0 +1,134 @@
+"""Reading a gzipped trace as it inflates: the C scanner's streaming mode.
+
+Inflating a 54 MB trace whole and then scanning it faults in 54 MB (13k pages, about a
+tenth of the analysis on these machines), holds it to the end (the spans' ``Args`` point
+into it) and scans bytes that left the cache while the rest inflated. :func:`load_streaming`
+instead feeds ``_native.scan_stream`` a megabyte at a time through a reused window; each
+span's args (a quarter of the bytes) are copied into blocks that its ``Args`` pins.
+
+The document is what the whole read would parse: the bytes before the first
+``"traceEvents": [`` and after the array's closing bracket must make, with ``null`` for
+the events, an object (``fastload.meta_of``). Anything else (no C scanner, a plain JSON
+file, a trace over 4 GiB whose size the gzip trailer cannot give, a multi-member or
+corrupt gzip file, a document the scanner hands back) returns ``None``, and the caller
+reads the trace whole as before, with its errors and fallbacks.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from . import accel
+from .fastload import _KEY, _SCAN_CONSTANTS, finish_sink, meta_of, take_scan
+from .lazyjson import msgspec_decode
+from .model import Trace
+from .normalise import EventSink
+from .parse import _ERRORS, _GZIP_MAGIC, _MAX_RATIO, _decompressobj, check_memory
+
+FEED = 1 << 18
+"""Compressed bytes handed to the inflater at a time (its ``unconsumed_tail`` is a copy:
+fed the whole file, each call would copy what remains of it)."""
+
+PIECE = 1 << 20
+"""Bytes inflated for the header and the tail at a time (the scanner asks for its own)."""
+
+LOW = 1 << 16
+"""Bytes read ahead of each event before the scanner reads it (its window holds 16 times
+as many): events are far shorter; tests make it small to cut events at every byte."""
+
+HEAD_MOST = 64 << 20
+"""How far into the document the event array must start (Kineto writes it first but for
+the device properties, a few kilobytes)."""
+
+
+class Inflater:
+    """``read(n)``: up to ``n`` more bytes of the document, ``b""`` at its end."""
+
+    def __init__(self, data: bytes | bytearray, feed: int = FEED) -> None:
+        self._inflate = _decompressobj()
+        self._view = memoryview(data)
+        self._feed = feed
+        self._pos = 0
+        self._pending: Any = b""
+
+    def __call__(self, n: int) -> bytes:
+        inflate = self._inflate
+        while not inflate.eof:
+            if not self._pending:
+                if self._pos >= len(self._view):
+                    return b""  # truncated: the whole read words the error
+                self._pending = self._view[self._pos : self._pos + self._feed]
+                self._pos += self._feed
+            piece: bytes = inflate.decompress(self._pending, max(1, n))
+            self._pending = inflate.unconsumed_tail
+            if piece:
+                return piece
+        return b""
+
+    def rest(self) -> bytes:
+        """Everything left to inflate."""
+        return b"".join(iter(lambda: self(PIECE), b""))
+
+    @property
+    def complete(self) -> bool:
+        """The one gzip member ended, with nothing after it."""
+        inflate = self._inflate
+        return bool(inflate.eof) and not inflate.unused_data and self._pos >= len(self._view)
+
+
+def load_streaming(name: str, data: bytes | bytearray) -> Trace | None:
+    """The trace in gzipped ``data``, read as it inflates; ``None``: read it whole instead.
+    Raises :class:`~.errors.TraceError` when it is too large to analyse whole."""
+    native = accel.native
+    size = int.from_bytes(data[-4:], "little")  # ISIZE, exact below 4 GiB
+    if (
+        native is None
+        or data[:2] != _GZIP_MAGIC
+        or len(data) < 18
+        or not 0 < size <= _MAX_RATIO * len(data) < 2**32
+    ):
+        return None
+    check_memory(name, size)  # as the whole read checks it, before any of it is read
+    enabled = gc.isenabled()
+    gc.disable()  # the spans cannot be garbage yet (see fastload.load_fast)
+    try:
+        return read_stream(name, Inflater(data))
+    except _ERRORS:
+        return None  # corrupt: the whole read words it
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def read_stream(name: str, read: Inflater, low: int = LOW) -> Trace | None:
+    """:func:`load_streaming` of the document ``read`` inflates (``None`` also without the
+    C scanner)."""
+    native = accel.native
+    if native is None:
+        return None
+    head = bytearray()
+    found = None
+    while found is None and len(head) < HEAD_MOST:
+        piece = read(PIECE)
+        if not piece:
+            return None
+        head += piece
+        opening = bytes(head.lstrip()[:1])
+        if opening not in (b"", b"{"):
+            return None  # an array of events alone, or not JSON: the whole read takes it
+        found = _KEY.search(head)
+    if found is None:
+        return None
+    lo = found.end() - 1
+    sink = EventSink()
+    array = memoryview(head)[lo:]
+    done = native.scan_stream(read, array, sink, _SCAN_CONSTANTS, msgspec_decode, low)
+    array.release()
+    if done is None:
+        return None
+    tail = done[4] + read.rest()
+    meta = meta_of(bytes(head[:lo]), tail) if read.complete else None
+    if meta is None:
+        return None
+    return finish_sink(name, sink, meta, take_scan(sink, done))
