@@ -4,10 +4,11 @@ Analysing a 54 MB trace in a fresh process takes about 0.35 s, and the ``datacla
 cost 25 ms of it before any work: ``import dataclasses`` (with ``inspect``, ``ast``, ``dis``
 and ``tokenize`` under it) about 8 ms, and its code generation (one ``exec`` per method, six
 per frozen class) about 0.5 ms for each of the data classes the analysis imports.
-``record`` writes the same methods (``__init__`` with defaults and default factories,
+``record`` gives the same methods (``__init__`` with defaults and default factories,
 ``__repr__``, ``__eq__``, ``__hash__`` when frozen, a frozen ``__setattr__``/``__delattr__``,
-``__match_args__``) in one ``exec`` per class. :func:`replace`, :func:`as_dict` and
-:func:`field_names` stand in for ``dataclasses.replace``, ``asdict`` and ``fields``.
+``__match_args__``), compiling only ``__init__`` (one ``exec`` per class). :func:`replace`,
+:func:`as_dict` and :func:`field_names` stand in for ``dataclasses.replace``, ``asdict`` and
+``fields``.
 
 Type checkers read a record as a dataclass (``dataclass_transform``, PEP 681). What it does
 not do, as nothing here needs it: inheritance between records, ``ClassVar`` fields,
@@ -16,6 +17,7 @@ not do, as nothing here needs it: inheritance between records, ``ClassVar`` fiel
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
 _T = TypeVar("_T")
@@ -69,6 +71,23 @@ def record(cls: type[_T] | None = None, /, *, frozen: bool = False) -> Any:
 def _build(cls: type[_T], frozen: bool) -> type[_T]:
     # The class's own annotations, in order (inspect.get_annotations: the import avoided).
     names = tuple(cls.__dict__.get("__annotations__", {}))  # noqa: RUF063
+    methods = {"__init__": _init(cls, names, frozen), **_compare(names)}
+    if frozen:
+        methods.update(__setattr__=_frozen_setattr, __delattr__=_frozen_delattr)
+    else:
+        methods["__hash__"] = None  # mutable and compared by value: not hashable
+    for method, fn in methods.items():
+        if method not in cls.__dict__:
+            if fn is not None and method not in ("__setattr__", "__delattr__"):
+                fn.__qualname__ = f"{cls.__qualname__}.{method}"
+            setattr(cls, method, fn)
+    setattr(cls, "__match_args__", names)  # noqa: B010  # mypy: not assignable on a type
+    setattr(cls, _FIELDS, names)
+    return cls
+
+
+def _init(cls: type[Any], names: tuple[str, ...], frozen: bool) -> Any:
+    """``__init__``, the one method compiled per class (its signature names the fields)."""
     scope: dict[str, Any] = {"_ts_set": object.__setattr__, "_ts_missing": _MISSING}
     params, body = ["self"], []
     defaulted = False
@@ -92,40 +111,44 @@ def _build(cls: type[_T], frozen: bool) -> type[_T]:
             expr = name
         defaulted = defaulted or value is not _MISSING
         body.append(f"_ts_set(self, {name!r}, {expr})" if frozen else f"self.{name} = {expr}")
-    fields = "".join(f"self.{n}," for n in names)
-    others = "".join(f"other.{n}," for n in names)
-    shown = ", ".join(f"{n}={{self.{n}!r}}" for n in names)
-    source = [
-        f"def __init__({', '.join(params)}):",
-        *(f"    {line}" for line in body or ["pass"]),
-        "def __repr__(self):",
-        f"    return self.__class__.__qualname__ + f'({shown})'",
-        "def __eq__(self, other):",
-        "    if other.__class__ is self.__class__:",
-        f"        return ({fields}) == ({others})",
-        "    return NotImplemented",
-        "def __hash__(self):",
-        f"    return hash(({fields}))",
-        "def __setattr__(self, name, value):",
-        "    raise _ts_frozen(f'cannot assign to field {name!r}')",
-        "def __delattr__(self, name):",
-        "    raise _ts_frozen(f'cannot delete field {name!r}')",
-    ]
-    scope["_ts_frozen"] = FrozenInstanceError
+    source = [f"def __init__({', '.join(params)}):", *(f"    {line}" for line in body or ["pass"])]
     exec("\n".join(source), scope)  # code built above from field names only
-    made = ["__init__", "__repr__", "__eq__"] + (
-        ["__hash__", "__setattr__", "__delattr__"] if frozen else []
-    )
-    for method in made:
-        if method not in cls.__dict__:
-            fn = scope[method]
-            fn.__qualname__ = f"{cls.__qualname__}.{method}"
-            setattr(cls, method, fn)
-    if not frozen and "__hash__" not in cls.__dict__:
-        cls.__hash__ = None  # type: ignore[assignment]  # mutable and compared by value
-    setattr(cls, "__match_args__", names)  # noqa: B010  # mypy: not assignable on a type
-    setattr(cls, _FIELDS, names)
-    return cls
+    return scope["__init__"]
+
+
+def _compare(names: tuple[str, ...]) -> dict[str, Any]:
+    """``__repr__``, ``__eq__`` and ``__hash__`` over the fields, as dataclasses writes them
+    (``hash`` of the tuple of fields), without compiling them."""
+    key: Callable[[Any], tuple[Any, ...]]
+    if len(names) == 1:
+        one = attrgetter(names[0])
+        key = lambda obj: (one(obj),)  # noqa: E731  # attrgetter of one name gives no tuple
+    elif names:
+        key = attrgetter(*names)
+    else:
+        key = lambda obj: ()  # noqa: E731
+
+    def __repr__(self: Any) -> str:
+        shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in names)
+        return f"{self.__class__.__qualname__}({shown})"
+
+    def __eq__(self: Any, other: object) -> Any:
+        if other.__class__ is self.__class__:
+            return key(self) == key(other)
+        return NotImplemented
+
+    def __hash__(self: Any) -> int:
+        return hash(key(self))
+
+    return {"__repr__": __repr__, "__eq__": __eq__, "__hash__": __hash__}
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 def field_names(cls: type[Any] | object) -> tuple[str, ...]:
