@@ -18,6 +18,7 @@ from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.normalise import load_trace
+from torchscope.analysis.record import replace
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
@@ -93,7 +94,7 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
                 compiled_report, compiled_inv = _analyze(compiled)
             except TraceError as exc:
                 error = f"the compiled trace cannot be read: {exc}"
-                meta = dataclasses.replace(meta, error=error, error_kind="analysis")
+                meta = replace(meta, error=error, error_kind="analysis")
         compare = compare_runs(
             eager_report,
             eager_inv,
@@ -103,11 +104,11 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             file=target.file,
             line=target.def_line,
         )
-        compare = dataclasses.replace(
+        compare = replace(
             compare,
-            eager=dataclasses.replace(compare.eager, trace_path=eager.trace_path),
+            eager=replace(compare.eager, trace_path=eager.trace_path),
             compiled=(
-                dataclasses.replace(compare.compiled, trace_path=compiled.trace_path)
+                replace(compare.compiled, trace_path=compiled.trace_path)
                 if compare.compiled is not None and compiled is not None
                 else compare.compiled
             ),
