@@ -101,7 +101,7 @@ PyObject *native_scan_stream(PyObject *Py_UNUSED(module), PyObject *args) {
     c.decode_any = decode_any;
     c.mem_simple = 1;
     /* A window of 16 × low (1 MiB), refilled to half of it when low is left. */
-    Window w = {read, NULL, 0, 0, low < 1 ? 1 : low, 0};
+    Window w = {read, NULL, 0, 0, low < 1 ? 1 : low > WINDOW_MOST ? WINDOW_MOST : low, 0};
     PyObject *out = NULL;
     if (unpack(&c, sink, consts) < 0 || window_reserve(&w, 16 * w.low + first.len) < 0) {
         PyBuffer_Release(&first);
