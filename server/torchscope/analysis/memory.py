@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from itertools import accumulate, groupby
+from itertools import accumulate, compress, groupby
+from operator import itemgetter
 from typing import Any
 
 from .columns import median
@@ -31,6 +32,8 @@ from .context import Context, assign
 from .lines import LineStats, _shapes
 from .normalise import LINE_MARKER_PREFIX
 from .record import field, record, replace
+
+_TRACK = itemgetter(3)
 
 #: c10 ``DeviceType`` values the profiler writes in ``Device Type``.
 DEVICE_NAMES = {0: "cpu", 1: "cuda"}
@@ -112,32 +115,37 @@ class MemorySummary:
     ``free_bytes_at_start``, ``snapshot_path``) when the memory pass ran on CUDA."""
 
 
-def _innermost(ctx: Context, spans: list[Any], keep: Any, times: list[float]) -> list[int]:
-    """For each memory event, the index in ``spans`` of the innermost span (passing ``keep``)
-    open on the event's thread at its time; -1 when none. A sweep per thread with a stack."""
+def _innermost(
+    ctx: Context, spans: list[Any], keep: list[bool] | None, times: list[float]
+) -> list[int]:
+    """For each memory event, the index in ``spans`` of the innermost span (of those ``keep``
+    marks; None: all) open on the event's thread at its time; -1 when none. A sweep per
+    thread with a stack; the spans are split by thread with a stable sort (in C)."""
     events = ctx.trace.memory
-    by_track: dict[int, list[int]] = {}
-    for i, span in enumerate(spans):
-        if keep(span):
-            by_track.setdefault(span.track, []).append(i)
+    track_of = list(map(_TRACK, spans)).__getitem__
+    chosen = range(len(spans)) if keep is None else compress(range(len(spans)), keep)
+    by_track = {t: list(g) for t, g in groupby(sorted(chosen, key=track_of), track_of)}
     out = [-1] * len(events)
     pending: dict[int, list[int]] = {}
     for e, event in enumerate(events):
         pending.setdefault(event.track, []).append(e)
     for track, members in pending.items():
         order = by_track.get(track, [])
-        stack: list[int] = []
-        k = 0
+        starts = [spans[i].start for i in order]
+        ends = [spans[i].end for i in order]
+        stack: list[int] = []  # positions in order, innermost last
+        k, n = 0, len(order)
         for e in members:  # events are in time order, spans sorted by start
             t = times[e]
-            while k < len(order) and spans[order[k]].start <= t:
-                stack.append(order[k])
+            while k < n and starts[k] <= t:
+                stack.append(k)
                 k += 1
-            while stack and spans[stack[-1]].end < t:
+            # Ended spans leave from the top; one still open under them stays. After
+            # this, the top (if any) is open at t: the innermost.
+            while stack and ends[stack[-1]] < t:
                 stack.pop()
-            # A span that ended may still sit under a later, longer sibling's child.
-            found = next((s for s in reversed(stack) if spans[s].end >= t), -1)
-            out[e] = found
+            if stack:
+                out[e] = order[stack[-1]]
     return out
 
 
@@ -232,10 +240,8 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
     lines_of = [_marker_line(a.name) for a in trace.annotations]
     has_lines = any(line is not None for line in lines_of)
     if has_lines:
-        marker = _innermost(
-            ctx, trace.annotations, lambda a: _marker_line(a.name) is not None, times
-        )
-        op_of = _innermost(ctx, trace.ops, lambda op: True, times)
+        marker = _innermost(ctx, trace.annotations, [ln is not None for ln in lines_of], times)
+        op_of = _innermost(ctx, trace.ops, None, times)
     else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
         marker = op_of = [-1] * len(events)
     line_of = [lines_of[m] if m >= 0 else None for m in marker]
