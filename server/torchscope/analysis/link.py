@@ -9,12 +9,13 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import repeat
-from operator import itemgetter
+from itertools import compress, count, repeat
+from operator import ge, itemgetter, not_
 
 from .model import Span, Trace
 from .record import record
 
+_START = itemgetter(0)
 _CORRELATION = itemgetter(5)
 
 LAUNCH_CALLS = frozenset(
@@ -130,7 +131,7 @@ def link(trace: Trace) -> Links:
     rt_device: dict[int, list[tuple[str, int]]] = {}
     linked = unlinked = 0
     out: dict[str, tuple[list[int], list[float]]] = {}
-    nan = float("nan")
+    starts = [*map(_START, runtime), float("nan")]
     for label, spans in (
         ("kernel", trace.kernels),
         ("memcpy", trace.memcpys),
@@ -141,16 +142,17 @@ def link(trace: Trace) -> Links:
             rts = list(map(rt_by_corr.get, dev_corrs, repeat(-1)))
         except TypeError:
             rts = [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
-        issued = [runtime[r].start if r >= 0 else nan for r in rts]
-        for i, r in enumerate(rts):
-            if r >= 0:
-                lst = rt_device.get(r)
-                if lst is None:
-                    rt_device[r] = [(label, i)]
-                else:
-                    lst.append((label, i))
-                linked += 1
-                continue
+        issued = list(map(starts.__getitem__, rts))  # -1 (not linked) reads the nan
+        found = list(map(ge, rts, repeat(0)))
+        get = rt_device.get
+        for r, item in zip(compress(rts, found), zip(repeat(label), compress(count(), found))):
+            lst = get(r)
+            if lst is None:
+                rt_device[r] = [item]
+            else:
+                lst.append(item)
+        linked += found.count(True)
+        for i in compress(count(), map(not_, found)):
             e = _ext(spans[i].args)
             if e is not None:
                 if op_by_ext is None:
