@@ -173,10 +173,11 @@ def test_elementwise_chain_is_memory_bound_at_copy_bandwidth(tmp_path: Path) -> 
     """Six out= ops ping-ponging between two 4096² buffers move bytes as a copy does: the
     chain's GB/s is held against ``copy_`` measured just before and just after the profile
     (so load on the shared machine hits both). Load that changes between the two can still
-    part them, so up to three rounds are run until one agrees within ±25 %; counting bytes
-    wrong (an out tensor read too: 1.5×) or an in-place chain (2.3×) fails every round."""
+    part them, so up to five rounds are run until one agrees within ±25 % (a loaded CI run
+    saw 0.74, 0.72 and 1.34 in three); counting bytes wrong (an out tensor read too: 1.5×)
+    or an in-place chain (2.3×) fails every round."""
     seen: list[str] = []
-    for _ in range(3):
+    for _ in range(5):
         chain, copy, numbers = chain_round(tmp_path)
         seen.append(numbers)
         if chain == pytest.approx(copy, rel=0.25):

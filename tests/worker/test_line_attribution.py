@@ -133,7 +133,12 @@ def test_with_stack_gives_callees_a_total_of_their_own(tmp_path: Path) -> None:
     assert callee["file"].endswith("helpers.py") and helpers[callee["line"] - 1].startswith(
         "def scale_up("
     )
-    assert callee["calls"] == 1 and callee["share"] > 0.5
-    assert all(c["name"] != "calls_helper" for c in report["callees"])  # not the function itself
     call_line = by_line(report)[line_of("return scale_up(y)")]
+    # scale_up is all of the line that calls it, so it gets that line's share of the function
+    # (measured 0.73-0.85 against 0.80-0.90). The rest is `y = x + 1`, whose share swings with
+    # load (its OpenMP threads stall while another process holds a core): an absolute
+    # threshold failed in a loaded CI run at 0.38.
+    assert callee["calls"] == 1 and 0 < callee["share"] <= 1
+    assert callee["share"] == pytest.approx(call_line["share"], abs=0.15)
+    assert all(c["name"] != "calls_helper" for c in report["callees"])  # not the function itself
     assert op_calls(call_line, "aten::mm") == 1  # still counted for the calling line
