@@ -1,7 +1,9 @@
 """One pass over the raw events, made while the JSON is parsed: keep what the analysis reads.
 
-(A few lines over 400: the stdlib parser's hook stays beside the event sink it fills, both on
-the per-event path; ``fastload`` is the fast twin of the same logic.)
+(Some 20 lines over 400: the stdlib parser's hook stays beside the event sink it fills, both
+on the per-event path, and ``load_trace_bytes`` beside them is the one place that picks the
+reader: streamed (``stream``), whole in C or msgspec (``fastload``, the fast twin of this
+logic), or this stdlib pass.)
 
 Every trace variant torch has written since 1.8 is folded into one shape here, so no later
 stage has to know about formats:
