@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_analysis_native import _OP, TRACES, _doc, _events, _raw, _typed
-from torchscope.analysis import accel, fastload, stream
+from torchscope.analysis import accel, fastload, parse, stream
 from torchscope.analysis.errors import TraceError
 from torchscope.analysis.normalise import load_trace, load_trace_bytes
 from torchscope.analysis.parse import decompress
@@ -31,8 +31,8 @@ def _whole(name: str, text: bytes) -> Any:
     return fastload.load_fast(name, bytearray(text))
 
 
-def _streamed(text: bytes, low: int = stream.LOW, feed: int = stream.FEED) -> Any:
-    return stream.read_stream("t.json.gz", stream.Inflater(gzip.compress(text), feed), low)
+def _streamed(text: bytes, low: int = stream.LOW, feed: int = parse.FEED) -> Any:
+    return stream.read_stream("t.json.gz", parse.Inflater(gzip.compress(text), feed), low)
 
 
 @pytest.mark.parametrize("name", TRACES)

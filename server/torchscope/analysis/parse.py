@@ -56,6 +56,19 @@ the next one reuses its memory: 1 MiB pieces fault in only the final buffer's pa
 for a 54 MB trace, against 30k with 16 MiB pieces, which malloc maps afresh each time)."""
 
 
+def gzip_size(data: bytes | bytearray, exact: bool = False) -> int | None:
+    """The uncompressed size the gzip trailer names (ISIZE, the size mod 2**32), when it is
+    plausible for JSON (Kineto traces compress 10-20×): a truncated file ends in arbitrary
+    bytes, and no garbage size may allocate gigabytes. With ``exact``, also only when the
+    file is too small for the size to have wrapped past 4 GiB."""
+    size = int.from_bytes(data[-4:], "little")
+    if len(data) < 18 or not 0 < size <= _MAX_RATIO * len(data):
+        return None
+    if exact and _MAX_RATIO * len(data) >= 2**32:
+        return None
+    return size
+
+
 def _gunzip(data: bytes | bytearray) -> bytearray:
     """Inflate into a mutable buffer of the final size, read from the gzip trailer, a piece
     at a time (so the output is never held twice, as ``bytearray(zlib.decompress(…))`` would).
@@ -65,27 +78,23 @@ def _gunzip(data: bytes | bytearray) -> bytearray:
     while inflating. It stops after the first gzip member, so when its output does not
     have the size the trailer names (a multi-member file), ``gzip.decompress`` reads them all.
     """
-    size = int.from_bytes(data[-4:], "little")  # ISIZE: uncompressed length mod 2**32
-    # A truncated file ends in arbitrary bytes: believe the size only when it is plausible
-    # for JSON (Kineto traces compress 10-20×), so no garbage size allocates gigabytes.
-    if len(data) < 18 or not 0 < size <= _MAX_RATIO * len(data):
+    size = gzip_size(data)
+    if size is None:
         return bytearray(_gzip().decompress(data))
     out = bytearray(size)
-    inflate = _decompressobj()
-    pos, tail = 0, data
+    read = Inflater(data)
+    pos = 0
     try:
-        while not inflate.eof:
-            piece = inflate.decompress(tail, _PIECE)
-            if not piece and not tail:
-                break
+        piece = read(_PIECE)
+        while piece:
             out[pos : pos + len(piece)] = piece
             pos += len(piece)
-            tail = inflate.unconsumed_tail
+            piece = read(_PIECE)
     except _ERRORS:
-        inflate = None
-    if inflate is None or not inflate.eof:  # corrupt or truncated: zlib's error, as before
         return bytearray(zlib.decompress(data, 16 + zlib.MAX_WBITS, size))
-    if pos % 2**32 != size or len(out) != pos or inflate.unused_data:
+    if not read.eof:  # truncated: zlib's error, as before
+        return bytearray(zlib.decompress(data, 16 + zlib.MAX_WBITS, size))
+    if pos % 2**32 != size or len(out) != pos or not read.complete:
         return bytearray(_gzip().decompress(data))  # more than one gzip member
     return out
 
@@ -131,6 +140,51 @@ def _isal_errors() -> tuple[type[Exception], ...]:
 
 
 _ERRORS = _isal_errors()
+
+FEED = 1 << 18
+"""Compressed bytes handed to the inflater at a time (its ``unconsumed_tail`` is a copy:
+fed the whole file, each call would copy what remains of it)."""
+
+
+class Inflater:
+    """``read(n)``: up to ``n`` more bytes of the gzipped document ``data`` (ISA-L's or zlib's
+    inflater), ``b""`` at its end or where the data runs out; raises the inflater's errors
+    (:data:`_ERRORS`) for corrupt data."""
+
+    def __init__(self, data: bytes | bytearray, feed: int = FEED) -> None:
+        self._inflate = _decompressobj()
+        self._view = memoryview(data)
+        self._feed = feed
+        self._pos = 0
+        self._pending: Any = b""
+
+    def __call__(self, n: int) -> bytes:
+        inflate = self._inflate
+        while not inflate.eof:
+            if not self._pending:
+                if self._pos >= len(self._view):
+                    return b""  # truncated: the caller words the error
+                self._pending = self._view[self._pos : self._pos + self._feed]
+                self._pos += self._feed
+            piece: bytes = inflate.decompress(self._pending, max(1, n))
+            self._pending = inflate.unconsumed_tail
+            if piece:
+                return piece
+        return b""
+
+    def rest(self) -> bytes:
+        """Everything left to inflate."""
+        return b"".join(iter(lambda: self(_PIECE), b""))
+
+    @property
+    def eof(self) -> bool:
+        """The gzip member ended (its CRC checked)."""
+        return bool(self._inflate.eof)
+
+    @property
+    def complete(self) -> bool:
+        """The one gzip member ended, with nothing after it."""
+        return self.eof and not self._inflate.unused_data and self._pos >= len(self._view)
 
 
 def decompress(name: str, data: bytes | bytearray, writable: bool = True) -> bytes | bytearray:

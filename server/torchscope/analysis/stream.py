@@ -17,18 +17,13 @@ reads the trace whole as before, with its errors and fallbacks.
 from __future__ import annotations
 
 import gc
-from typing import Any
 
 from . import accel
 from .fastload import _KEY, _SCAN_CONSTANTS, finish_sink, meta_of, take_scan
 from .lazyjson import msgspec_decode
 from .model import Trace
 from .normalise import EventSink
-from .parse import _ERRORS, _GZIP_MAGIC, _MAX_RATIO, _decompressobj, check_memory
-
-FEED = 1 << 18
-"""Compressed bytes handed to the inflater at a time (its ``unconsumed_tail`` is a copy:
-fed the whole file, each call would copy what remains of it)."""
+from .parse import _ERRORS, _GZIP_MAGIC, Inflater, check_memory, gzip_size
 
 PIECE = 1 << 20
 """Bytes inflated for the header and the tail at a time (the scanner asks for its own)."""
@@ -42,52 +37,11 @@ HEAD_MOST = 64 << 20
 the device properties, a few kilobytes)."""
 
 
-class Inflater:
-    """``read(n)``: up to ``n`` more bytes of the document, ``b""`` at its end."""
-
-    def __init__(self, data: bytes | bytearray, feed: int = FEED) -> None:
-        self._inflate = _decompressobj()
-        self._view = memoryview(data)
-        self._feed = feed
-        self._pos = 0
-        self._pending: Any = b""
-
-    def __call__(self, n: int) -> bytes:
-        inflate = self._inflate
-        while not inflate.eof:
-            if not self._pending:
-                if self._pos >= len(self._view):
-                    return b""  # truncated: the whole read words the error
-                self._pending = self._view[self._pos : self._pos + self._feed]
-                self._pos += self._feed
-            piece: bytes = inflate.decompress(self._pending, max(1, n))
-            self._pending = inflate.unconsumed_tail
-            if piece:
-                return piece
-        return b""
-
-    def rest(self) -> bytes:
-        """Everything left to inflate."""
-        return b"".join(iter(lambda: self(PIECE), b""))
-
-    @property
-    def complete(self) -> bool:
-        """The one gzip member ended, with nothing after it."""
-        inflate = self._inflate
-        return bool(inflate.eof) and not inflate.unused_data and self._pos >= len(self._view)
-
-
 def load_streaming(name: str, data: bytes | bytearray) -> Trace | None:
     """The trace in gzipped ``data``, read as it inflates; ``None``: read it whole instead.
     Raises :class:`~.errors.TraceError` when it is too large to analyse whole."""
-    native = accel.native
-    size = int.from_bytes(data[-4:], "little")  # ISIZE, exact below 4 GiB
-    if (
-        native is None
-        or data[:2] != _GZIP_MAGIC
-        or len(data) < 18
-        or not 0 < size <= _MAX_RATIO * len(data) < 2**32
-    ):
+    size = gzip_size(data, exact=True)
+    if accel.native is None or data[:2] != _GZIP_MAGIC or size is None:
         return None
     check_memory(name, size)  # as the whole read checks it, before any of it is read
     enabled = gc.isenabled()
