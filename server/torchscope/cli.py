@@ -214,7 +214,7 @@ def _mcp(args: argparse.Namespace) -> int:
 def _analyze_steps(trace: Path, steps: str) -> Any:
     from torchscope.analysis import TraceError
     from torchscope.analysis.engine import analyze
-    from torchscope.analysis.normalise import load_trace
+    from torchscope.analysis.load import load_trace
     from torchscope.analysis.window import parse_steps
 
     try:

@@ -17,8 +17,9 @@ from torchscope.analysis import TraceError, accel, fastload, lazyjson, parse, wi
 from torchscope.analysis.context import build_context
 from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
+from torchscope.analysis.load import load_trace, load_trace_bytes
 from torchscope.analysis.model import Trace
-from torchscope.analysis.normalise import EventSink, load_trace, load_trace_bytes
+from torchscope.analysis.normalise import EventSink
 from torchscope.analysis.parse import check_memory, decompress, events_of, parse_json
 
 TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").glob("*.json*"))

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from torchscope.analysis.load import load_trace_bytes
 from torchscope.analysis.model import Trace
-from torchscope.analysis.normalise import load_trace_bytes, normalise
+from torchscope.analysis.normalise import normalise
 
 PARITY_TRACES = [
     "kineto_tiny_mlp_legacy_v100.json",

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from torchscope.analysis import TraceError, render_report
 from torchscope.analysis.engine import analyze
-from torchscope.analysis.normalise import load_trace_bytes
+from torchscope.analysis.load import load_trace_bytes
 
 SMALL = [
     "hta_cuda_event_sync_a100.json.gz",

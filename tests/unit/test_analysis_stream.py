@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.unit.test_analysis_native import _OP, TRACES, _doc, _events, _raw, _typed
 from torchscope.analysis import accel, fastload, parse, stream
 from torchscope.analysis.errors import TraceError
-from torchscope.analysis.normalise import load_trace, load_trace_bytes
+from torchscope.analysis.load import load_trace, load_trace_bytes
 from torchscope.analysis.parse import decompress
 
 pytestmark = pytest.mark.skipif(

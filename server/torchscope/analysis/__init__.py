@@ -14,8 +14,8 @@ from __future__ import annotations
 from .engine import analyze, analyze_trace
 from .errors import TraceError
 from .formatting import format_bytes, format_duration, format_share
+from .load import load_trace
 from .model import Trace
-from .normalise import load_trace
 from .render import render_report
 from .report import (
     Device,

@@ -16,10 +16,10 @@ from .columns import median
 from .context import Context, build_context
 from .efficiency import annotate_lines
 from .lines import line_stats
+from .load import load_trace
 from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .model import Trace
-from .normalise import load_trace
 from .op_table import top_kernels
 from .report import Device, Measurements, Report, Timing
 from .rules import run_rules

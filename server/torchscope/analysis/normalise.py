@@ -1,9 +1,8 @@
 """One pass over the raw events, made while the JSON is parsed: keep what the analysis reads.
 
-(Some 20 lines over 400: the stdlib parser's hook stays beside the event sink it fills, both
-on the per-event path, and ``load_trace_bytes`` beside them is the one place that picks the
-reader: streamed (``stream``), whole in C or msgspec (``fastload``, the fast twin of this
-logic), or this stdlib pass.)
+(``load.py`` picks which reader fills the sink: the streaming scan, the whole-buffer one
+in C or msgspec (``fastload``, the fast twin of this logic), or the stdlib parser's hook
+here.)
 
 Every trace variant torch has written since 1.8 is folded into one shape here, so no later
 stage has to know about formats:
@@ -24,15 +23,12 @@ parses as JSON is always analysed as far as its contents allow.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
 
 from .errors import TraceError
 from .model import DeviceProps, MemoryEvent, Span, Trace, Track
-from .parse import check_memory, decompress, events_of, parse_json, read_bytes
 
 # Kinds, as indices into the per-kind lists built below.
 _OP, _ANN, _PY, _RT, _KERNEL, _MEMCPY, _MEMSET, _GPU_ANN, _GPU_SYNC, _RANGE, _OVERHEAD, _SPAN = (
@@ -371,54 +367,3 @@ def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
         if not isinstance(e, dict) or accept(e) is not None:
             not_events += 1
     return sink.finish(path, meta, not_events)
-
-
-def load_trace(path: str | os.PathLike[str], steps: tuple[int, int] | None = None) -> Trace:
-    """Read and normalise one trace file (``.json`` or ``.json.gz``); with ``steps``
-    (first, last ``ProfilerStep`` number), only the events of those steps."""
-    name = os.fspath(path)
-    if steps is None:  # a plain JSON file too large is refused before it is read
-        with contextlib.suppress(OSError), open(name, "rb") as fh:
-            if fh.read(2) != b"\x1f\x8b":
-                check_memory(name, os.fstat(fh.fileno()).st_size)
-    return load_trace_bytes(name, read_bytes(name), steps)
-
-
-def load_trace_bytes(
-    name: str, data: bytes | bytearray, steps: tuple[int, int] | None = None
-) -> Trace:
-    """Read and normalise a trace held in memory (``name`` is used in messages only).
-
-    The C scanner or msgspec's typed decode reads every trace Kineto writes (``fastload``);
-    a document neither takes (odd field types, invalid JSON), or an install with neither, is
-    read by stdlib ``json`` with the events normalised while they are parsed
-    (:class:`EventSink`), which skips what it cannot place and words every parse error."""
-    from . import accel, fastload
-
-    if steps is None and data[:2] == b"\x1f\x8b":
-        from .stream import load_streaming
-
-        streamed = load_streaming(name, data)  # None: read it whole, as below
-        if streamed is not None:
-            return streamed
-    # Only the C scanner reads without writing; --steps and msgspec decode in place.
-    text = decompress(name, data, writable=steps is not None or accel.native is None)
-    del data
-    if steps is not None:
-        try:
-            from . import window
-        except ImportError:  # msgspec missing (a bundle built for another Python)
-            raise TraceError(
-                f"{name}: --steps needs the msgspec package; pip install msgspec"
-            ) from None
-        return window.load_steps(name, text, steps)
-    check_memory(name, len(text))
-    try:
-        trace = fastload.load_fast(name, text)
-    except ImportError:  # no msgspec, and a document the C scanner left to it: stdlib path
-        trace = None
-    if trace is not None:
-        return trace
-    sink = EventSink()
-    meta, events = events_of(name, parse_json(name, text, sink.accept))
-    return sink.finish(name, meta, len(events) - events.count(None))

@@ -17,8 +17,8 @@ from typing import Any
 from .columns import is_comm_kernel
 from .engine import analyze
 from .intervals import Timeline
+from .load import load_trace
 from .model import Span, Trace
-from .normalise import load_trace
 from .rank_model import RankStats
 from .report import Measurements
 from .segment import Step, find_steps
