@@ -238,17 +238,15 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
     times = [e.ts for e in events]
     step_of = assign(ctx.steps, times)
     lines_of = [_marker_line(a.name) for a in trace.annotations]
-    has_lines = any(line is not None for line in lines_of)
-    if has_lines:
-        marker = _innermost(ctx, trace.annotations, [ln is not None for ln in lines_of], times)
-        op_of = _innermost(ctx, trace.ops, None, times)
-    else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
-        marker = op_of = [-1] * len(events)
-    line_of = [lines_of[m] if m >= 0 else None for m in marker]
     call_end = _call_ends(ctx, n_steps)
     acc: dict[tuple[int, str], _LineAcc] = {}
-    if has_lines:
-        _per_line(ctx, acc, step_of, line_of, op_of, call_end)
+    line_of: list[int | None]
+    if any(line is not None for line in lines_of):
+        marker = _innermost(ctx, trace.annotations, [ln is not None for ln in lines_of], times)
+        line_of = [lines_of[m] if m >= 0 else None for m in marker]
+        _per_line(ctx, acc, step_of, line_of, _innermost(ctx, trace.ops, None, times), call_end)
+    else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
+        line_of = [None] * len(events)
     return MemoryAnalysis(
         lines=_line_memory(acc, n_steps),
         peaks=_peaks(ctx, times, step_of, line_of, call_end),
