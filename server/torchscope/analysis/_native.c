@@ -31,9 +31,6 @@ PyTypeObject PinType = {
 };
 
 static PyMethodDef methods[] = {
-    {"stopped_at", native_stopped_at, METH_NOARGS,
-     "Where the last scan stopped reading (an offset into data): on a None, near what it"
-     " did not take; for tests and debugging."},
     {"merge", native_merge, METH_O,
      "merge(pairs) -> (starts, ends)\n\nintervals._merge in C: the union of (start, end)"
      " pairs sorted by start, touching ones merged."},

@@ -146,7 +146,6 @@ PyObject *native_loads(PyObject *module, PyObject *arg);
 PyObject *native_scan(PyObject *module, PyObject *args);
 PyObject *native_scan_stream(PyObject *module, PyObject *args);
 PyObject *native_merge(PyObject *module, PyObject *pairs); /* _native_merge.c */
-PyObject *native_stopped_at(PyObject *module, PyObject *args);
 PyObject *native_nest(PyObject *module, PyObject *args);
 
 #endif

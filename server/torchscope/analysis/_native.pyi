@@ -30,7 +30,6 @@ def scan_stream(
     low: int = ...,
     /,
 ) -> tuple[Any, int, int, bool, bytes, list[Any] | None] | None: ...
-def stopped_at() -> int: ...
 def nest(
     annotations: list[Any],
     python: list[Any],

@@ -242,8 +242,11 @@ static int next_event(Cur *cur, Window *w) {
     return st;
 }
 
-/* The event array at cur->p, read from memory (w NULL) or from a stream's window. */
+/* The event array at cur->p, read from memory (w NULL) or from a stream's window, with s
+ * set up afresh. */
 int scan_array(Ctx *c, State *s, Cur *cur, Window *w) {
+    memset(s, 0, sizeof(*s));
+    s->last_track = -1;
     if (cur->p >= cur->end || *cur->p != '[') return BAIL;
     const char *start = cur->p;
     if (w != NULL && !w->eof && window_fill(w, cur, &start, w->low) < 0) return ERR;
@@ -266,7 +269,7 @@ int scan_array(Ctx *c, State *s, Cur *cur, Window *w) {
     return st;
 }
 
-int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
+static int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
     PyObject *lists = PyObject_GetAttrString(sink, "lists");
     if (lists == NULL) return ERR;
     int ok = PyList_Check(lists) && PyList_GET_SIZE(lists) == 12;
@@ -300,12 +303,11 @@ int unpack(Ctx *c, PyObject *sink, PyObject *consts) {
     return 0;
 }
 
-static Py_ssize_t last_stop = -1;
 
 /* scan()'s answer for a document read whole: (origin, skipped, not_events, legacy, where,
  * memory), where (stolen) just past the array (scan: an offset; scan_stream: the bytes
  * read after it), memory the MemoryEvents or None (then they are in memory_raw). */
-PyObject *finish(Ctx *c, const State *s, PyObject *where) {
+static PyObject *finish(Ctx *c, const State *s, PyObject *where) {
     PyObject *memory;
     if (where == NULL) return NULL;
     if (c->mem_simple) {
@@ -329,8 +331,20 @@ PyObject *finish(Ctx *c, const State *s, PyObject *where) {
                          s->legacy ? Py_True : Py_False, where, memory);
 }
 
-PyObject *native_stopped_at(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(args)) {
-    return PyLong_FromSsize_t(last_stop);
+int scan_open(Ctx *c, PyObject *sink, PyObject *consts, PyObject *decode_any) {
+    memset(c, 0, sizeof(*c));
+    c->decode_any = decode_any;
+    c->mem_simple = 1;
+    args_set_decoder(decode_any);
+    return unpack(c, sink, consts);
+}
+
+PyObject *scan_close(Ctx *c, int st, const State *s, PyObject *where) {
+    PyObject *out = st == 0 ? finish(c, s, where) : st == BAIL ? Py_NewRef(Py_None) : NULL;
+    table_free(&c->table);
+    PyMem_Free(c->mem);
+    Py_XDECREF(c->arena); /* the Args made keep their blocks */
+    return out;
 }
 
 PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
@@ -339,11 +353,7 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnnOOO:scan", &data, &lo, &hi, &sink, &consts, &decode_any))
         return NULL;
     Ctx c;
-    memset(&c, 0, sizeof(c));
-    c.decode_any = decode_any;
-    if (unpack(&c, sink, consts) < 0) return NULL;
-    c.mem_simple = 1;
-    args_set_decoder(decode_any);
+    if (scan_open(&c, sink, consts, decode_any) < 0) return NULL;
     Pin *pin = PyObject_New(Pin, &PinType);
     if (pin == NULL) return NULL;
     if (PyObject_GetBuffer(data, &pin->view, PyBUF_SIMPLE) < 0) {
@@ -351,26 +361,16 @@ PyObject *native_scan(PyObject *Py_UNUSED(module), PyObject *args) {
         return NULL;
     }
     c.pin = (PyObject *)pin;
-    PyObject *out = NULL;
+    PyObject *out;
+    const char *buf = pin->view.buf;
     if (lo < 0 || hi > pin->view.len || lo >= hi) {
-        out = Py_NewRef(Py_None);
+        out = scan_close(&c, BAIL, NULL, NULL);
     } else {
-        Cur cur = {(const char *)pin->view.buf + lo, (const char *)pin->view.buf + hi};
+        Cur cur = {buf + lo, buf + hi};
         State s;
-        memset(&s, 0, sizeof(s));
-        s.last_track = -1;
         int st = scan_array(&c, &s, &cur, NULL);
-        last_stop = cur.p - (const char *)pin->view.buf;
-        if (st == BAIL) {
-            out = Py_NewRef(Py_None);
-        } else if (st == 0) {
-            out = finish(&c, &s, PyLong_FromSsize_t(last_stop));
-        }
+        out = scan_close(&c, st, &s, st == 0 ? PyLong_FromSsize_t(cur.p - buf) : NULL);
     }
-    table_free(&c.table);
-    PyMem_Free(c.mem);
     Py_DECREF(pin); /* the Args made keep it */
     return out;
 }
-
-

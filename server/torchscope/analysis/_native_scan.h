@@ -106,8 +106,12 @@ enum { WINDOW_MOST = 1 << 24 };
 int window_fill(Window *w, Cur *cur, const char **keep, Py_ssize_t need); /* 0 or ERR */
 PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n);
 int scan_array(Ctx *c, State *s, Cur *cur, Window *w); /* 0, BAIL or ERR */
-int unpack(Ctx *c, PyObject *sink, PyObject *consts);
-PyObject *finish(Ctx *c, const State *s, PyObject *where);
+/* A scan's state: scan_open unpacks the sink and the constants into c (0 or ERR; it holds
+ * nothing then); scan_close gives scan_array's answer for its status st (None on BAIL,
+ * NULL on ERR, else the tuple with where, stolen, made by the caller only when st is 0)
+ * and frees what c holds. */
+int scan_open(Ctx *c, PyObject *sink, PyObject *consts, PyObject *decode_any);
+PyObject *scan_close(Ctx *c, int st, const State *s, PyObject *where);
 
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status); /* _names.c */
 void table_free(Table *t);

@@ -96,35 +96,23 @@ PyObject *native_scan_stream(PyObject *Py_UNUSED(module), PyObject *args) {
     if (!PyArg_ParseTuple(args, "Oy*OOO|n:scan_stream", &read, &first, &sink, &consts,
                           &decode_any, &low))
         return NULL;
-    Ctx c;
-    memset(&c, 0, sizeof(c));
-    c.decode_any = decode_any;
-    c.mem_simple = 1;
     /* A window of 16 × low (1 MiB), refilled to half of it when low is left. */
     Window w = {read, NULL, 0, 0, low < 1 ? 1 : low > WINDOW_MOST ? WINDOW_MOST : low, 0};
-    PyObject *out = NULL;
-    if (unpack(&c, sink, consts) < 0 || window_reserve(&w, 16 * w.low + first.len) < 0) {
+    Ctx c;
+    if (scan_open(&c, sink, consts, decode_any) < 0 ||
+        window_reserve(&w, 16 * w.low + first.len) < 0) {
         PyBuffer_Release(&first);
         PyMem_Free(w.buf);
         return NULL;
     }
-    args_set_decoder(decode_any);
     memcpy(w.buf, first.buf, (size_t)first.len);
     w.len = first.len;
     PyBuffer_Release(&first);
     Cur cur = {w.buf, w.buf + w.len};
     State s;
-    memset(&s, 0, sizeof(s));
-    s.last_track = -1;
     int st = scan_array(&c, &s, &cur, &w);
-    if (st == BAIL) {
-        out = Py_NewRef(Py_None);
-    } else if (st == 0) {
-        out = finish(&c, &s, PyBytes_FromStringAndSize(cur.p, cur.end - cur.p));
-    }
-    table_free(&c.table);
-    PyMem_Free(c.mem);
+    PyObject *rest = st == 0 ? PyBytes_FromStringAndSize(cur.p, cur.end - cur.p) : NULL;
+    PyObject *out = scan_close(&c, st, &s, rest);
     PyMem_Free(w.buf);
-    Py_XDECREF(c.arena); /* the Args made keep their blocks */
     return out;
 }
