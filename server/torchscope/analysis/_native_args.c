@@ -128,31 +128,14 @@ static PyObject *args_raw(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 }
 
 /* The raw bytes of "Input Dims", "Input type" and "Concrete Inputs" (b"" when absent; the
- * last of a repeated key), as fastload._Shapes decodes them; None for an escaped key,
+ * last of a repeated key), as msgspec_types.Shapes decodes them; None for an escaped key,
  * which msgspec alone reads right. */
 static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     static const char *const keys[3] = {"Input Dims", "Input type", "Concrete Inputs"};
     Args *a = (Args *)self;
-    const char *at[3] = {a->ptr, a->ptr, a->ptr};
-    Py_ssize_t len[3] = {0, 0, 0};
-    Cur cur = {a->ptr, a->ptr + a->len};
-    int st = a->len >= 2 && *a->ptr == '{' ? enter(&cur, '}') : BAIL;
-    while (st == MORE) {
-        const char *key;
-        Py_ssize_t n;
-        int esc;
-        if (read_key(&cur, &key, &n, &esc) || esc) Py_RETURN_NONE;
-        const char *value = cur.p;
-        if (skip_value(&cur, 1)) Py_RETURN_NONE;
-        for (int k = 0; k < 3; k++) {
-            if ((size_t)n == strlen(keys[k]) && memcmp(key, keys[k], n) == 0) {
-                at[k] = value;
-                len[k] = cur.p - value;
-            }
-        }
-        st = next_item(&cur, '}');
-    }
-    if (st != 0) Py_RETURN_NONE;
+    const char *at[3];
+    Py_ssize_t len[3];
+    if (object_fields(a->ptr, a->len, keys, 3, at, len) != 0) Py_RETURN_NONE;
     return Py_BuildValue("(y#y#y#)", at[0], len[0], at[1], len[1], at[2], len[2]);
 }
 

@@ -288,4 +288,33 @@ static int skip_value(Cur *cur, int depth) {
     }
 }
 
+/* The raw values of the keys named in keys[0:n_keys] in the JSON object p[0:n] (the last of
+ * a repeated key, as msgspec reads it; len[k] 0 when absent); BAIL for anything but an
+ * object, an escaped key (msgspec's to read) or invalid JSON. */
+static int object_fields(const char *p, Py_ssize_t n, const char *const *keys, int n_keys,
+                         const char **at, Py_ssize_t *len) {
+    Cur cur = {p, p + n};
+    for (int k = 0; k < n_keys; k++) {
+        at[k] = p;
+        len[k] = 0;
+    }
+    int st = n >= 2 && *p == '{' ? enter(&cur, '}') : BAIL;
+    while (st == MORE) {
+        const char *key;
+        Py_ssize_t key_len;
+        int esc;
+        if (read_key(&cur, &key, &key_len, &esc) || esc) return BAIL;
+        const char *value = cur.p;
+        if (skip_value(&cur, 2)) return BAIL;
+        for (int k = 0; k < n_keys; k++) {
+            if ((size_t)key_len == strlen(keys[k]) && memcmp(key, keys[k], key_len) == 0) {
+                at[k] = value;
+                len[k] = cur.p - value;
+            }
+        }
+        st = next_item(&cur, '}');
+    }
+    return st;
+}
+
 #endif

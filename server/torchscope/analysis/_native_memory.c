@@ -7,30 +7,20 @@ static const char *const MEM_KEYS[4] = {"Bytes", "Addr", "Device Type", "Device 
 /* The four numbers of a [memory] event's args; 0 unless all present ones are JSON ints
  * and Bytes is there (the defaults are _memory_events's: Addr 0, Device Type 0, Id -1). */
 static int memory_fields(const char *p, Py_ssize_t n, long long v[4]) {
-    Cur cur = {p, p + n};
-    int have_bytes = 0;
-    v[0] = v[1] = v[2] = 0;
-    v[3] = -1;
-    int st = n >= 2 && *p == '{' ? enter(&cur, '}') : BAIL;
-    while (st == MORE) {
-        const char *key;
-        Py_ssize_t len;
-        int esc, which = -1;
-        if (read_key(&cur, &key, &len, &esc) || esc) return 0;
-        for (int k = 0; k < 4; k++)
-            if ((size_t)len == strlen(MEM_KEYS[k]) && memcmp(key, MEM_KEYS[k], len) == 0) which = k;
-        if (which >= 0) {
-            Num num;
-            if (cur.p >= cur.end || (*cur.p != '-' && (*cur.p < '0' || *cur.p > '9'))) return 0;
-            if (read_number(&cur, &num) || !num.is_int) return 0;
-            v[which] = num.i;
-            have_bytes |= which == 0;
-        } else if (skip_value(&cur, 2)) {
-            return 0;
-        }
-        st = next_item(&cur, '}');
+    static const long long DEFAULTS[4] = {0, 0, 0, -1};
+    const char *at[4];
+    Py_ssize_t len[4];
+    if (object_fields(p, n, MEM_KEYS, 4, at, len) != 0 || len[0] == 0) return 0;
+    for (int k = 0; k < 4; k++) {
+        v[k] = DEFAULTS[k];
+        if (len[k] == 0) continue;
+        Cur cur = {at[k], at[k] + len[k]};
+        Num num;
+        if (*cur.p != '-' && (*cur.p < '0' || *cur.p > '9')) return 0;
+        if (read_number(&cur, &num) || !num.is_int || cur.p != cur.end) return 0;
+        v[k] = num.i;
     }
-    return st == 0 && have_bytes;
+    return 1;
 }
 
 int memory_event(Ctx *c, const Event *ev) {
