@@ -100,9 +100,8 @@ def shapes_key(args: Mapping[str, Any]) -> tuple[bytes, bytes, bytes] | None:
         raw = args.raw()  # type: ignore[attr-defined]  # an escaped key: msgspec reads it
     else:
         return None
-    t = typed()
     try:
-        s = t.SHAPES.decode(raw)
-    except (t.DecodeError, t.ValidationError):
+        s = typed().SHAPES.decode(raw)
+    except decode_errors():
         return None
     return bytes(s.dims), bytes(s.types), bytes(s.concrete)

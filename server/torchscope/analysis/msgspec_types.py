@@ -2,7 +2,7 @@
 (``fastload.accept_all``, when the C scanner is not built or hands a document back),
 ``--steps`` (``window``) and any JSON value the C decoder leaves to msgspec.
 
-Imported only then (``fastload.typed``): msgspec and what it imports are a tenth of
+Imported only then (``lazyjson.typed``): msgspec and what it imports are a tenth of
 analysing a trace, and the C path reads most traces without it.
 """
 

@@ -23,10 +23,7 @@ from .fastload import _KEY, _SCAN_CONSTANTS, finish_sink, meta_of, take_scan
 from .lazyjson import msgspec_decode
 from .model import Trace
 from .normalise import EventSink
-from .parse import _ERRORS, _GZIP_MAGIC, Inflater, check_memory, gzip_size
-
-PIECE = 1 << 20
-"""Bytes inflated for the header and the tail at a time (the scanner asks for its own)."""
+from .parse import _ERRORS, _GZIP_MAGIC, PIECE, Inflater, check_memory, gzip_size
 
 LOW = 1 << 16
 """Bytes read ahead of each event before the scanner reads it (its window holds 16 times
