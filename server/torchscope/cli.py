@@ -165,7 +165,7 @@ def _print_json(data: Any) -> None:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _build_parser().parse_args(argv)
     if args.command == "serve":
-        from torchscope.lsp.server import run_stdio
+        from torchscope.lsp.wiring import run_stdio
 
         level = args.log_level.upper()
         logging.basicConfig(level=level, stream=sys.stderr)

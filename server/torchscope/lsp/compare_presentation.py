@@ -15,12 +15,8 @@ from lsprotocol import types
 
 from torchscope.analysis.compare_render import comparison_markdown
 from torchscope.analysis.comparison import Comparison
-from torchscope.lsp.constants import SOURCE
-from torchscope.lsp.presentation import (
-    CLIENT_OPEN_GENERATED_CODE,
-    CLIENT_OPEN_TRACE,
-    command_link,
-)
+from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE, CLIENT_OPEN_TRACE, SOURCE
+from torchscope.lsp.links import command_link
 
 #: Compare verdicts that recommend a change are warnings; the others are information.
 WARNING_VERDICTS = ("compile-wins",)

@@ -10,6 +10,7 @@ from lsprotocol import types
 
 from torchscope.analysis import Finding, format_duration
 from torchscope.host.profile_run import ProfileFailure
+from torchscope.lsp.compare_presentation import compare_diagnostic
 from torchscope.lsp.constants import SOURCE
 from torchscope.lsp.ranks_presentation import headline
 from torchscope.lsp.results import Profile, ProfiledFunction
@@ -119,8 +120,6 @@ def diagnostics_for(
     found = [verdict_diagnostic(result, lines, threshold)]
     compare = result.report.comparison
     if compare is not None and not result.stale:
-        from torchscope.lsp.compare_presentation import compare_diagnostic
-
         found.append(
             compare_diagnostic(
                 compare, line_range(lines, result.def_line), result.uri, result.qualname

@@ -24,7 +24,7 @@ from torchscope.lsp.constants import NOTIFY_PROFILE_DONE
 from torchscope.lsp.diagnostics import failure_diagnostic
 from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import Profile, ProfiledFunction, function_source
-from torchscope.lsp.server import TorchscopeServer
+from torchscope.lsp.server import EXECUTE_PARAMS, TorchscopeServer
 from torchscope.protocol import JobOptions, Output, Progress
 from torchscope.targets import Target, TargetError, function_at, read_source
 
@@ -214,8 +214,6 @@ async def with_progress(
 
 
 def execute_params() -> Optional[types.ExecuteCommandParams]:
-    from torchscope.lsp.server import EXECUTE_PARAMS
-
     return EXECUTE_PARAMS.get()
 
 

@@ -6,22 +6,22 @@ renders), so what the editor says and what the CLI says cannot drift apart.
 
 from __future__ import annotations
 
-import json
-import urllib.parse
-from typing import Any, Optional
+from typing import Optional
 
 from torchscope.analysis import format_duration
 from torchscope.analysis.callees import CalleeStats
 from torchscope.analysis.lines import LineOp, LineStats
 from torchscope.analysis.report import Peaks
 from torchscope.analysis.roofline import achieved_text, peaks_text
+from torchscope.lsp.compare_presentation import compare_hover
 
-# The client command ids live in lsp/constants.py; re-exported for the presentation modules.
+# The client command ids live in lsp/constants.py; re-exported for the editor features.
 from torchscope.lsp.constants import CLIENT_COMPARE_COMPILE as CLIENT_COMPARE_COMPILE
 from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE as CLIENT_OPEN_GENERATED_CODE
 from torchscope.lsp.constants import CLIENT_OPEN_TRACE as CLIENT_OPEN_TRACE
 from torchscope.lsp.constants import CLIENT_PROFILE as CLIENT_PROFILE
 from torchscope.lsp.constants import CLIENT_PROFILE_SIZES as CLIENT_PROFILE_SIZES
+from torchscope.lsp.links import command_link
 from torchscope.lsp.memory_presentation import memory_hover, memory_sentences
 from torchscope.lsp.ranks_presentation import headline, ranks_hover
 from torchscope.lsp.results import Profile
@@ -62,11 +62,6 @@ def callee_label(callee: CalleeStats, caller: str, stale: bool) -> str:
 
 def hot_lines(profile: Profile, threshold: float) -> list[LineStats]:
     return [line for line in profile.report.lines if line.share >= threshold]
-
-
-def command_link(title: str, command: str, argument: Any) -> str:
-    encoded = urllib.parse.quote(json.dumps([argument]))
-    return f"[{title}](command:{command}?{encoded})"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -171,8 +166,6 @@ def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:
         parts.append(_table(["line", "share", "CPU per call"], rows))
     parts += memory_sentences(report, offset)
     if profile.comparison is not None:
-        from torchscope.lsp.compare_presentation import compare_hover
-
         parts.append(compare_hover(profile.comparison))
     if profile.ranks is not None:
         parts.append(ranks_hover(profile.ranks))

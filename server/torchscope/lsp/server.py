@@ -1,7 +1,7 @@
 """The ``TorchscopeServer``: owns settings, the profiler (one worker) and the results.
 
 Handlers live in their own modules (``profile_command``, ``target_request``, ``documents``) and
-take the server first; this module wires them up and runs stdio.
+take the server first; ``lsp/wiring.py`` registers them and runs stdio.
 """
 
 from __future__ import annotations
@@ -162,26 +162,3 @@ class TorchscopeServer(LanguageServer):
             task.cancel()
         if self._profiler is not None:
             await self._profiler.close()
-
-
-def create_server() -> TorchscopeServer:
-    """A server with every handler registered: the modules below, and every
-    ``lsp/*_command.py`` (so a new command module needs no edit here)."""
-    import importlib
-    import pkgutil
-
-    from torchscope import lsp
-    from torchscope.lsp import code_actions, documents, editor_features, target_request
-
-    server = TorchscopeServer()
-    for module in (code_actions, documents, editor_features, target_request):
-        module.register(server)
-    for info in sorted(pkgutil.iter_modules(lsp.__path__), key=lambda m: m.name):
-        if info.name.endswith("_command"):
-            importlib.import_module(f"{lsp.__name__}.{info.name}").register(server)
-    return server
-
-
-def run_stdio() -> None:
-    server = create_server()
-    server.start_io()
