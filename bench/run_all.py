@@ -87,15 +87,16 @@ def synthesise(events_wanted: int, out: Path) -> int:
     External ids) shifted per copy until ``events_wanted``; returns the file's size."""
     import gzip
 
-    import msgspec
 
-    doc = msgspec.json.decode(gzip.decompress(TRACE.read_bytes()))
+    doc = json.loads(gzip.decompress(TRACE.read_bytes()))
     base = doc.pop("traceEvents")
     xs = [e for e in base if e.get("ph") == "X"]
     t0 = min(e["ts"] for e in xs)
     span = max(e["ts"] + e.get("dur", 0) for e in xs) - t0 + 1000
     steps = sorted({e["name"] for e in xs if e["name"].startswith("ProfilerStep#")})
-    encode = msgspec.json.Encoder().encode
+    def encode(value: Any) -> bytes:
+        return json.dumps(value, separators=(",", ":")).encode()
+
     head = encode(doc)[:-1] + b',"traceEvents":['
     with out.open("wb") as fh:
         fh.write(head)
@@ -132,8 +133,8 @@ sys.path.insert(0, sys.argv[1])
 t, c = time.perf_counter(), time.process_time()
 from torchscope.cli import main
 if sys.argv[2] == "lift":  # measure what the bound refuses: time and peak of the whole trace
-    from torchscope.analysis import parse
-    parse.LARGE_BYTES = 1 << 62
+    from torchscope.ingest import source
+    source.LARGE_BYTES = 1 << 62
 with contextlib.redirect_stdout(io.StringIO()):
     rc = main(sys.argv[3:])
 wall, cpu = time.perf_counter() - t, time.process_time() - c

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bundle the language server into the extension before `vsce package`:
-#   extension/bundled/tool/torchscope  <- server/torchscope (no __pycache__, no C sources: the
-#                                         built analysis/_native*.so goes, as msgspec's does)
+#   extension/bundled/tool/torchscope  <- server/torchscope (no __pycache__, no C sources), with
+#                                         ingest/_native built for every CPython found here
+#                                         (scripts/vscode/build_native.py: one build per version)
 #   extension/bundled/libs             <- pip install --no-deps --target (pinned pure-Python deps)
 # The launcher (extension/launcher/launch.py) puts both first on sys.path, so the user's
 # interpreter only needs torch. PYTHON picks the pip to use (default: .venv/bin/python, else python3).
@@ -20,7 +21,9 @@ REQ=extension/requirements-bundle.txt
 rm -rf "$OUT"
 mkdir -p "$OUT/tool" "$OUT/libs"
 echo "bundle-python: copying server/torchscope -> $OUT/tool/torchscope" >&2
-tar -C server --exclude='__pycache__' --exclude='*.pyc' --exclude='*.c' --exclude='*.h' -cf - torchscope | tar -C "$OUT/tool" -xf -
+tar -C server --exclude='__pycache__' --exclude='*.pyc' --exclude='*.c' --exclude='*.h' \
+  --exclude='_native*.so' -cf - torchscope | tar -C "$OUT/tool" -xf -
+"$PY" scripts/vscode/build_native.py "$OUT/tool/torchscope/ingest"
 echo "bundle-python: $PY -m pip install --no-deps --target $OUT/libs -r $REQ" >&2
 "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --no-compile --only-binary=:all: \
   --target "$OUT/libs" -r "$REQ" 2>&1 | { grep -v "^WARNING: Location .* is ignored" || true; } >&2

@@ -214,14 +214,13 @@ def _mcp(args: argparse.Namespace) -> int:
 def _analyze_steps(trace: Path, steps: str) -> Any:
     from torchscope.analysis import TraceError
     from torchscope.analysis.engine import analyze
-    from torchscope.analysis.load import load_trace
-    from torchscope.analysis.window import parse_steps
+    from torchscope.ingest import load_trace
 
     try:
         first_last = parse_steps(steps)
     except ValueError as exc:
         raise TraceError(f"--steps {exc}") from None
-    return analyze(load_trace(trace, first_last))
+    return analyze(load_trace(trace, steps=first_last))
 
 
 def _analyze(args: argparse.Namespace) -> int:
@@ -253,3 +252,16 @@ def _analyze(args: argparse.Namespace) -> int:
         opened = open_in_perfetto(trace, args.perfetto_origin, args.open_timeout, link_out)
         return EXIT_OK if opened else EXIT_FAILED
     return EXIT_OK
+
+
+def parse_steps(text: str) -> tuple[int, int]:
+    """``"10-20"`` → ``(10, 20)``; ``"7"`` → ``(7, 7)``."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a step range; write FIRST-LAST, e.g. 10-20")
+    first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+    if last < first:
+        raise ValueError(f"{text!r}: the last step comes before the first; write e.g. 10-20")
+    return first, last

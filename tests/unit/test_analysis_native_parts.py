@@ -1,5 +1,5 @@
-"""The analysis's C parts other than the scan give what their Python twins give: ``Args``
-(``lazyjson.LazyArgs``), ``nest`` (``nesting._sweep``), ``loads`` (msgspec's decoder) and
+"""The C parts other than the scan give what their Python twins give: ``Args`` (the dict
+stdlib json decodes), ``nest`` (``nesting._sweep``), ``loads`` (stdlib ``json.loads``) and
 ``merge`` (``intervals._merge_python``)."""
 
 from __future__ import annotations
@@ -7,20 +7,17 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.unit.test_analysis_native import _OP, TRACES, _doc, _raw
-from torchscope.analysis import accel, fastload, intervals, lazyjson, nesting
-from torchscope.analysis.parse import decompress
+from tests.unit.test_ingest_readers import _OP, TRACES, _doc, _raw
+from torchscope.analysis import intervals, nesting
+from torchscope.ingest import accel, load_trace, values
 
 pytestmark = pytest.mark.skipif(
     accel.native is None and shutil.which("cc") is None, reason="no C compiler: not built"
@@ -28,10 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _args_of(fields: str) -> Any:
-    trace = fastload.load_fast(
-        "t.json", bytearray(_raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,' + fields))
-    )
-    assert trace is not None
+    trace = load_trace(_raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,' + fields))
     return next(s for s in trace.ops if s.name == "a")
 
 
@@ -52,9 +46,9 @@ def test_args_read_like_the_dict_they_decode_to() -> None:
     with pytest.raises(TypeError):
         hash(args)
     assert args != {"correlation": 4} and args != [1] and args != "x"
-    assert args == lazyjson.LazyArgs((msgspec.Raw(args.raw()),)) == args
+    assert args == json.loads(args.raw()) == args
     assert pickle.loads(pickle.dumps(op)).args == plain  # pickled as the plain dict
-    assert lazyjson.shapes_key(args) == (b"[[2,2]]", b'["float"]', b"")
+    assert values.shapes_key(args) == (b"[[2,2]]", b'["float"]', b"")
 
 
 @pytest.mark.parametrize(
@@ -66,21 +60,21 @@ def test_args_read_like_the_dict_they_decode_to() -> None:
         "{}",
     ],
 )
-def test_shapes_key_of_args_equals_msgspec(args: str) -> None:
+def test_shapes_key_holds_the_raw_values_stdlib_json_reads(args: str) -> None:
     native = _args_of(f'"args":{args}').args
     assert accel.native is not None and isinstance(native, accel.native.Args)
-    assert lazyjson.shapes_key(native) == lazyjson.shapes_key(
-        lazyjson.LazyArgs((msgspec.Raw(args.encode()),))
-    )
+    key = values.shapes_key(native)
+    assert key is not None
+    plain = json.loads(args)
+    for raw, name in zip(key, ("Input Dims", "Input type", "Concrete Inputs")):
+        assert (json.loads(raw) if raw else None) == plain.get(name)
 
 
 @pytest.mark.parametrize("name", TRACES)
 def test_nesting_in_c_equals_the_python_sweep(
     shared_traces: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = decompress(name, (shared_traces / name).read_bytes())
-    trace = fastload.load_fast(name, text)
-    assert trace is not None
+    trace = load_trace(shared_traces / name)
     every_other = list(range(0, len(trace.runtime), 2))
     for subset in (None, every_other):
         native = nesting.build_nesting(trace, subset)
@@ -122,8 +116,7 @@ def test_nesting_takes_int_and_float_times_and_hands_back_others(
         },
         dict(_OP, ts=200, dur=10, tid=3, name="other thread"),
     )
-    trace = fastload.load_fast("t.json", bytearray(doc))
-    assert trace is not None
+    trace = load_trace(doc)
     native = nesting.build_nesting(trace)
     with monkeypatch.context() as m:
         m.setattr(accel, "native", None)
@@ -194,15 +187,17 @@ _json = st.recursive(
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(value=_json, indent=st.sampled_from([None, 1]), ascii_only=st.booleans())
-def test_loads_reads_json_values_as_msgspec_does(value: Any, indent: Any, ascii_only: bool) -> None:
-    """``_native.loads`` gives msgspec's value, or ValueError (then msgspec decodes it)."""
+def test_loads_reads_json_values_as_stdlib_json_does(
+    value: Any, indent: Any, ascii_only: bool
+) -> None:
+    """``_native.loads`` gives stdlib json's value, or ValueError (then stdlib decodes it)."""
     assert accel.native is not None
     data = json.dumps(value, indent=indent, ensure_ascii=ascii_only).encode()
-    expected = msgspec.json.decode(data)
+    expected = json.loads(data)
     try:
         got = accel.native.loads(data)
     except ValueError:
-        got = lazyjson.decode_json(data)  # msgspec's turn: the same value by construction
+        got = values.decode_json(data)  # stdlib's turn: the same value by construction
         assert _same(got, expected)
         return
     assert _same(got, expected)
@@ -212,24 +207,10 @@ def test_loads_reads_json_values_as_msgspec_does(value: Any, indent: Any, ascii_
     "text",
     [b'"a\\ud83d\\ude00"', b"123456789012345678901", b"1e400", b"[1,]", b'{"a":1', b"nul", b"1 2"],
 )
-def test_loads_hands_back_what_only_msgspec_reads(text: bytes) -> None:
+def test_loads_hands_back_what_it_is_not_sure_of(text: bytes) -> None:
     assert accel.native is not None
     with pytest.raises(ValueError):
         accel.native.loads(text)
-
-
-def test_analysing_a_kineto_trace_does_not_import_msgspec() -> None:
-    """msgspec's import is a tenth of analysing a trace; the C path reads every shared
-    Kineto trace without it (it is imported only for what the C decoder leaves to it)."""
-    code = (
-        "import sys; from torchscope.analysis import analyze_trace, render_report;"
-        "render_report(analyze_trace(sys.argv[1])); print('msgspec' in sys.modules)"
-    )
-    trace = Path(__file__).parents[1] / "data" / "traces" / "hta_ddp_v100_rank1.json.gz"
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(trace)], capture_output=True, text=True, check=True
-    )
-    assert out.stdout.strip() == "False"
 
 
 _times = st.one_of(st.integers(-(2**55), 2**55), st.floats(allow_nan=False, allow_infinity=False))

@@ -1,7 +1,7 @@
 """Property tests: damaged real traces either analyse or raise TraceError, nothing else.
 
 Random truncations (of the JSON text and of the gzip stream) and random deletions or
-corruptions of fields in real traces are fed through the whole pipeline (parse, normalise,
+corruptions of fields in real traces are fed through the whole pipeline (read,
 nest, link, segment, metrics, verdict, rules, render, to_dict).
 """
 
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from torchscope.analysis import TraceError, render_report
 from torchscope.analysis.engine import analyze
-from torchscope.analysis.load import load_trace_bytes
+from torchscope.ingest import load_trace
 
 SMALL = [
     "hta_cuda_event_sync_a100.json.gz",
@@ -51,7 +51,7 @@ def documents(shared_traces: Path) -> dict[str, dict[str, Any]]:
 def survive(name: str, data: bytes) -> None:
     """The contract: a Report that renders and serialises, or a TraceError naming the file."""
     try:
-        report = analyze(load_trace_bytes(name, data))
+        report = analyze(load_trace(data, name=name))
     except TraceError as exc:
         assert name in str(exc)
         return
@@ -66,7 +66,7 @@ def test_truncated_json(documents: dict[str, dict[str, Any]], which: str, cut: f
     text = json.dumps(documents[which]).encode()
     data = text[: min(len(text) - 1, int(len(text) * cut))]
     with pytest.raises(TraceError):
-        load_trace_bytes(which, data)
+        load_trace(data, name=which)
 
 
 @SETTINGS
@@ -75,7 +75,7 @@ def test_truncated_gzip(documents: dict[str, dict[str, Any]], which: str, cut: f
     packed = gzip.compress(json.dumps(documents[which]).encode())
     data = packed[: int(len(packed) * cut)]
     with pytest.raises(TraceError) as info:
-        load_trace_bytes(which, data)
+        load_trace(data, name=which)
     assert which in str(info.value)
 
 

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from torchscope import cli
-from torchscope.analysis import normalise
+from torchscope.ingest import kineto
 from torchscope.lsp import constants
 from torchscope.protocol import COMPILE_MODES, LINE_MARKER_PREFIX, JobOptions
 from torchscope.worker import line_markers
@@ -116,15 +116,15 @@ def test_cli_flags_fill_job_options() -> None:
 
 
 def test_line_marker_prefix_has_one_definition_per_side() -> None:
-    """protocol.py defines it; the analysis (which imports nothing of ours) keeps one copy."""
-    assert normalise.LINE_MARKER_PREFIX == LINE_MARKER_PREFIX
+    """protocol.py defines it; the ingest (which imports nothing of ours) keeps one copy."""
+    assert kineto.LINE_MARKER_PREFIX == LINE_MARKER_PREFIX
     assert line_markers.MARKER_PREFIX == LINE_MARKER_PREFIX
     holders = sorted(
         str(p.relative_to(SERVER))
         for p in SERVER.rglob("*.py")
         if f'"{LINE_MARKER_PREFIX}"' in p.read_text()
     )
-    assert holders == ["analysis/normalise.py", "protocol.py"]
+    assert holders == ["ingest/kineto.py", "protocol.py"]
 
 
 def test_compile_modes_have_one_definition_per_language() -> None:

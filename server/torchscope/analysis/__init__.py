@@ -11,11 +11,9 @@ the language server can import it in milliseconds. Public API::
 
 from __future__ import annotations
 
+from ..ingest import Trace, TraceError, load_trace
 from .engine import analyze, analyze_trace
-from .errors import TraceError
 from .formatting import format_bytes, format_duration, format_share
-from .load import load_trace
-from .model import Trace
 from .render import render_report
 from .report import (
     Device,

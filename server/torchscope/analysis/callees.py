@@ -9,9 +9,9 @@ of ``fn`` it costs. Frames carry the function's def line (kineto#630), which is 
 
 from __future__ import annotations
 
+from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context
-from .normalise import LINE_MARKER_PREFIX
 from .record import record
 from .source import is_library, parse_frame
 

@@ -11,8 +11,8 @@ from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any, TypeVar
 
+from ..ingest import Span
 from .context import Context
-from .model import Span
 
 _NAME = itemgetter(2)
 _T = TypeVar("_T")

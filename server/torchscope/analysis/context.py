@@ -14,9 +14,9 @@ from itertools import compress, repeat
 from operator import itemgetter, sub
 from typing import Any
 
+from ..ingest import Span, Trace
 from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
-from .model import Span, Trace
 from .nesting import Nesting, build_nesting
 from .record import field, record
 from .report import Measurements

@@ -6,9 +6,9 @@ from bisect import bisect_right
 from itertools import accumulate, compress, repeat
 from operator import itemgetter, not_
 
+from ..ingest import Span
 from .columns import top_level
 from .context import Context
-from .model import Span
 
 _START = itemgetter(0)
 _END = itemgetter(1)

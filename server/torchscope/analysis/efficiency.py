@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from ..ingest.values import shapes_key
 from .context import Context
-from .lazyjson import shapes_key
 from .lines import LineOp, LineStats, innermost_line
 from .record import field, record, replace
 from .report import Peaks, TopOp

@@ -11,15 +11,14 @@ import gc
 import os
 from operator import itemgetter
 
+from ..ingest import Trace, load_trace
 from .callees import callee_stats
 from .columns import median
 from .context import Context, build_context
 from .efficiency import annotate_lines
 from .lines import line_stats
-from .load import load_trace
 from .memory import attach_line_memory, memory_summary
 from .metrics import measure
-from .model import Trace
 from .op_table import top_kernels
 from .report import Device, Measurements, Report, Timing
 from .rules import run_rules

@@ -10,11 +10,11 @@ import math
 import re
 from typing import Any, Callable, Optional
 
+from ..ingest import Trace
 from .columns import median
 from .comparison import CopyRow, OpRow
 from .context import Context, build_context
 from .link import copy_kind
-from .model import Trace
 from .record import field, record
 
 ATEN_PREFIXES = ("aten::", "prims::", "inductor::", "quantized::")

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
-from .normalise import LINE_MARKER_PREFIX
 from .record import field, record
 
 if TYPE_CHECKING:

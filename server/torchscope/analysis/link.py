@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from itertools import compress, count, repeat
 from operator import ge, itemgetter, not_
 
-from .model import Span, Trace
+from ..ingest import Span, Trace
 from .record import record
 
 _START = itemgetter(0)

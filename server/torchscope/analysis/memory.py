@@ -27,10 +27,10 @@ from itertools import accumulate, compress, groupby
 from operator import itemgetter
 from typing import Any
 
+from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context, assign
 from .lines import LineStats, _shapes
-from .normalise import LINE_MARKER_PREFIX
 from .record import field, record, replace
 
 _TRACK = itemgetter(3)

@@ -20,6 +20,7 @@ from operator import add, itemgetter, le, lt, methodcaller, not_, sub
 from types import MappingProxyType
 from typing import Any
 
+from ..ingest import Span
 from .columns import DATALOADER, ByName, all_linked, is_comm_kernel, median, name_ids, top_level
 from .context import Context, assign
 from .cpu_index import CpuIndex, cpu_index
@@ -27,7 +28,6 @@ from .efficiency import annotate_ops, measure_efficiency
 from .intervals import union_length
 from .link import copy_kind, is_launch
 from .memory import memory_analysis
-from .model import Span
 from .op_table import op_table
 from .report import Gap, StepMetrics
 from .segment import Step

@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from itertools import repeat
 from operator import itemgetter, neg, sub
 
-from . import accel
-from .model import Span, Trace
+from ..ingest import Span, Trace, accel
 from .record import record
 
 NEST_TOLERANCE_US = 1.0

@@ -14,11 +14,10 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
+from ..ingest import Span, Trace, load_trace
 from .columns import is_comm_kernel
 from .engine import analyze
 from .intervals import Timeline
-from .load import load_trace
-from .model import Span, Trace
 from .rank_model import RankStats
 from .report import Measurements
 from .segment import Step, find_steps

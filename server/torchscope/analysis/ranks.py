@@ -23,8 +23,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..ingest import TraceError
 from .columns import median
-from .errors import TraceError
 from .formatting import format_duration, format_share
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_stats import measure_rank_file

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .model import Span, Trace
+from ..ingest import Span, Trace
 from .record import record
 
 _STEP_NUMBER = re.compile(r"#(\d+)$")

@@ -18,9 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .model import Trace
+from ..ingest import LINE_MARKER_PREFIX, Trace
 from .nesting import Nesting
-from .normalise import LINE_MARKER_PREFIX
 
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")
 _MARKER = re.compile(rf"^{re.escape(LINE_MARKER_PREFIX)}(?P<line>\d+)(?::(?P<file>.+))?$")

@@ -17,10 +17,10 @@ from torchscope.analysis.compare_render import render_comparison
 from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.inventory import Inventory, inventory
-from torchscope.analysis.load import load_trace
 from torchscope.analysis.record import replace
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
+from torchscope.ingest import load_trace
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,

@@ -16,9 +16,9 @@ from typing import Any, Optional
 from torchscope.analysis.diff import Diff, DiffSide, diff_runs
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.inventory import inventory
-from torchscope.analysis.load import load_trace
 from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
+from torchscope.ingest import load_trace
 from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult
 from torchscope.targets import Target
 

@@ -10,11 +10,11 @@ from itertools import groupby
 from operator import add, itemgetter, sub
 from typing import Any, TypeVar
 
+from ...ingest import Span
 from ..columns import ByName, median
 from ..context import Context
 from ..intervals import Timeline
 from ..link import SYNC_CALLS, is_launch
-from ..model import Span
 from ..stages import Metrics
 
 T = TypeVar("T")

@@ -10,9 +10,9 @@ from __future__ import annotations
 from itertools import chain, compress, repeat
 from operator import eq, itemgetter, le
 
+from ...ingest import Span
 from ..context import Context
 from ..formatting import format_duration
-from ..model import Span
 from ..report import Finding
 from ..stages import Metrics
 from ._common import (

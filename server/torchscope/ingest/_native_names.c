@@ -93,7 +93,7 @@ static int entry_flags(Ctx *c, Entry *e) {
 }
 
 /* The entry of the string whose raw bytes (between its quotes) are p[0:n]; NULL with
- * *status BAIL (not valid UTF-8, or escapes msgspec may read otherwise) or ERR. */
+ * *status BAIL (not valid UTF-8, or escapes stdlib json may read otherwise) or ERR. */
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status) {
     Table *t = &c->table;
     if ((t->used + 1) * 2 > t->cap && table_grow(t) < 0) {

@@ -1,5 +1,6 @@
-/* _native.scan's reading of one event object: the fields the analysis uses, typed as
- * msgspec's _Event types them (anything else is BAIL), and args left as raw bytes. */
+/* The scan's reading of one event object: the fields the event model reads, of the types
+ * Kineto writes (anything else is BAIL: the reference reader takes the trace), and args
+ * left as raw bytes. */
 #include "_native_scan.h"
 
 static int read_str_field(Ctx *c, Cur *cur, Entry **out) {
@@ -23,7 +24,7 @@ static int read_id(Ctx *c, Cur *cur, Id *id) {
         return literal(cur, "null", 4);
     }
     Num num;
-    if (read_number(cur, &num) || !num.is_int) return BAIL; /* a float pid: msgspec refuses */
+    if (read_number(cur, &num) || !num.is_int) return BAIL; /* a float pid: the reference reader's */
     id->type = V_INT;
     id->i = num.i;
     return 0;
@@ -31,26 +32,30 @@ static int read_id(Ctx *c, Cur *cur, Id *id) {
 
 static int read_num_field(Cur *cur, Num *num) {
     if (cur->p >= cur->end || !(*cur->p == '-' || (*cur->p >= '0' && *cur->p <= '9')))
-        return BAIL; /* true/false/null/strings: msgspec refuses them for ts and dur */
+        return BAIL; /* true/false/null/strings: the reference reader's */
     return read_number(cur, num);
 }
 
-/* The args value: checked whole; for an object, its top-level "correlation" noted. */
+/* The args value: checked whole; for an object, the raw values of its top-level span keys
+ * (config.keys) noted. */
 static int read_args(Cur *cur, Event *ev) {
     const char *start = cur->p;
-    ev->corr = NULL;
+    int n_keys = config.n_keys;
+    for (int k = 0; k < n_keys; k++) ev->key_at[k] = NULL;
     if (cur->p < cur->end && *cur->p == '{') {
         int st = enter(cur, '}');
         while (st == MORE) {
             const char *s;
             Py_ssize_t n;
             int esc;
-            if (read_key(cur, &s, &n, &esc) || esc) return BAIL; /* escaped: "correlation"? */
+            if (read_key(cur, &s, &n, &esc) || esc) return BAIL; /* escaped: a span key? */
             const char *v = cur->p;
             if (skip_value(cur, 2)) return BAIL;
-            if (n == 11 && memcmp(s, "correlation", 11) == 0) {
-                ev->corr = v;
-                ev->corr_len = cur->p - v;
+            for (int k = 0; k < n_keys; k++) {
+                if (n == config.key_len[k] && memcmp(s, config.keys[k], (size_t)n) == 0) {
+                    ev->key_at[k] = v;
+                    ev->key_len[k] = cur->p - v;
+                }
             }
             st = next_item(cur, '}');
         }
@@ -69,15 +74,15 @@ int read_event(Ctx *c, Cur *cur, Event *ev) {
     ev->ph = ev->cat = ev->name = NULL; /* not a memset: this runs once per event */
     ev->pid.type = ev->tid.type = V_ABSENT;
     ev->has_ts = ev->has_dur = 0;
-    ev->args = ev->corr = NULL;
-    if (cur->p >= cur->end || *cur->p != '{') return BAIL; /* msgspec wants objects */
+    ev->args = NULL;
+    if (cur->p >= cur->end || *cur->p != '{') return BAIL; /* not an object: the reference reader's */
     int st = enter(cur, '}');
     while (st == MORE) {
         const char *s;
         Py_ssize_t n;
         int esc;
         if (read_key(cur, &s, &n, &esc) || esc) return BAIL; /* escaped: a field's name? */
-        /* Repeated keys: the last one counts, as in msgspec. */
+        /* Repeated keys: the last one counts, as in stdlib json. */
         if (KEY("ph")) st = read_str_field(c, cur, &ev->ph);
         else if (KEY("cat")) st = read_str_field(c, cur, &ev->cat);
         else if (KEY("name")) st = read_str_field(c, cur, &ev->name);

@@ -1,21 +1,12 @@
-"""One pass over the raw events, made while the JSON is parsed: keep what the analysis reads.
+"""Where both readers put what they read: an :class:`EventSink` per trace, and its rule for
+one event in Python (:meth:`EventSink.accept`, the reference reader's; the fast reader's C
+scanner fills the same sink by the same rule, and tests hold the two equal).
 
-(``load.py`` picks which reader fills the sink: the streaming scan, the whole-buffer one
-in C or msgspec (``fastload``, the fast twin of this logic), or the stdlib parser's hook
-here.)
-
-Every trace variant torch has written since 1.8 is folded into one shape here, so no later
-stage has to know about formats:
-
-- legacy 2021 categories (``Operator``, ``Runtime``, ``Kernel``, ``Memcpy``, ``Memset``) map to
-  today's; legacy ``Operator`` events that are really ``record_function`` annotations
-  (``ProfilerStep#N``, ``enumerate(DataLoader)…``, ``Optimizer.step#…``, ``## … ##``) become
-  annotations, because that is what newer torch calls them;
-- string tids (``"24572"``, ``"stream 7"``) and string or missing device/stream ids;
-- ``ts`` is always microseconds in Kineto output, also under ``displayTimeUnit: ns`` (that key
-  only changes how viewers *display* time) and also when ``ts`` is relative to
-  ``baseTimeNanoseconds``: analysis only uses differences, so both are taken as they are;
-- ``deviceProperties`` and the older ``computeProperties``.
+``ts`` is always microseconds in Kineto output, also under ``displayTimeUnit: ns`` (that key
+only changes how viewers *display* time) and also when ``ts`` is relative to
+``baseTimeNanoseconds``: analysis only uses differences, so both are taken as they are.
+String tids (``"24572"``, ``"stream 7"``), string or missing device/stream ids,
+``deviceProperties`` and the older ``computeProperties`` are all read.
 
 Events with missing or ill-typed fields are skipped and counted, never fatal: a trace that
 parses as JSON is always analysed as far as its contents allow.
@@ -28,72 +19,14 @@ from operator import itemgetter
 from typing import Any
 
 from .errors import TraceError
+from .kineto import KINETO, EventModel
 from .model import DeviceProps, MemoryEvent, Span, Trace, Track
 
-# Kinds, as indices into the per-kind lists built below.
-_OP, _ANN, _PY, _RT, _KERNEL, _MEMCPY, _MEMSET, _GPU_ANN, _GPU_SYNC, _RANGE, _OVERHEAD, _SPAN = (
-    range(12)
-)
-_DEVICE_KINDS = frozenset({_KERNEL, _MEMCPY, _MEMSET, _GPU_ANN, _GPU_SYNC, _RANGE})
-
-_CATEGORY_KIND: dict[str, int] = {
-    "cpu_op": _OP,
-    "Operator": _OP,  # legacy; annotations are split off by name below
-    "operator": _OP,
-    "user_annotation": _ANN,
-    "python_function": _PY,
-    "cuda_runtime": _RT,
-    "Runtime": _RT,
-    "runtime": _RT,
-    "cuda_driver": _RT,  # cuLaunchKernel (Triton, some cuBLAS paths)
-    "xpu_runtime": _RT,
-    "privateuse1_runtime": _RT,
-    "kernel": _KERNEL,
-    "Kernel": _KERNEL,
-    "gpu_memcpy": _MEMCPY,
-    "Memcpy": _MEMCPY,
-    "gpu_memset": _MEMSET,
-    "Memset": _MEMSET,
-    "gpu_user_annotation": _GPU_ANN,
-    "cuda_sync": _GPU_SYNC,
-    "cuda_profiler_range": _RANGE,
-    "overhead": _OVERHEAD,
-    "Overhead": _OVERHEAD,
-    "Trace": _SPAN,
-}
-
-LEGACY_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
-
-ANNOTATION_PREFIXES = (
-    "ProfilerStep#",
-    "enumerate(DataLoader)",
-    "Optimizer.",
-    "## ",
-    "torchscope:",
-    "[param|",
-    "nccl:",
-)
-"""Names that ``record_function`` produced and legacy traces filed under ``Operator``."""
-
-LINE_MARKER_PREFIX = "torchscope:L"
-"""The worker's per-line markers; recorded as ``cpu_op`` but annotations, not ops. Equal to
-``protocol.LINE_MARKER_PREFIX`` (the analysis imports nothing of ours; a test holds them equal)."""
-
-PROFILER_OVERHEAD_NAMES = frozenset(
-    {
-        "Activity Buffer Request",
-        "CUPTI Overhead",
-        "Buffer Request",
-        "Buffer Flush",
-        "Command Buffer Full",
-        "UVM Activity Init",
-    }
-)
-"""CUPTI overhead kinds (``CUpti_ActivityOverheadKind``) Kineto exports under category
-``overhead``; matched by name too, in case a version files them elsewhere."""
-
-
 _START = itemgetter(0)
+
+Window = tuple[Any, tuple[tuple[float, float], ...], tuple[float, float]]
+"""``--steps``: (the whole trace's origin, ``(lo, hi)`` per kind, ``(lo, hi)`` of
+``[memory]`` events), absolute trace µs: a span of kind k is kept when ``lo <= ts < hi``."""
 
 
 def _int_or(value: object, default: int) -> int:
@@ -138,18 +71,18 @@ def _devices(meta: dict[str, Any]) -> list[DeviceProps]:
 
 
 class EventSink:
-    """Normalises raw events one at a time: ``accept`` is json's ``object_hook``.
+    """The spans, tracks, thread names and ``[memory]`` events of one trace, as read.
 
-    As the hook, it sees each event dict the moment the parser has built it, keeps what the
-    analysis reads (a :class:`Span` holding the name and the ``args`` dict by reference) and
-    lets the dict go while it is still in cache. That is both the single pass over the events
-    and most of the cost of freeing them: parsing with the hook is faster than parsing alone.
-    Every dict goes through the hook, inner ones first, so ``args`` objects, device properties
-    and the document itself (no ``"ph"`` key) come back unchanged.
+    ``accept`` is the reference reader's rule for one event: stdlib json's ``object_hook``,
+    so it sees each event dict the moment the parser has built it. Every dict goes through
+    the hook, inner ones first, so ``args`` objects, device properties and the document
+    itself (no ``"ph"`` key) come back unchanged.
     """
 
-    def __init__(self) -> None:
-        self.lists: list[list[Span]] = [[] for _ in range(12)]
+    def __init__(self, model: EventModel = KINETO, window: Window | None = None) -> None:
+        self.model = model
+        self.window = window
+        self.lists: list[list[Span]] = [[] for _ in model.kinds]
         self.track_ids: dict[tuple[object, object], int] = {}
         self.track_kinds: list[int] = []
         self.track_keys: list[tuple[object, object]] = []
@@ -159,16 +92,16 @@ class EventSink:
         self.memory_raw: list[tuple[Any, Any, Any, Any]] = []
         """``[memory]`` instant events as (ts, pid, tid, args), placed in ``finish``."""
         self.memory_ready: list[MemoryEvent] | None = None
-        """The same already placed, in file order (by the C scanner: ``fastload``)."""
-        self.origin: list[Any] = [None]
+        """The same already placed, in file order (by the C scanner)."""
+        self.origin: list[Any] = [None if window is None else window[0]]
         self.accept = self._make_accept()
 
     def _make_accept(self) -> Callable[[dict[str, Any]], Any]:
         """The hook, as a closure: its state lives in fast cell variables, not attributes.
 
-        It and ``accept`` are over 60 lines on purpose: ``accept`` runs once per JSON object
-        of the trace, and every helper call or attribute lookup moved out of its body is a
-        measurable share of the stdlib path. ``fastload.accept_all`` mirrors it line for line."""
+        Over 60 lines on purpose: it runs once per JSON object of the trace, and every helper
+        call or attribute lookup moved out of its body is a measurable share of the read."""
+        m = self.model
         appends = [lst.append for lst in self.lists]
         track_ids = self.track_ids
         track_kinds, track_keys = self.track_kinds, self.track_keys
@@ -177,21 +110,22 @@ class EventSink:
         flags = self.flags
         memory_raw = self.memory_raw.append
         origin_box = self.origin
-        kind_of = _CATEGORY_KIND.get
-        ann_prefixes = ANNOTATION_PREFIXES
-        marker = LINE_MARKER_PREFIX
-        legacy_cats = LEGACY_CATEGORIES
-        overhead_names = PROFILER_OVERHEAD_NAMES
+        kind_of = m.category_kinds().get
+        op_kind, ann_kind, overhead_kind = m.kind("ops"), m.kind("annotations"), m.kind("overhead")
+        ann_prefixes, marker = m.annotation_prefixes, m.line_marker_prefix
+        legacy_cats, overhead_names = m.legacy_categories, m.overhead_names
+        span_keys, span_type = m.span_keys, m.span_type
+        window = self.window
+        ranges, (mem_lo, mem_hi) = (window[1], window[2]) if window else ((), (0.0, 0.0))
         empty: dict[str, Any] = {}
         new = tuple.__new__  # Span(...) without the Python-level NamedTuple.__new__ frame
-        op_kind = _OP
         names: dict[str, str] = {}
         same_name = names.setdefault
         # The first complete event's timestamp, subtracted from all: Kineto writes absolute
         # epoch µs (~1.7e15, where a float64 resolves only 0.25 µs) in older traces, and
         # durations of 1-2 µs kernels must survive ``end - start``. Metadata events are not
-        # used: some carry ``ts: 0``.
-        origin: Any = None
+        # used: some carry ``ts: 0``. With a window, the whole trace's, given.
+        origin: Any = origin_box[0]
         # The track of the previous event: most events continue their thread's run.
         last_pid: object = None
         last_tid: object = None
@@ -209,7 +143,9 @@ class EventSink:
                         if isinstance(a, dict) and isinstance(a.get("name"), str):
                             thread_names[(e.get("pid"), e.get("tid"))] = a["name"]
                     elif ph == "i" and e.get("name") == "[memory]":
-                        memory_raw((e.get("ts"), e.get("pid"), e.get("tid"), e.get("args")))
+                        ts = e.get("ts")
+                        if not window or (ts.__class__ in (int, float) and mem_lo <= ts < mem_hi):
+                            memory_raw((ts, e.get("pid"), e.get("tid"), e.get("args")))
                     return None
                 if origin is None:
                     ts = e.get("ts")
@@ -220,6 +156,17 @@ class EventSink:
                 if kind is None:
                     return None
                 name = e["name"]
+                if name.__class__ is not str:
+                    raise TypeError
+                legacy = cat in legacy_cats
+                if kind == op_kind and (
+                    name.startswith(ann_prefixes) if legacy else name.startswith(marker)
+                ):
+                    kind = ann_kind  # legacy annotations; the worker's line markers
+                if name in overhead_names:
+                    kind = overhead_kind
+                if window and not ranges[kind][0] <= e["ts"] < ranges[kind][1]:
+                    return None  # outside the chosen steps
                 start = e["ts"] - origin
                 try:
                     end = start + e["dur"]
@@ -230,30 +177,16 @@ class EventSink:
                 except KeyError:
                     args = empty
                 # The chained comparison also rejects strings, None and NaN in ts/dur.
-                if (
-                    not -1e18 < start <= end < 1e18
-                    or name.__class__ is not str
-                    or args.__class__ is not dict
-                ):
-                    if args is None and name.__class__ is str and -1e18 < start <= end < 1e18:
+                if not -1e18 < start <= end < 1e18 or args.__class__ is not dict:
+                    if args is None and -1e18 < start <= end < 1e18:
                         args = empty
                     else:
                         flags["skipped"] += 1
                         return None
-                if kind == op_kind:
-                    if cat in legacy_cats:
-                        flags["legacy"] = True
-                        if name.startswith(ann_prefixes):
-                            kind = _ANN
-                    elif name.startswith(marker):
-                        kind = _ANN  # the worker's line markers (_RecordFunctionFast: cpu_op)
-                elif cat in legacy_cats:
+                if legacy:
                     flags["legacy"] = True
-                if name in overhead_names:
-                    kind = _OVERHEAD
                 # One string object per distinct name: the parser makes a new one per event,
-                # and every later name lookup would hash its copy of a 100-character kernel
-                # name again instead of reusing a cached hash and an identity match.
+                # and every later name lookup would hash its copy again.
                 name = same_name(name, name)
                 pid = e.get("pid")
                 tid = e.get("tid")
@@ -270,7 +203,8 @@ class EventSink:
                     track = last_track = found
                     last_pid, last_tid = pid, tid
                 # ts/dur stay ints where Kineto wrote ints (exact, and no float() per event).
-                appends[kind](new(Span, (start, end, name, track, args, args.get("correlation"))))
+                keys = [args.get(k) for k in span_keys]
+                appends[kind](new(span_type, (start, end, name, track, args, *keys)))
             except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 # A missing field, a wrong type, an unhashable pid/tid or category: not an
                 # event we can place; counted, never fatal.
@@ -279,52 +213,45 @@ class EventSink:
 
         return accept
 
+    def take_scan(self, done: tuple[Any, int, int, bool, Any, Any]) -> int:
+        """Put what a C scan found besides the spans into the sink; the non-event count."""
+        origin, skipped, not_events, legacy, _, memory = done
+        self.memory_ready = memory
+        if self.origin[0] is None:
+            self.origin[0] = origin
+        self.flags["skipped"] += skipped
+        self.flags["legacy"] = self.flags["legacy"] or legacy
+        return int(not_events)
+
+    def empty(self) -> bool:
+        """Nothing was read at all (no span, no skipped event)."""
+        return sum(map(len, self.lists)) == 0 and not self.flags["skipped"]
+
     def finish(self, path: str, meta: dict[str, Any], not_events: int) -> Trace:
         """The :class:`Trace` of everything accepted; ``not_events``: entries of
         ``traceEvents`` that were not event objects at all (counted as skipped)."""
+        m = self.model
         lists = self.lists
         # Every list sorted by start: step membership becomes one slice per step, and the
         # per-thread sweeps get nearly sorted input. Kineto writes each thread in time order,
         # so this is a merge of sorted runs.
         for lst in lists:
             lst.sort(key=_START)
-
-        tracks: list[Track] = []
-        for (pid, tid), kind, args in zip(self.track_keys, self.track_kinds, self.track_first_args):
-            if kind in _DEVICE_KINDS:
-                device = _int_or(args.get("device"), _int_or(pid, 0))
-                stream = _int_or(args.get("stream"), _int_or(tid, 0))
-                tracks.append(Track(pid, tid, device, stream))
-            else:
-                tracks.append(Track(pid, tid, -1, -1))
         track_ids = self.track_ids
         names = {track_ids[k]: v for k, v in self.thread_names.items() if k in track_ids}
-
-        memory = self._memory_events()
-        trace = Trace(
+        trace = m.trace_type(
             path=path,
             meta=meta,
-            ops=lists[_OP],
-            annotations=lists[_ANN],
-            python=lists[_PY],
-            runtime=lists[_RT],
-            kernels=lists[_KERNEL],
-            memcpys=lists[_MEMCPY],
-            memsets=lists[_MEMSET],
-            gpu_annotations=lists[_GPU_ANN],
-            gpu_syncs=lists[_GPU_SYNC],
-            profiler_ranges=lists[_RANGE],
-            overhead=lists[_OVERHEAD],
-            trace_spans=lists[_SPAN],
-            tracks=tracks,
+            **dict(zip(m.kinds, lists)),
+            tracks=self._tracks(),
             devices=_devices(meta),
             thread_names=names,
             legacy=bool(self.flags["legacy"]),
+            memory=self._memory_events(),
             skipped_events=int(self.flags["skipped"]) + not_events,
-            memory=memory,
         )
-        recognised = sum(len(x) for i, x in enumerate(lists) if i != _SPAN)
-        if recognised == 0:
+        spans = m.kind("trace_spans")
+        if not any(len(x) for i, x in enumerate(lists) if i != spans):
             raise TraceError(
                 f"{path}: not a PyTorch profiler trace, or one that recorded nothing: none of "
                 "its events has a Kineto category (cpu_op, user_annotation, kernel, "
@@ -333,17 +260,31 @@ class EventSink:
             )
         return trace
 
+    def _tracks(self) -> list[Track]:
+        device_kinds = self.model.device_kind_indices()
+        dev_key, stream_key = self.model.track_keys
+        tracks: list[Track] = []
+        for (pid, tid), kind, args in zip(self.track_keys, self.track_kinds, self.track_first_args):
+            if kind in device_kinds:
+                device = _int_or(args.get(dev_key), _int_or(pid, 0))
+                stream = _int_or(args.get(stream_key), _int_or(tid, 0))
+                tracks.append(Track(pid, tid, device, stream))
+            else:
+                tracks.append(Track(pid, tid, -1, -1))
+        return tracks
+
     def _memory_events(self) -> list[MemoryEvent]:
         """The ``[memory]`` events on the spans' clock and tracks; malformed ones are skipped."""
         if self.memory_ready is not None:
             self.memory_ready.sort(key=_START)
             return self.memory_ready
         origin = self.origin[0] or 0
+        new = self.model.memory_type
         out: list[MemoryEvent] = []
         for ts, pid, tid, args in self.memory_raw:
             try:
                 out.append(
-                    MemoryEvent(
+                    new(
                         ts - origin,
                         self.track_ids.get((pid, tid), -1),
                         int(args["Bytes"]),
@@ -356,14 +297,3 @@ class EventSink:
                 self.flags["skipped"] += 1
         out.sort(key=_START)
         return out
-
-
-def normalise(path: str, meta: dict[str, Any], events: list[Any]) -> Trace:
-    """Split already parsed raw events by kind into :class:`Span` lists."""
-    sink = EventSink()
-    accept = sink.accept
-    not_events = 0
-    for e in events:
-        if not isinstance(e, dict) or accept(e) is not None:
-            not_events += 1
-    return sink.finish(path, meta, not_events)

@@ -1,10 +1,12 @@
-"""The C scanner (``analysis/_native_scan.c`` and the files it names) gives the trace of the
-msgspec loop (``fastload.accept_all``) on every document it takes, and hands every other
-document back (``None``) for that loop to read as before. The other C parts:
-``test_analysis_native_parts.py``."""
+"""The two readers agree: the fast reader (the C scanner over the document as it streams,
+``ingest/fast.py``) gives the reference reader's trace (stdlib ``json`` with the Python rule,
+``ingest/reference.py``) on every document it takes, and hands every other document back
+(``None``) for the reference reader to read. The other C parts:
+``test_analysis_native_parts.py``; the stream's edges: ``test_ingest_stream.py``."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -14,10 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchscope.analysis import accel, fastload
-from torchscope.analysis.model import Trace
-from torchscope.analysis.normalise import EventSink
-from torchscope.analysis.parse import decompress
+from torchscope.ingest import KINETO, Trace, accel, fast, load_trace
+from torchscope.ingest.sink import EventSink
+from torchscope.ingest.source import Document
 
 # Without a compiler there is no extension to compare with its twins (they run alone, and
 # every other test covers them); with one, test_the_extension_is_built insists on it.
@@ -30,7 +31,7 @@ TRACES = sorted(p.name for p in (Path(__file__).parents[1] / "data" / "traces").
 
 def _typed(trace: Trace) -> dict[str, Any]:
     """The trace's fields, with each span's numbers' types (``1 == 1.0`` would hide a
-    float where the other path kept an int) and its args as a plain dict."""
+    float where the other reader kept an int) and its args as a plain dict."""
     out = dict(vars(trace))
     for key, value in out.items():
         if isinstance(value, list) and value and hasattr(value[0], "args"):
@@ -53,49 +54,50 @@ def _typed(trace: Trace) -> dict[str, Any]:
     return out
 
 
-def _msgspec_only(name: str, text: bytes | bytearray, monkeypatch: pytest.MonkeyPatch) -> Any:
+def reference(source: Any, monkeypatch: pytest.MonkeyPatch, name: str = "t.json") -> Trace:
+    """The reference reader's trace (the C part switched off, as TORCHSCOPE_NO_NATIVE does)."""
     with monkeypatch.context() as m:
         m.setattr(accel, "native", None)
-        return fastload.load_fast(name, bytearray(text))
+        return load_trace(source, name=name)
 
 
-def _loads_as_the_msgspec_loop(text: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The whole fast load gives the msgspec loop's trace, None, or exception."""
+def fast_only(text: bytes, low: int = fast.LOW, window: Any = None) -> Trace | None:
+    """The fast reader's trace, or None where it hands the document back."""
+    sink = EventSink(KINETO, window)
+    got = fast.scan(Document(io.BytesIO(text), "t.json"), sink, low)
+    return None if got is None else sink.finish("t.json", *got)
+
+
+def _reads_as_the_reference(text: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole load gives the reference reader's trace or exception."""
     try:
-        expected: Any = _msgspec_only("t.json", text, monkeypatch)
-    except Exception as exc:  # what the msgspec loop raised, the whole load must raise too
-        with pytest.raises(type(exc)):
-            fastload.load_fast("t.json", bytearray(text))
+        expected: Any = reference(text, monkeypatch)
+    except Exception as exc:  # what the reference raised, the whole load must raise too
+        with pytest.raises(type(exc)) as raised:
+            load_trace(text, name="t.json")
+        assert str(raised.value) == str(exc)
         return
-    got = fastload.load_fast("t.json", bytearray(text))
-    assert (got is None) == (expected is None)
-    if got is not None:
-        assert _typed(got) == _typed(expected)
-
-
-def _scanned(text: bytes | bytearray) -> tuple[int, int] | None:
-    q = fastload.quick_span(text) or fastload.array_span(text)
-    assert q is not None
-    return fastload.scan_native(EventSink(), text, q[1], q[2])
+    assert _typed(load_trace(text, name="t.json")) == _typed(expected)
 
 
 def test_the_extension_is_built() -> None:
     """The install builds it wherever a C compiler is found (``pip install -e .``); without
-    it every trace is still analysed, by the Python twins, but slower."""
+    it every trace is still read, by the reference reader, but slower."""
     assert accel.native is not None or shutil.which("cc") is None, (
-        "analysis/_native*.c was not built though a C compiler is here: run pip install -e ."
+        "ingest/_native*.c was not built though a C compiler is here: run pip install -e ."
     )
 
 
 @pytest.mark.parametrize("name", TRACES)
-def test_every_shared_trace_is_scanned_to_the_same_trace(
+def test_every_shared_trace_is_read_alike_by_both_readers(
     shared_traces: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = decompress(name, (shared_traces / name).read_bytes())
-    assert _scanned(text) is not None, "the scanner takes every trace Kineto writes"
-    native = fastload.load_fast(name, text)
-    assert native is not None
-    assert _typed(native) == _typed(_msgspec_only(name, text, monkeypatch))
+    path = shared_traces / name
+    sink = EventSink(KINETO)
+    with open(path, "rb") as fh:
+        got = fast.scan(Document(fh, name), sink)
+    assert got is not None, "the fast reader takes every trace Kineto writes"
+    assert _typed(sink.finish(str(path), *got)) == _typed(reference(path, monkeypatch, str(path)))
 
 
 def _doc(*events: dict[str, Any], **top: Any) -> bytes:
@@ -112,7 +114,7 @@ def _raw(op_fields: str) -> bytes:
     return b'{"traceEvents": [{' + op_fields.encode() + b"}, " + plain.encode() + b"]}"
 
 
-# Documents the scanner takes, each probing one rule it shares with the msgspec loop.
+# Documents the fast reader takes, each probing one rule it shares with the reference.
 TAKEN = {
     "floats": _raw('"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10.125,"dur":0.5'),
     "many digits": _raw('"ph":"X","cat":"kernel","name":"k","ts":1712195495406752.797,"dur":1e-1'),
@@ -158,10 +160,6 @@ TAKEN = {
     "memory": _raw(
         '"ph":"i","name":"[memory]","pid":1,"tid":2,"ts":12,"args":{"Bytes":8,"Addr":1}'
     ),
-    "memory, no ts": _raw('"ph":"i","name":"[memory]","pid":1,"tid":2,"args":{"Bytes":8}'),
-    "memory, odd args": _raw('"ph":"i","name":"[memory]","ts":12,"args":[1]'),
-    "memory, float bytes": _raw('"ph":"i","name":"[memory]","ts":12,"args":{"Bytes":8.0}'),
-    "memory, no bytes": _raw('"ph":"i","name":"[memory]","ts":12,"args":{"Addr":3}'),
     "memory, all fields": _raw(
         '"ph":"i","name":"[memory]","pid":1,"tid":2,"ts":12.5,"args":{"Device Type":1,'
         '"Device Id":0,"Bytes":-8,"Addr":139926520725504,"Total Allocated":5435638784}'
@@ -188,22 +186,22 @@ TAKEN = {
         '"ph":"X","cat":"cpu_op","name":"a","ts":11,"zz":"\x7f\\/\\b","args":{"s":"\\t"}'
     ),
     "a list after the events": _doc(_OP, dict(_OP, ts=20), after=[1, {"x": [2]}]),
+    "a bare array of events": json.dumps([_OP, dict(_OP, ts=20)]).encode(),
+    "a plain file": _doc(_OP, dict(_OP, ts=20), schemaVersion=1),
 }
 
 
 @pytest.mark.parametrize("case", sorted(TAKEN))
-def test_taken_documents_read_as_the_msgspec_loop_reads_them(
+def test_taken_documents_read_as_the_reference_reads_them(
     case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = TAKEN[case]
-    assert _scanned(bytearray(text)) is not None, "the scanner should take this document"
-    native = fastload.load_fast("t.json", bytearray(text))
-    expected = _msgspec_only("t.json", text, monkeypatch)
-    assert native is not None and expected is not None
-    assert _typed(native) == _typed(expected)
+    got = fast_only(text)
+    assert got is not None, "the fast reader should take this document"
+    assert _typed(got) == _typed(reference(text, monkeypatch))
 
 
-# Documents it hands back: the msgspec loop (or the stdlib path after it) judges them.
+# Documents it hands back: the reference reader judges them.
 HANDED_BACK = {
     "escaped key": _raw('"p\\u0068":"X","cat":"cpu_op","name":"a","ts":11'),
     "surrogate pair": _raw('"ph":"X","cat":"cpu_op","name":"\\ud83d\\ude00","ts":11'),
@@ -221,16 +219,25 @@ HANDED_BACK = {
     "bad literal": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"zz":nul'),
     "not an object": b'{"traceEvents": [1, 2]}',
     "too deep": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":11,"zz":' + "[" * 70 + "]" * 70),
+    "memory, no ts": _raw('"ph":"i","name":"[memory]","pid":1,"tid":2,"args":{"Bytes":8}'),
+    "memory, odd args": _raw('"ph":"i","name":"[memory]","ts":12,"args":[1]'),
+    "memory, float bytes": _raw('"ph":"i","name":"[memory]","ts":12,"args":{"Bytes":8.0}'),
+    "memory, no bytes": _raw('"ph":"i","name":"[memory]","ts":12,"args":{"Addr":3}'),
+    "no events": b'{"schemaVersion": 1}',
+    "empty events": b'{"traceEvents": []}',
+    "invalid JSON after the events": _doc(_OP) + b"}",
+    "NaN": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":NaN'),
+    "a BOM": b"\xef\xbb\xbf" + _doc(_OP),
 }
 
 
 @pytest.mark.parametrize("case", sorted(HANDED_BACK))
-def test_other_documents_are_handed_back_unchanged(
+def test_other_documents_are_handed_to_the_reference_reader(
     case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = HANDED_BACK[case]
-    assert _scanned(bytearray(text)) is None
-    _loads_as_the_msgspec_loop(text, monkeypatch)
+    assert fast_only(text) is None
+    _reads_as_the_reference(text, monkeypatch)
 
 
 # Random events: each field absent or present, mostly of the type Kineto writes (so most
@@ -299,9 +306,9 @@ _events = st.one_of(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
     derandomize=True,
 )
-@given(events=st.lists(_events, min_size=1, max_size=6))
-def test_random_documents_read_as_the_msgspec_loop_reads_them(
-    events: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+@given(events=st.lists(_events, min_size=1, max_size=6), bare=st.booleans())
+def test_random_documents_read_as_the_reference_reads_them(
+    events: list[dict[str, Any]], bare: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = json.dumps({"traceEvents": events}).encode()
-    _loads_as_the_msgspec_loop(text, monkeypatch)
+    text = json.dumps(events if bare else {"traceEvents": events}).encode()
+    _reads_as_the_reference(text, monkeypatch)

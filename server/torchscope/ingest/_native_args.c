@@ -1,15 +1,13 @@
-/* Args: one event's "args" object, left as its bytes inside the trace until it is read.
+/* Args: one event's "args" object, left as its bytes until it is read.
  *
- * The native twin of lazyjson.LazyArgs (a tuple over msgspec's Raw): a read-only Mapping
- * that decodes its JSON object on first use (_native_decode.c, else the msgspec decoder
- * scan() was given) and keeps
- * the dict; most events' args are never read. One small object per event instead of the
- * LazyArgs and its Raw, and no garbage-collector header: the dict it may hold is decoded
- * JSON, which cannot refer back to it, so it is never part of a cycle. */
+ * A read-only Mapping that decodes its JSON object on first use (_native_decode.c, else
+ * the stdlib json decoder configure() was given) and keeps the dict; most events' args are
+ * never read. One small object per event, and no garbage-collector header: the dict it may
+ * hold is decoded JSON, which cannot refer back to it, so it is never part of a cycle. */
 #include "_native.h"
 #include "_native_json.h"
 
-static PyObject *g_decode; /* the msgspec decoder scan() was last given */
+static PyObject *g_decode; /* the stdlib json decoder configure() was given */
 
 void args_set_decoder(PyObject *decode) {
     Py_XINCREF(decode);
@@ -128,8 +126,8 @@ static PyObject *args_raw(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 }
 
 /* The raw bytes of "Input Dims", "Input type" and "Concrete Inputs" (b"" when absent; the
- * last of a repeated key), as msgspec_types.Shapes decodes them; None for an escaped key,
- * which msgspec alone reads right. */
+ * last of a repeated key, as stdlib json keeps it); None for an escaped key, which the
+ * decoder alone reads right. */
 static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     static const char *const keys[3] = {"Input Dims", "Input type", "Concrete Inputs"};
     Args *a = (Args *)self;

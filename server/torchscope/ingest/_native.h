@@ -136,14 +136,14 @@ typedef struct {
     (cur)->p++
 
 
-/* JSON values as msgspec decodes them (_native_decode.c); NULL with *status BAIL (no
- * exception: ask msgspec) or ERR (an exception is set). */
+/* JSON values as stdlib json decodes them (_native_decode.c); NULL with *status BAIL (no
+ * exception: ask stdlib json) or ERR (an exception is set). */
 PyObject *json_value(const char *p, Py_ssize_t n, int *status);
-/* The value of p[0:n]: json_value's, else fallback(memoryview) (msgspec's decoder). */
+/* The value of p[0:n]: json_value's, else fallback(memoryview) (stdlib json's decoder). */
 PyObject *json_decode(const char *p, Py_ssize_t n, PyObject *fallback);
 PyObject *native_loads(PyObject *module, PyObject *arg);
 
-PyObject *native_scan(PyObject *module, PyObject *args);
+PyObject *native_configure(PyObject *module, PyObject *consts);
 PyObject *native_scan_stream(PyObject *module, PyObject *args);
 PyObject *native_merge(PyObject *module, PyObject *pairs); /* _native_merge.c */
 PyObject *native_nest(PyObject *module, PyObject *args);

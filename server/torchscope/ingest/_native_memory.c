@@ -39,43 +39,9 @@ int memory_event(Ctx *c, const Event *ev) {
     r->ts = ev->ts;
     r->pid = ev->pid;
     r->tid = ev->tid;
-    r->args = ev->args;
-    r->args_len = ev->args_len;
-    if (!ev->has_ts || !memory_fields(ev->args, ev->args_len, r->v)) {
-        /* Handed over raw at the end, args and all: a streaming scan no longer holds them
-         * (Kineto writes every one simple; the caller reads such a trace whole). */
-        if (c->pin == NULL) return BAIL;
-        c->mem_simple = 0;
-    }
-    return 0;
-}
-
-/* Every [memory] event as (ts, pid, tid, args) in memory_raw; 0, BAIL or ERR. */
-int memory_raw(Ctx *c) {
-    for (Py_ssize_t i = 0; i < c->n_mem; i++) {
-        MemRec *r = &c->mem[i];
-        PyObject *items[4] = {r->has_ts ? num_obj(&r->ts) : Py_NewRef(c->unset),
-                              id_obj(&r->pid), id_obj(&r->tid),
-                              json_decode(r->args, r->args_len, c->decode_any)};
-        if (items[3] == NULL && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
-            PyErr_Clear();
-            for (int k = 0; k < 3; k++) Py_XDECREF(items[k]);
-            return BAIL;
-        }
-        PyObject *t = PyTuple_New(4);
-        for (int k = 0; k < 4; k++) {
-            if (items[k] == NULL || t == NULL) {
-                for (int j = 0; j < 4; j++) Py_XDECREF(items[j]);
-                Py_XDECREF(t);
-                return ERR;
-            }
-        }
-        for (int k = 0; k < 4; k++) PyTuple_SET_ITEM(t, k, items[k]);
-        int st = PyList_Append(c->memory_raw, t);
-        Py_DECREF(t);
-        if (st < 0) return ERR;
-    }
-    return 0;
+    /* One that is not simple: the reference reader takes the trace (Kineto writes every
+     * one simple; the scan no longer holds the args to hand them over raw). */
+    return ev->has_ts && memory_fields(ev->args, ev->args_len, r->v) ? 0 : BAIL;
 }
 
 /* The MemoryEvents, in file order (the caller sorts them by time, as _memory_events does). */
@@ -114,5 +80,3 @@ PyObject *memory_events(Ctx *c, const State *s) {
     }
     return out;
 }
-
-/* [memory] and thread_name events; 0, BAIL or ERR. */

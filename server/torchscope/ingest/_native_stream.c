@@ -1,11 +1,10 @@
-/* _native.scan_stream: the event array scanned as the trace inflates (stream.py).
+/* _native.scan_stream: the event array scanned as the trace is read (fast.py).
  *
- * scan() reads a document held whole in memory, and its Args point into it: a 54 MB trace
- * is then 54 MB faulted in (a tenth of the analysis on these machines) and held to the end.
- * scan_stream reads the same array from read(n), a piece at a time, through a window of
- * about a megabyte that is reused, and copies each span's args (a quarter of the bytes)
- * into blocks the Args pin. Everything else is scan()'s: the same events give the same
- * spans (test_analysis_stream holds the two equal, at every piece size).
+ * It reads the array from read(n), a piece at a time (a plain file's bytes or a gzip
+ * stream's, inflating), through a window of about a megabyte that is reused, and copies
+ * each span's args (a quarter of the bytes) into blocks the Args pin: the document is never
+ * held whole. The same events give the same spans at every piece size
+ * (test_ingest_stream cuts events at every byte).
  */
 #include "_native_scan.h"
 
@@ -64,10 +63,9 @@ int window_fill(Window *w, Cur *cur, const char **keep, Py_ssize_t need) {
     return 0;
 }
 
-/* An Args over p[0:n]: in scan(), the trace's own bytes; in scan_stream(), a copy in the
- * current block (a bytearray, pinned while any Args into it lives). */
+/* An Args over a copy of p[0:n] in the current block (a bytearray, pinned while any Args
+ * into it lives). */
 PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n) {
-    if (c->pin != NULL) return args_new(c->pin, p, n);
     if (c->arena == NULL || c->arena_used + n > c->arena_cap) {
         Py_ssize_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
         PyObject *block = PyByteArray_FromStringAndSize(NULL, cap);
@@ -90,20 +88,22 @@ PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n) {
 }
 
 PyObject *native_scan_stream(PyObject *Py_UNUSED(module), PyObject *args) {
-    PyObject *read, *sink, *consts, *decode_any;
+    PyObject *read, *sink, *window = Py_None;
     Py_buffer first;
     Py_ssize_t low = 1 << 16;
-    if (!PyArg_ParseTuple(args, "Oy*OOO|n:scan_stream", &read, &first, &sink, &consts,
-                          &decode_any, &low))
+    if (!PyArg_ParseTuple(args, "Oy*O|nO:scan_stream", &read, &first, &sink, &low, &window))
         return NULL;
     /* A window of 16 × low (1 MiB), refilled to half of it when low is left. */
     Window w = {read, NULL, 0, 0, low < 1 ? 1 : low > WINDOW_MOST ? WINDOW_MOST : low, 0};
     Ctx c;
-    if (scan_open(&c, sink, consts, decode_any) < 0 ||
-        window_reserve(&w, 16 * w.low + first.len) < 0) {
+    if (scan_open(&c, sink, window) < 0) {
+        PyBuffer_Release(&first);
+        return NULL;
+    }
+    if (window_reserve(&w, 16 * w.low + first.len) < 0) {
         PyBuffer_Release(&first);
         PyMem_Free(w.buf);
-        return NULL;
+        return scan_close(&c, ERR, NULL, NULL);
     }
     memcpy(w.buf, first.buf, (size_t)first.len);
     w.len = first.len;

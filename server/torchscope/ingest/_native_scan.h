@@ -24,23 +24,41 @@ typedef struct {
     size_t cap, used;
 } Table;
 
-/* What scan() was given: the sink's containers and the constants of normalise.py. */
+/* Span keys: the args keys whose values every span carries (kineto.SPAN_ARG_KEYS); a
+ * capacity, not a count: configure() takes up to this many. */
+enum { MAX_SPAN_KEYS = 8 };
+
+/* What configure() was given once, at import (ingest/accel.py): the event model's tables
+ * (ingest/kineto.py) and the span keys as bytes. */
 typedef struct {
-    PyObject *lists[12];
+    PyObject *consts; /* the tuple, held */
+    int n_keys;
+    const char *keys[MAX_SPAN_KEYS];
+    Py_ssize_t key_len[MAX_SPAN_KEYS];
+} Config;
+extern Config config;
+
+/* A scan's state: the sink's containers and the configured tables. */
+typedef struct {
+    PyObject **lists; /* one per kind, as many as the sink has (kineto.KINDS) */
+    Py_ssize_t n_lists;
     PyObject *track_ids, *track_kinds, *track_keys, *track_first_args;
-    PyObject *thread_names, *memory_raw;
+    PyObject *thread_names;
     PyObject *category_kind, *legacy_cats, *ann_prefixes, *marker, *overhead_names;
     PyObject *span_type, *empty, *decode_any;
-    PyObject *unset; /* what a [memory] event without ts holds as its ts (None: skipped) */
     PyObject *memory_type;
     int op_kind, ann_kind, overhead_kind;
-    PyObject *pin;   /* the trace bytes the Args point into; NULL: a streaming scan */
-    PyObject *arena; /* streaming: the Pin of the block the Args' bytes are copied to */
+    PyObject *arena; /* the Pin of the block the Args' bytes are copied to */
     Py_ssize_t arena_used, arena_cap;
     Table table;
     struct MemRec *mem; /* the [memory] events, in file order */
     Py_ssize_t n_mem, cap_mem;
-    int mem_simple; /* every one holds int Bytes (and Addr, Device Type, Device Id) */
+    /* --steps: keep a span of kind k only when lo[k] <= ts < hi[k] (absolute µs), a
+     * [memory] event only in [mem_lo, mem_hi); with the whole trace's origin, preset. */
+    int windowed;
+    double *lo, *hi, mem_lo, mem_hi;
+    int preset_origin;
+    Num origin0;
 } Ctx;
 
 
@@ -59,8 +77,8 @@ typedef struct {
     Num ts, dur;
     const char *args; /* the raw args value, NULL when absent */
     Py_ssize_t args_len;
-    const char *corr; /* the raw value of args' top-level "correlation" */
-    Py_ssize_t corr_len;
+    const char *key_at[MAX_SPAN_KEYS]; /* the raw values of args' top-level span keys */
+    Py_ssize_t key_len[MAX_SPAN_KEYS];
 } Event;
 
 typedef struct {
@@ -75,18 +93,16 @@ typedef struct {
 
 /* [memory] events:
  *
- * normalise.EventSink._memory_events turns each into a MemoryEvent with int() of its
- * args' Bytes, Addr, Device Type and Device Id. When every one holds these as JSON ints
- * (as Kineto writes them), the MemoryEvents are made here at the end of the scan, on the
- * spans' clock and tracks; otherwise every one is handed over raw, (ts, pid, tid, args),
- * for the Python loop to convert and skip as it does. */
+ * sink.EventSink._memory_events turns each into a MemoryEvent with int() of its args'
+ * Bytes, Addr, Device Type and Device Id. When every one holds these as JSON ints (as
+ * Kineto writes them), the MemoryEvents are made here at the end of the scan, on the
+ * spans' clock and tracks; otherwise the scan bails and the reference reader takes the
+ * trace. */
 
 typedef struct MemRec {
     int has_ts;
     Num ts;
     Id pid, tid;
-    const char *args;
-    Py_ssize_t args_len;
     long long v[4]; /* Bytes, Addr, Device Type, Device Id */
 } MemRec;
 
@@ -106,11 +122,11 @@ enum { WINDOW_MOST = 1 << 24 };
 int window_fill(Window *w, Cur *cur, const char **keep, Py_ssize_t need); /* 0 or ERR */
 PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n);
 int scan_array(Ctx *c, State *s, Cur *cur, Window *w); /* 0, BAIL or ERR */
-/* A scan's state: scan_open unpacks the sink and the constants into c (0 or ERR; it holds
- * nothing then); scan_close gives scan_array's answer for its status st (None on BAIL,
+/* A scan's state: scan_open unpacks the sink, the configured tables and the window into c
+ * (0 or ERR; it holds nothing then); scan_close gives scan_array's answer for its status st (None on BAIL,
  * NULL on ERR, else the tuple with where, stolen, made by the caller only when st is 0)
  * and frees what c holds. */
-int scan_open(Ctx *c, PyObject *sink, PyObject *consts, PyObject *decode_any);
+int scan_open(Ctx *c, PyObject *sink, PyObject *window);
 PyObject *scan_close(Ctx *c, int st, const State *s, PyObject *where);
 
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status); /* _names.c */
@@ -119,7 +135,6 @@ int read_event(Ctx *c, Cur *cur, Event *ev); /* _native_event.c: 0, BAIL or ERR 
 PyObject *id_obj(const Id *id);
 PyObject *pair(const Event *ev); /* (pid, tid) */
 int memory_event(Ctx *c, const Event *ev);          /* 0, BAIL or ERR */
-int memory_raw(Ctx *c);                             /* 0, BAIL or ERR */
 PyObject *memory_events(Ctx *c, const State *s);    /* new list, or NULL */
 
 #endif

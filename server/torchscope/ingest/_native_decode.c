@@ -1,8 +1,8 @@
-/* A JSON value as a Python object, as msgspec.json.Decoder() (type Any) makes it, for the
+/* A JSON value as a Python object, as stdlib json.loads makes it, for the
  * values it is sure to read the same: objects (the last of a repeated key wins), arrays,
- * strings (escapes decoded; a lone surrogate is msgspec's to judge), integers below 2**53,
- * floats (correctly rounded, as msgspec's), true, false, null. Anything else is BAIL and the
- * caller asks msgspec, so analysing a trace seldom needs msgspec imported at all. */
+ * strings (escapes decoded; a lone surrogate is stdlib json's to judge), integers below 2**53,
+ * floats (correctly rounded, as stdlib json's), true, false, null. Anything else is BAIL and the
+ * caller asks stdlib json. */
 #include "_native.h"
 #include "_native_json.h"
 
@@ -72,7 +72,7 @@ PyObject *json_str(const char *p, Py_ssize_t n, int escaped, int *status) {
         case 'u': {
             unsigned cp;
             if (hex4(p, end, &cp) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                PyMem_Free(buf); /* surrogates (pairs too): msgspec's to read */
+                PyMem_Free(buf); /* surrogates (pairs too): stdlib json's to read */
                 *status = BAIL;
                 return NULL;
             }
@@ -194,10 +194,10 @@ PyObject *json_decode(const char *p, Py_ssize_t n, PyObject *fallback) {
     PyObject *out = json_value(p, n, &status);
     if (out != NULL || status == ERR) return out;
     if (fallback == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "no msgspec decoder to fall back on (scan() sets it)");
+        PyErr_SetString(PyExc_RuntimeError, "no decoder to fall back on (configure() sets it)");
         return NULL;
     }
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ); /* msgspec's turn */
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ); /* stdlib json's turn */
     if (view == NULL) return NULL;
     out = PyObject_CallOneArg(fallback, view);
     Py_DECREF(view);
@@ -211,6 +211,6 @@ PyObject *native_loads(PyObject *Py_UNUSED(module), PyObject *arg) {
     PyObject *v = json_value(view.buf, view.len, &status);
     PyBuffer_Release(&view);
     if (v == NULL && status == BAIL)
-        PyErr_SetString(PyExc_ValueError, "not a JSON value this decoder takes; ask msgspec");
+        PyErr_SetString(PyExc_ValueError, "not a JSON value this decoder takes; ask stdlib json");
     return v;
 }

@@ -1,4 +1,4 @@
-/* The JSON reader of _native.scan: strict (it takes less than msgspec, never more), and
+/* The JSON reader of _native.scan_stream: strict (it takes less than stdlib json, never more), and
  * nothing but a walk over the bytes: what it reads, the caller turns into Python values.
  * Each returns 0, or BAIL for what it does not take. In a header, as static functions, so
  * that each file's per-event loop has them inlined. */
@@ -83,7 +83,7 @@ static inline int read_string(Cur *cur, const char **s, Py_ssize_t *n, int *esca
                 if (h < 0) return BAIL;
                 v = v * 16 + h;
             }
-            if (v >= 0xD800 && v <= 0xDFFF) return BAIL; /* surrogates: msgspec's to judge */
+            if (v >= 0xD800 && v <= 0xDFFF) return BAIL; /* surrogates: stdlib json's to judge */
             p = (const unsigned char *)q + 6;
             break;
         }
@@ -99,7 +99,7 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 /* A number at cur->p. With num NULL it is only checked. Integers beyond 2**53 and floats
- * that overflow make it BAIL where they are read (msgspec keeps big ints exact). */
+ * that overflow make it BAIL where they are read (stdlib json keeps big ints exact). */
 static int read_number_slow(Cur *cur, Num *num);
 
 /* The common case inline: an integer of up to 16 digits below 2**53 (Kineto's ts, dur,
@@ -289,8 +289,8 @@ static int skip_value(Cur *cur, int depth) {
 }
 
 /* The raw values of the keys named in keys[0:n_keys] in the JSON object p[0:n] (the last of
- * a repeated key, as msgspec reads it; len[k] 0 when absent); BAIL for anything but an
- * object, an escaped key (msgspec's to read) or invalid JSON. */
+ * a repeated key, as stdlib json reads it; len[k] 0 when absent); BAIL for anything but an
+ * object, an escaped key (stdlib json's to read) or invalid JSON. */
 static int object_fields(const char *p, Py_ssize_t n, const char *const *keys, int n_keys,
                          const char **at, Py_ssize_t *len) {
     Cur cur = {p, p + n};

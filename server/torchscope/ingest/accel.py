@@ -1,0 +1,59 @@
+"""The one boundary of the C part (``_native``: ``_native.c`` and the files it names): the
+one module that imports it.
+
+``native`` is the extension module, or ``None`` where it was not built (pip found no C
+compiler) or ``TORCHSCOPE_NO_NATIVE`` is set: then the reference reader reads every trace,
+and the analysis runs each stage's Python twin, which gives the same result (parity tests
+hold each pair equal), only slower. :func:`configure` hands the C scanner the event model's
+tables (``kineto.py``): once at import, again only for another model (a test's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from .kineto import KINETO, EventModel
+
+native: ModuleType | None = None
+_configured: list[EventModel | None] = [None]
+_EMPTY: dict[str, Any] = {}
+
+
+def configure(model: EventModel) -> None:
+    """Give the C scanner ``model``'s tables (a no-op when they are the ones it has)."""
+    if native is None or _configured[0] is model:
+        return
+    from .values import json_loads
+
+    native.configure(
+        (
+            model.category_kinds(),
+            model.legacy_categories,
+            model.annotation_prefixes,
+            model.line_marker_prefix,
+            model.overhead_names,
+            model.span_type,
+            _EMPTY,
+            model.memory_type,
+            model.kind("ops"),
+            model.kind("annotations"),
+            model.kind("overhead"),
+            model.span_keys,
+            json_loads,
+        )
+    )
+    _configured[0] = model
+
+
+if not os.environ.get("TORCHSCOPE_NO_NATIVE"):
+    try:
+        from . import _native
+    except ImportError:  # not built: the reference reader and the Python twins run
+        pass
+    else:
+        Mapping.register(_native.Args)  # an event's args, read like the dict it decodes to
+        native = _native
+        configure(KINETO)

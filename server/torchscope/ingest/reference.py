@@ -1,0 +1,26 @@
+"""The reference reader: stdlib ``json`` with :meth:`~.sink.EventSink.accept` as its
+``object_hook``, so each event is placed the moment the parser has built it. Pure Python
+(the ``json`` module's C speed-ups where the interpreter has them): every install has it.
+It reads what the fast reader hands back, every install without the C part, and words
+every parse error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sink import EventSink
+from .source import Document, empty_archive, events_of, parse_json
+
+
+def scan(
+    name: str, document: Document, sink: EventSink
+) -> tuple[dict[str, Any], int]:
+    """Fill ``sink`` from the whole of ``document``: its metadata and the count of array
+    entries that were not events. Raises :class:`~.errors.TraceError` for what is not a
+    trace."""
+    data = document.rest()
+    if not data:
+        raise empty_archive(name)
+    meta, events = events_of(name, parse_json(name, data, sink.accept))
+    del data
+    return meta, len(events) - events.count(None)

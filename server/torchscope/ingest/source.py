@@ -1,0 +1,311 @@
+"""Reading a trace's bytes, turning every way it can fail into a TraceError.
+
+Kineto writes Chrome-trace JSON, gzipped when the name ends in ``.gz``; we sniff the gzip
+magic instead of trusting the name. :class:`Document` gives the document a piece at a time,
+inflating as it goes (the fast reader streams it); :func:`read_whole` gives it whole, and
+:func:`parse_json` parses it with stdlib ``json`` (the reference reader), the garbage
+collector paused while it builds ~200k small dicts.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import os
+import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Union
+
+from .errors import TraceError
+
+if TYPE_CHECKING:
+    import json
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_HINT = "re-export it with torch.profiler's export_chrome_trace (or prof.export_chrome_trace)"
+
+
+Source = Union[str, "os.PathLike[str]", bytes, bytearray]
+"""A trace: a file's path, or the file's bytes (still gzipped, if they are)."""
+
+
+def open_file(source: Source, name: str) -> BinaryIO:
+    """The trace's bytes as a binary file; every way opening can fail is a TraceError."""
+    if isinstance(source, (bytes, bytearray)):
+        return io.BytesIO(source)
+    try:
+        return open(source, "rb")
+    except FileNotFoundError:
+        raise TraceError(f"{name}: no such file; check the path") from None
+    except IsADirectoryError:
+        raise TraceError(f"{name}: is a directory; pass one .json or .json.gz trace file") from None
+    except OSError as exc:
+        raise TraceError(
+            f"{name}: cannot be read ({exc.strerror or exc}); check its permissions"
+        ) from None
+
+
+def _corrupt(name: str, exc: object) -> TraceError:
+    return TraceError(
+        f"{name}: the gzip data is truncated or corrupt ({exc}); the file was cut short "
+        f"while being written or copied; {_HINT}"
+    )
+
+
+def _empty(name: str) -> TraceError:
+    return TraceError(
+        f"{name}: the file is empty (0 bytes); the profiler did not finish writing it; {_HINT}"
+    )
+
+
+_MAX_RATIO = 40
+"""Largest uncompressed/compressed ratio for which the gzip trailer's size is trusted."""
+
+FEED = 1 << 18
+"""Compressed bytes read from the file and handed to the inflater at a time."""
+
+PIECE = 1 << 20
+"""Bytes a :meth:`Document.rest` asks for at a time."""
+
+
+class Document:
+    """``read(n)``: up to ``n`` more bytes of the trace document, inflated as they are read
+    when the file is gzipped (every member of a multi-member file, any size); ``b""`` at its
+    end. Raises :class:`TraceError` for a file that is empty, or gzip data that is corrupt,
+    truncated or followed by garbage."""
+
+    def __init__(self, fh: BinaryIO, name: str) -> None:
+        self._fh = fh
+        self._name = name
+        head = fh.read(2)
+        if not head:
+            raise _empty(name)
+        self.gzipped = head == _GZIP_MAGIC
+        self._pending: bytes = head
+        self._inflate: Any = _decompressobj() if self.gzipped else None
+        self._eof = False
+        self.size = 0
+        """Document bytes read so far."""
+        self.bounded = False
+        """Refuse the document once it grows past :data:`LARGE_BYTES` (:func:`check_memory`),
+        for a size :meth:`expected_size` could not tell beforehand."""
+
+    def __call__(self, n: int) -> bytes:
+        piece = self._gz(n) if self.gzipped else self._plain(n)
+        self.size += len(piece)
+        if self.bounded and self.size >= LARGE_BYTES:
+            check_memory(self._name, self.size)
+        return piece
+
+    def expected_size(self) -> int | None:
+        """The document's size, when the file tells it before it is read: a plain file's
+        size, or what a gzip file's trailer names when it is plausible for JSON (Kineto
+        traces compress 10-20×; the trailer holds the size mod 2**32, and a truncated file
+        ends in arbitrary bytes)."""
+        try:
+            here = self._fh.tell()
+            total = self._fh.seek(0, os.SEEK_END)
+            if self.gzipped and total >= 18:
+                self._fh.seek(total - 4)
+                size = int.from_bytes(self._fh.read(4), "little")
+            self._fh.seek(here)
+        except (OSError, ValueError):
+            return None
+        if not self.gzipped:
+            return total
+        if total < 18 or not 0 < size <= _MAX_RATIO * total or _MAX_RATIO * total >= 2**32:
+            return None
+        return size
+
+    def _plain(self, n: int) -> bytes:
+        if self._pending:
+            piece, self._pending = self._pending + self._fh.read(max(0, n - 2)), b""
+            return piece
+        return self._fh.read(max(1, n))
+
+    def _gz(self, n: int) -> bytes:
+        try:
+            while not self._eof:
+                if not self._pending:
+                    self._pending = self._fh.read(FEED)
+                    if not self._pending:
+                        if self._inflate.eof:  # a member ended with the file: done
+                            self._eof = True
+                            break
+                        raise _corrupt(self._name, "compressed data ended before the end")
+                if self._inflate.eof:  # another member follows
+                    if self._pending[:2] != _GZIP_MAGIC[: len(self._pending[:2])]:
+                        raise _corrupt(self._name, "trailing garbage after the gzip data")
+                    self._inflate = _decompressobj()
+                piece: bytes = self._inflate.decompress(self._pending, max(1, n))
+                self._pending = self._inflate.unconsumed_tail or self._inflate.unused_data
+                if piece:
+                    return piece
+        except _ERRORS as exc:
+            raise _corrupt(self._name, exc) from None
+        return b""
+
+    def rest(self) -> bytes:
+        """Everything left to read."""
+        return b"".join(iter(lambda: self(PIECE), b""))
+
+
+def _decompressobj() -> Any:
+    """A gzip inflater: ISA-L's (``isal``, twice as fast) when installed, else zlib's."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    return isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
+
+
+def _isal_errors() -> tuple[type[Exception], ...]:
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return (zlib.error,)
+    return (zlib.error, isal_zlib.error)  # type: ignore[return-value]
+
+
+_ERRORS = _isal_errors()
+
+
+def empty_archive(name: str) -> TraceError:
+    """The error for a gzip file that holds an empty document."""
+    return TraceError(f"{name}: the gzip archive holds an empty file; {_HINT}")
+
+
+def open_document(fh: BinaryIO, name: str, bounded: bool) -> Document:
+    """The document in ``fh``; ``bounded``: refuse one too large to analyse whole
+    (:func:`check_memory`), before it is read where its size can be told."""
+    document = Document(fh, name)
+    if bounded:
+        size = document.expected_size()
+        if size is None:
+            document.bounded = True
+        else:
+            check_memory(name, size)
+    return document
+
+
+def _looks_truncated(data: bytes | bytearray, exc: json.JSONDecodeError) -> bool:
+    """A document that starts like JSON and fails exactly where the bytes run out."""
+    body = data.strip()
+    if body[:1] not in (b"{", b"["):
+        return False
+    if exc.pos >= len(body) - 1:
+        return True
+    # An unterminated string that runs to the end: no closing quote after it.
+    return exc.msg.startswith("Unterminated string") and b'"' not in data[exc.pos + 1 :]
+
+
+def parse_json(
+    name: str, data: bytes | bytearray, object_hook: Callable[[dict[str, Any]], Any] | None = None
+) -> Any:
+    """``json.loads`` with the collector paused and errors named after the file;
+    ``object_hook`` sees every JSON object as it is built (see ``json.loads``)."""
+    import json
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return json.loads(data, object_hook=object_hook)
+    except json.JSONDecodeError as exc:
+        if _looks_truncated(data, exc):
+            what = f"the JSON ends early (line {exc.lineno}): the file is truncated"
+        else:
+            what = f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        raise TraceError(f"{name}: {what}; {_HINT}") from None
+    except UnicodeDecodeError:
+        raise TraceError(
+            f"{name}: not a text file (not UTF-8 JSON); expected a Kineto .json or .json.gz trace"
+        ) from None
+    except RecursionError:
+        raise TraceError(f"{name}: JSON nested too deeply to be a Kineto trace") from None
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def events_of(name: str, doc: Any) -> tuple[dict[str, Any], list[Any]]:
+    """``(top-level fields except traceEvents, the event list)`` of a parsed trace
+    document; ``name`` is for messages."""
+    if isinstance(doc, list):
+        # The Chrome "JSON Array Format": no metadata, only events.
+        events: Any = doc
+        meta: dict[str, Any] = {}
+    elif isinstance(doc, dict):
+        events = doc.get("traceEvents")
+        if events is None:
+            keys = ", ".join(sorted(map(str, doc))[:6]) or "none"
+            raise TraceError(
+                f"{name}: not a Kineto trace: the JSON object has no 'traceEvents' list "
+                f"(top-level keys: {keys}); expected a file written by torch.profiler"
+            )
+        meta = {k: v for k, v in doc.items() if k != "traceEvents"}
+    else:
+        raise TraceError(
+            f"{name}: not a Kineto trace: the JSON is a {type(doc).__name__}, not an object "
+            "with 'traceEvents'"
+        )
+    if not isinstance(events, list):
+        raise TraceError(
+            f"{name}: not a Kineto trace: 'traceEvents' is a {type(events).__name__}, not a list"
+        )
+    if not events:
+        raise TraceError(
+            f"{name}: the trace is empty ('traceEvents' has no events): the profiler recorded "
+            "nothing; "
+            "check that the profiled code ran inside the active steps of the schedule"
+        )
+    return meta, events
+
+
+MEMORY_FACTOR = 3
+"""Peak memory of analysing a whole trace, in multiples of its uncompressed size: measured
+by bench/run_all.py on synthetic traces of 1M and 10M events, with some headroom."""
+
+BOUND = 1.5
+"""The most memory a whole-trace analysis of a large trace may take, in multiples of its
+uncompressed size (issue 16). Whole-trace analysis needs :data:`MEMORY_FACTOR`, more than
+this, so traces of :data:`LARGE_BYTES` or more are refused whole and analysed by steps."""
+
+LARGE_BYTES = 1 << 30
+"""Size of JSON from which :data:`BOUND` applies (below it, the fixed cost of the
+interpreter is most of the memory, and a trace is analysed whole when it fits)."""
+
+
+def _available_memory() -> int | None:
+    """``MemAvailable`` in bytes (Linux), else ``None``."""
+    try:
+        with open("/proc/meminfo", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_memory(name: str, size: int, available: int | None = None) -> None:
+    """Refuse, before parsing, a whole-trace analysis that would take more than
+    :data:`BOUND` × the file's size (for traces of :data:`LARGE_BYTES` or more) or more
+    memory than is available."""
+    available = _available_memory() if available is None else available
+    need = MEMORY_FACTOR * size
+    gib = 2**30
+    if size >= LARGE_BYTES and need > BOUND * size:
+        why = (
+            f"more than the bound of {BOUND:g}× the file's size kept for traces of "
+            f"{LARGE_BYTES / gib:g} GiB or more"
+        )
+    elif available is not None and need > available:
+        why = f"and {available / gib:.1f} GiB is available"
+    else:
+        return
+    raise TraceError(
+        f"{name}: too large to analyse whole: {size / gib:.1f} GiB of JSON needs about "
+        f"{need / gib:.1f} GiB of memory ({MEMORY_FACTOR:g}× its size), {why}; analyse some "
+        "steps of it with --steps FIRST-LAST (e.g. --steps 10-20), which needs about the "
+        "file's size plus those steps' events"
+    )
