@@ -222,7 +222,7 @@ def test_analysing_a_kineto_trace_does_not_import_msgspec() -> None:
     """msgspec's import is a tenth of analysing a trace; the C path reads every shared
     Kineto trace without it (it is imported only for what the C decoder leaves to it)."""
     code = (
-        "import sys; from torchscope.analysis import analyze_trace, render_report;"
+        "import sys; from torchscope.analysis import analyze_trace; from torchscope.report import render_report;"
         "render_report(analyze_trace(sys.argv[1])); print('msgspec' in sys.modules)"
     )
     trace = Path(__file__).parents[1] / "data" / "traces" / "hta_ddp_v100_rank1.json.gz"

@@ -5,8 +5,11 @@ Imports neither torch nor pygls nor msgpack, so it runs on any trace from any ma
 the language server can import it in milliseconds. Public API::
 
     report = analyze_trace("run.json.gz", measurements)   # -> Report
-    print(render_report(report))
     report.to_dict()                                       # JSON-ready
+
+Its words (the text report, the editor's Markdown, the charts) are ``torchscope.report``'s, a
+package above this one: nothing here imports it. The analyses over several traces are in
+``multi/``.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ from .errors import TraceError
 from .formatting import format_bytes, format_duration, format_share
 from .load import load_trace
 from .model import Trace
-from .render import render_report
-from .report import (
+from .results import (
     Device,
     Finding,
     Gap,
@@ -51,5 +53,4 @@ __all__ = [
     "format_duration",
     "format_share",
     "load_trace",
-    "render_report",
 ]

@@ -13,7 +13,7 @@ from operator import eq, itemgetter, le
 from ..context import Context
 from ..formatting import format_duration
 from ..model import Span
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import (
     RT_GRAPH_LAUNCH,

@@ -14,14 +14,14 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from .columns import is_comm_kernel
-from .engine import analyze
-from .intervals import Timeline
-from .load import load_trace
-from .model import Span, Trace
+from ..columns import is_comm_kernel
+from ..engine import analyze
+from ..intervals import Timeline
+from ..load import load_trace
+from ..model import Span, Trace
+from ..results import Measurements
+from ..segment import Step, find_steps
 from .rank_model import RankStats
-from .report import Measurements
-from .segment import Step, find_steps
 
 #: Prefixes of the CPU-side ranges the process-group backends record per collective
 #: (``gloo:all_reduce`` on gloo's worker thread, ``nccl:all_reduce`` where NCCL is enqueued).
