@@ -43,7 +43,7 @@ _SEQUENTIAL = (
     "for p in sorted(pathlib.Path(sys.argv[1]).iterdir()): analyze_trace(p)\n"
 )
 _PARALLEL = (
-    "import sys; from torchscope.analysis.ranks import analyze_folder\n"
+    "import sys; from torchscope.analysis.multi.ranks import analyze_folder\n"
     "view = analyze_folder(sys.argv[1]); assert len(view.ranks) == int(sys.argv[2])\n"
 )
 _CONTROL = (

@@ -65,7 +65,8 @@ def child(kind: str, trace: Path) -> dict[str, Any]:
         del doc, data  # freed inside the clock, as torchscope's engine frees its trace
     elif kind == "torchscope":
         sys.path.insert(0, str(REPO / "server"))
-        from torchscope.analysis import analyze_trace, render_report
+        from torchscope.analysis import analyze_trace
+        from torchscope.report import render_report
 
         t1, c1 = time.perf_counter(), time.process_time()
         report = analyze_trace(trace)

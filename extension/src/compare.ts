@@ -2,7 +2,7 @@
  * The torch.compile comparison as the client reads it (pure logic, no `vscode` import): the
  * `compare` object of the server's report (see docs/compile-and-sweeps.md, `--compare-compile --json`) read
  * defensively, and a one-line summary for the notification. The panel's page is the server's:
- * the command's `markdown` (analysis/compare_render.py), shown as it is.
+ * the command's `markdown` (report/compare.py), shown as it is.
  */
 
 import { COMPILE_MODES } from "./constants";

@@ -45,17 +45,17 @@ export type CommandResult =
 /*
  * Results: the JSON the server sends (`profile --json`, `report.compare`, `sweep`), one
  * interface per Python dataclass that reaches the JSON. tests/unit/test_types_mirror.py holds
- * the field names equal to the Python model's (analysis/report.py, analysis/comparison.py,
- * analysis/sweep.py): change both together.
+ * the field names equal to the Python model's (analysis/results.py,
+ * analysis/multi/comparison.py, analysis/multi/sweep.py): change both together.
  */
 
-/** analysis.report.Device */
+/** analysis.results.Device */
 export interface Device {
   kind: string;
   name: string;
 }
 
-/** analysis.report.Verdict */
+/** analysis.results.Verdict */
 export interface Verdict {
   id: string;
   headline: string;
@@ -67,7 +67,7 @@ export interface Verdict {
   efficiency?: number | null;
 }
 
-/** analysis.report.Timing */
+/** analysis.results.Timing */
 export interface Timing {
   cold_us: number | null;
   min_us: number | null;
@@ -76,7 +76,7 @@ export interface Timing {
   calls: number;
 }
 
-/** analysis.report.Finding */
+/** analysis.results.Finding */
 export interface Finding {
   rule: string;
   severity: string;
@@ -90,7 +90,7 @@ export interface Finding {
   details: Record<string, unknown>;
 }
 
-/** analysis.comparison.CopyRow */
+/** analysis.multi.comparison.CopyRow */
 export interface CompareCopy {
   kind: string;
   op: string;
@@ -100,7 +100,7 @@ export interface CompareCopy {
   time_us: number;
 }
 
-/** analysis.comparison.OpRow */
+/** analysis.multi.comparison.OpRow */
 export interface CompareOp {
   name: string;
   calls: number;
@@ -108,13 +108,13 @@ export interface CompareOp {
   within: string | null;
 }
 
-/** analysis.comparison.Graph */
+/** analysis.multi.comparison.Graph */
 export interface CompareGraph {
   hash: string;
   code_path: string | null;
 }
 
-/** analysis.comparison.CompareSide; the compiled side adds the CompiledInfo fields. */
+/** analysis.multi.comparison.CompareSide; the compiled side adds the CompiledInfo fields. */
 export interface CompareSide {
   median_us: number | null;
   min_us: number | null;
@@ -139,7 +139,7 @@ export interface CompareSide {
   graph_breaks?: string[];
 }
 
-/** analysis.comparison.CompareVerdict */
+/** analysis.multi.comparison.CompareVerdict */
 export interface CompareVerdict {
   id: string;
   headline: string;
@@ -148,27 +148,27 @@ export interface CompareVerdict {
   noise: number;
 }
 
-/** analysis.comparison.CompareError */
+/** analysis.multi.comparison.CompareError */
 export interface CompareError {
   kind: string;
   message: string;
 }
 
-/** analysis.comparison.OpChange */
+/** analysis.multi.comparison.OpChange */
 export interface OpChange {
   name: string;
   eager: number;
   compiled: number;
 }
 
-/** analysis.comparison.OpChanges */
+/** analysis.multi.comparison.OpChanges */
 export interface OpChanges {
   removed: OpChange[];
   added: OpChange[];
   summary: string;
 }
 
-/** analysis.comparison.Comparison: the `compare` object of a report. */
+/** analysis.multi.comparison.Comparison: the `compare` object of a report. */
 export interface Comparison {
   mode: string;
   eager: CompareSide;
@@ -180,7 +180,7 @@ export interface Comparison {
   graph_breaks?: string[];
 }
 
-/** analysis.sweep.SweepPoint: one point of the `sweep` object (the size under `N`). */
+/** analysis.multi.sweep.SweepPoint: one point of the `sweep` object (the size under `N`). */
 export interface SweepPointInfo {
   N: number;
   median_us: number | null;
@@ -194,7 +194,7 @@ export interface SweepPointInfo {
   error?: string | null;
 }
 
-/** analysis.sweep.Sweep: the `sweep` object of a `torchscope.sweep` result. */
+/** analysis.multi.sweep.Sweep: the `sweep` object of a `torchscope.sweep` result. */
 export interface SweepInfo {
   name: string;
   call: string;
@@ -203,7 +203,7 @@ export interface SweepInfo {
   chart_path: string | null;
 }
 
-/** analysis.rank_model.RankSummary: one row of `report.ranks` (multi-process profiles, µs per step). */
+/** analysis.multi.rank_model.RankSummary: one row of `report.ranks` (multi-process profiles, µs per step). */
 export interface RankRow {
   rank: number;
   wall_us: number;

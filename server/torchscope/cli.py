@@ -224,7 +224,8 @@ def _analyze_steps(trace: Path, steps: str) -> Any:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from torchscope.analysis import TraceError, analyze_trace, render_report
+    from torchscope.analysis import TraceError, analyze_trace
+    from torchscope.report import render_report
 
     trace: Path = args.trace
     as_json: bool = args.json

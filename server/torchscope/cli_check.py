@@ -34,7 +34,7 @@ from torchscope.host.git_source import GitError, default_base
 from torchscope.targets import TargetError, function_named, parse_spec, read_source
 
 if TYPE_CHECKING:  # the profiling machinery is imported where it runs (the parser stays cheap)
-    from torchscope.analysis.diff import Diff
+    from torchscope.analysis.multi.diff import Diff
 
 EXIT_OK, EXIT_REGRESSED, EXIT_ERROR = 0, 1, 2
 DEFAULT_THRESHOLD = 0.05

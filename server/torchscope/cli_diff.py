@@ -94,9 +94,9 @@ async def diff_one(
 
 
 async def run_diff_command(args: argparse.Namespace) -> int:
-    from torchscope.analysis.diff import render_diff
     from torchscope.host.git_source import GitError
     from torchscope.host.profile_run import ProfileFailure
+    from torchscope.report.diff import render_diff
     from torchscope.targets import TargetError, function_named, parse_spec, read_source
 
     try:

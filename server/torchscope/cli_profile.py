@@ -8,8 +8,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from torchscope.analysis import format_duration, render_report
-from torchscope.analysis.report import Report
 from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options, print_failure
 from torchscope.cli_compare import run_kind, run_sweep_command
 from torchscope.cli_open import open_command, open_in_perfetto
@@ -17,32 +15,13 @@ from torchscope.cli_ranks import profile_ranks_command
 from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import Hello, Output, Progress
+from torchscope.report import render_report, source_with_margin
 from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
 
 
 def _say(quiet: bool, text: str) -> None:
     if not quiet:
         print(f"[torchscope] {text}", file=sys.stderr, flush=True)
-
-
-def source_with_margin(source: str, target: Target, report: Report) -> str:
-    """The function's source with each line's share and time per call in a left margin."""
-    by_line = {line.line: line for line in report.lines}
-    gpu = report.device.kind == "cuda"
-    source_lines = source.splitlines()
-    rows = []
-    for number in range(target.first_line, target.end_line + 1):
-        code = source_lines[number - 1] if number <= len(source_lines) else ""
-        stats = by_line.get(number)
-        margin = ""
-        if stats is not None:
-            margin = f"{stats.share * 100:3.0f}% {format_duration(stats.cpu_us):>8}"
-            if gpu:
-                margin += f" {format_duration(stats.device_us):>8}"
-        width = 23 if gpu else 14
-        rows.append(f"{margin:>{width}} {number:4d} │ {code}")
-    header = "per line (share · CPU" + (" · GPU" if gpu else "") + " per call):"
-    return "\n".join([header, *rows])
 
 
 def _render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
@@ -75,7 +54,7 @@ def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: C
             data[job.key] = job.extra()
         print(json.dumps(data, ensure_ascii=False), flush=True)
     else:
-        listing = source_with_margin(source, target, outcome.report)
+        listing = source_with_margin(source, target.first_line, target.end_line, outcome.report)
         text = _render_text(outcome, listing, not args.open)
         print(text + job.text, flush=True)
     return Path(outcome.result.trace_path)

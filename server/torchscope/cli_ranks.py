@@ -18,8 +18,10 @@ from torchscope.targets import Target
 def analyze_folder_command(args: argparse.Namespace) -> int:
     """Print the cross-rank view of the folder ``args.trace`` (text or ``--json``); with
     ``--open``, open the slowest rank's trace. 0 on success, 1 when a trace cannot be read."""
-    from torchscope.analysis import TraceError, render_report
-    from torchscope.analysis.ranks import analyze_folder, render_ranks
+    from torchscope.analysis import TraceError
+    from torchscope.analysis.multi.ranks import analyze_folder
+    from torchscope.report import render_report
+    from torchscope.report.ranks import render_ranks
 
     folder: Path = args.trace
     as_json: bool = args.json
@@ -56,10 +58,10 @@ async def profile_ranks_command(
 ) -> int:
     """``profile --nproc N``: run the ranks, print the cross-rank view (or ``--json``); 0 on
     success, 1 when a rank failed (its traceback on stderr)."""
-    from torchscope.analysis import render_report
-    from torchscope.analysis.ranks import render_ranks
     from torchscope.cli import job_options, print_failure
     from torchscope.host.rank_profile import profile_ranks, resolve_backend
+    from torchscope.report import render_report
+    from torchscope.report.ranks import render_ranks
 
     cuda_available = hello.cuda_available
     options = job_options(args, workspace_root=str(Path.cwd())).updated({"nproc": nproc})

@@ -3,7 +3,7 @@ user points at.
 
 Tools: ``profile_function``, ``analyze_trace``, ``compare_compile`` and ``explain_finding``.
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
-summary for the model (``mcp_summary``). The user's code runs only in the worker, through the
+summary for the model (``report.mcp_summary``). The user's code runs only in the worker, through the
 host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
 is an error result (``isError``) naming the problem, and the server keeps serving.
 
@@ -30,14 +30,14 @@ from torchscope.analysis import analyze_trace as analyze_trace_file
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.mcp_summary import (
+from torchscope.protocol import COMPILE_MODES, JobOptions
+from torchscope.report.mcp_summary import (
     compare_summary,
     explain,
     output_tail,
     profile_summary,
     report_summary,
 )
-from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.targets import Target, TargetError, function_named, read_source
 
 log = logging.getLogger(__name__)

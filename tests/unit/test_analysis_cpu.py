@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis import Measurements, analyze_trace, load_trace, render_report
+from torchscope.analysis import Measurements, analyze_trace, load_trace
 from torchscope.analysis.nesting import build_nesting
 from torchscope.analysis.verdict import OVERHEAD_BOUND_DISPATCH_SHARE
+from torchscope.report import render_report
 
 
 def measured(raw: dict[str, Any]) -> Measurements:

@@ -17,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchscope.analysis import TraceError, render_report
+from torchscope.analysis import TraceError
 from torchscope.analysis.engine import analyze
 from torchscope.ingest import load_trace
+from torchscope.report import render_report
 
 SMALL = [
     "hta_cuda_event_sync_a100.json.gz",

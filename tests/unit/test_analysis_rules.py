@@ -547,7 +547,7 @@ def test_shape_rules_say_when_shapes_were_not_recorded(kineto: Any, tmp_path: Pa
 
 
 def _calibrated(call_us: float) -> Measurements:
-    from torchscope.analysis.report import Peaks
+    from torchscope.analysis.results import Peaks
 
     peaks = Peaks({"float32": 200.0}, 20.0, "measured", "cpu:2t")
     return Measurements(cold_us=call_us, call_us=[call_us] * 5, dispatch_floor_us=2.0, peaks=peaks)

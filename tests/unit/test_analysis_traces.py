@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis import Report, load_trace, render_report
+from torchscope.analysis import Report, load_trace
 from torchscope.analysis.engine import analyze
+from torchscope.report import render_report
 
 ALL = [
     "hta_alexnet_a100.json.gz",

@@ -24,7 +24,7 @@ from torchscope.analysis import (
     analyze_trace,
     load_trace,
 )
-from torchscope.analysis.compare import (
+from torchscope.analysis.multi.compare import (
     NO_DIFFERENCE_BAND,
     added_copies,
     compare_runs,
@@ -32,25 +32,17 @@ from torchscope.analysis.compare import (
     measured_noise,
     op_changes,
 )
-from torchscope.analysis.compare_render import (
-    comparison_markdown,
-    comparison_page_markdown,
-    render_comparison,
-)
-from torchscope.analysis.comparison import Comparison, CompileMeta, CopyRow, OpRow
-from torchscope.analysis.inventory import Inventory, inventory
-from torchscope.analysis.rules.graph_break import short_reason
-from torchscope.analysis.sweep import (
+from torchscope.analysis.multi.comparison import Comparison, CompileMeta, CopyRow, OpRow
+from torchscope.analysis.multi.inventory import Inventory, inventory
+from torchscope.analysis.multi.sweep import (
     Sweep,
     SweepPoint,
     compute_share,
     crossover,
     failed_point,
     point_from_report,
-    render_sweep,
-    sweep_markdown,
 )
-from torchscope.analysis.sweep_chart import sweep_svg
+from torchscope.analysis.rules.graph_break import short_reason
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
@@ -58,6 +50,13 @@ from torchscope.protocol import (
     JobOptions,
     encode,
 )
+from torchscope.report.compare import (
+    comparison_markdown,
+    comparison_page_markdown,
+    render_comparison,
+)
+from torchscope.report.sweep import render_sweep, sweep_markdown
+from torchscope.report.sweep_chart import sweep_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 BIAS_BYTES = 4096 * 4096 * 4

@@ -10,7 +10,7 @@ import pytest
 from lsprotocol import types
 
 from torchscope.analysis import Finding
-from torchscope.analysis.comparison import (
+from torchscope.analysis.multi.comparison import (
     CompareError,
     CompareSide,
     CompareVerdict,

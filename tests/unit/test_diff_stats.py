@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from torchscope.analysis.diff import RatioInterval, decide, line_map, ratio_interval
+from torchscope.analysis.multi.diff import RatioInterval, decide, line_map, ratio_interval
 
 
 def _rounds(

@@ -12,7 +12,7 @@ import pytest
 from torchscope.analysis import analyze, load_trace
 from torchscope.analysis.context import build_context
 from torchscope.analysis.efficiency import measure_efficiency
-from torchscope.analysis.report import Measurements
+from torchscope.analysis.results import Measurements
 from torchscope.analysis.work import (
     ELEMENTWISE,
     OUT_ARITY,
@@ -80,7 +80,7 @@ def test_thread_contention_needs_a_confident_win_of_20_percent() -> None:
 
 
 def test_terminal_report_names_the_spec_sheet_peak_and_the_achieved_rates() -> None:
-    from torchscope.analysis import render_report
+    from torchscope.report import render_report
 
     report = analyze(load_trace(BERT))
     text = render_report(report)

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import TraceError
-from torchscope.analysis.rank_model import RankContext, RankSummary
-from torchscope.analysis.ranks import analyze_folder
+from torchscope.analysis.multi.rank_model import RankContext, RankSummary
+from torchscope.analysis.multi.ranks import analyze_folder
 from torchscope.analysis.rules import ALL_RULES
 from torchscope.analysis.rules.rank_rules import RANK_RULES, run_rank_rules
 

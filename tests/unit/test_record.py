@@ -120,7 +120,7 @@ def test_the_analysis_imports_neither_dataclasses_nor_inspect() -> None:
     """The point of ``record``: ``import dataclasses`` and ``inspect`` cost ~13 ms of a
     fresh process's analysis; a module that brings them back shows up here."""
     code = (
-        "import sys; from torchscope.analysis import analyze_trace, render_report; "
+        "import sys; from torchscope.analysis import analyze_trace; from torchscope.report import render_report; "
         "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
     )
     out = subprocess.run(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchscope.analysis import Device, Finding, Timing, Verdict
-from torchscope.analysis.comparison import (
+from torchscope.analysis.multi.comparison import (
     CompareError,
     CompareSide,
     CompareVerdict,
@@ -21,9 +21,9 @@ from torchscope.analysis.comparison import (
     OpChanges,
     OpRow,
 )
-from torchscope.analysis.rank_model import RankSummary
+from torchscope.analysis.multi.rank_model import RankSummary
+from torchscope.analysis.multi.sweep import Sweep, SweepPoint
 from torchscope.analysis.record import field_names
-from torchscope.analysis.sweep import Sweep, SweepPoint
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
 _INTERFACE = re.compile(r"export interface (\w+) \{\n(.*?)\n\}", re.S)

@@ -27,7 +27,7 @@ from typing import Optional
 import pytest
 
 from tests.conftest import REPO
-from torchscope.analysis.diff import DiffVerdict
+from torchscope.analysis.multi.diff import DiffVerdict
 from torchscope.host.diff_run import DiffJobKind, DiffOutcome
 from torchscope.host.git_source import source_at
 from torchscope.host.profile_run import ProfileFailure, Profiler

@@ -19,7 +19,7 @@ from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
 from .nesting import Nesting, build_nesting
 from .record import field, record
-from .report import Measurements
+from .results import Measurements
 from .segment import Step, find_steps
 from .source import SourceMap
 

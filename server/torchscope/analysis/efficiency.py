@@ -21,7 +21,7 @@ from ..ingest.values import shapes_key
 from .context import Context
 from .lines import LineOp, LineStats, innermost_line
 from .record import field, record, replace
-from .report import Peaks, TopOp
+from .results import Peaks, TopOp
 from .spec_peaks import spec_sheet_peaks
 from .work import Work, has_work, op_work
 

@@ -20,7 +20,7 @@ from .lines import line_stats
 from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .op_table import top_kernels
-from .report import Device, Measurements, Report, Timing
+from .results import Device, Measurements, Report, Timing
 from .rules import run_rules
 from .verdict import decide
 

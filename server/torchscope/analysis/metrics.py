@@ -29,7 +29,7 @@ from .intervals import union_length
 from .link import copy_kind, is_launch
 from .memory import memory_analysis
 from .op_table import op_table
-from .report import Gap, StepMetrics
+from .results import Gap, StepMetrics
 from .segment import Step
 from .stages import Metrics
 

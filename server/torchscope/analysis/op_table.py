@@ -7,7 +7,7 @@ from operator import and_, itemgetter, le
 
 from .columns import Ids, column, median, name_ids
 from .context import Context
-from .report import KernelStat, TopOp
+from .results import KernelStat, TopOp
 
 _NAME = itemgetter(2)
 

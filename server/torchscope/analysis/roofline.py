@@ -15,7 +15,7 @@ from .context import Context
 from .efficiency import Efficiency, Rates, name_rates
 from .formatting import format_duration, format_share
 from .record import replace
-from .report import Peaks, TopOp, Verdict
+from .results import Peaks, TopOp, Verdict
 
 MEMORY_BOUND_SHARE = 0.2
 """Bytes / bandwidth must explain at least 20 % of the time per call (as each op of a

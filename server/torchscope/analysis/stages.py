@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .efficiency import Efficiency
 from .record import record
-from .report import StepMetrics, TopOp
+from .results import StepMetrics, TopOp
 
 if TYPE_CHECKING:
     from .memory import MemoryAnalysis

@@ -13,7 +13,7 @@ from .context import Context
 from .efficiency import Efficiency
 from .formatting import format_duration, format_share
 from .link import is_launch
-from .report import StepMetrics, TopOp, Verdict
+from .results import StepMetrics, TopOp, Verdict
 from .roofline import judge_efficiency
 
 # -- CPU-only runs -----------------------------------------------------------------------

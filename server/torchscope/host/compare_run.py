@@ -2,7 +2,7 @@
 
 The eager side is a complete profile (the same passes, line markers and report as
 **Profile this function**), so a failed compile still leaves the user a profile; the compiled
-side adds its own trace, and ``analysis.compare`` puts the two side by side.
+side adds its own trace, and ``analysis.multi.compare`` puts the two side by side.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
-from torchscope.analysis.compare import compare_runs
-from torchscope.analysis.compare_render import render_comparison
-from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
-from torchscope.analysis.inventory import Inventory, inventory
+from torchscope.analysis.multi.compare import compare_runs
+from torchscope.analysis.multi.comparison import Comparison, CompileMeta
+from torchscope.analysis.multi.inventory import Inventory, inventory
 from torchscope.analysis.record import replace
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
@@ -27,6 +26,7 @@ from torchscope.protocol import (
     JobRequest,
     ProfileResult,
 )
+from torchscope.report.compare import render_comparison
 from torchscope.targets import Target
 
 

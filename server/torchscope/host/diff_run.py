@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from torchscope.analysis.diff import Diff, DiffSide, diff_runs
 from torchscope.analysis.engine import analyze
-from torchscope.analysis.inventory import inventory
+from torchscope.analysis.multi.diff import Diff, DiffSide, diff_runs
+from torchscope.analysis.multi.inventory import inventory
 from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
 from torchscope.ingest import load_trace

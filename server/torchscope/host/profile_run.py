@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
-from torchscope.analysis.report import Peaks
+from torchscope.analysis.results import Peaks
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis import TraceError
-from torchscope.analysis.ranks import RanksReport, analyze_ranks
+from torchscope.analysis.multi.ranks import RanksReport, analyze_ranks
 from torchscope.host.profile_run import (
     ProfileFailure,
     ProfileOutcome,

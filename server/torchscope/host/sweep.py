@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.analysis.sweep import (
+from torchscope.analysis.multi.sweep import (
     Sweep,
     SweepPoint,
     crossover,
     failed_point,
     point_from_report,
-    render_sweep,
 )
-from torchscope.analysis.sweep_chart import sweep_svg
 from torchscope.host.profile_run import PROFILE, ProfileFailure, ProfileOutcome, Profiler
 from torchscope.protocol import JobOptions, Output, Progress
+from torchscope.report.sweep import render_sweep
+from torchscope.report.sweep_chart import sweep_svg
 from torchscope.targets import Target
 
 DEFAULT_SIZES = (16, 64, 256, 1024)

@@ -10,6 +10,7 @@ tables (``kineto.py``): once at import, again only for another model (a test's).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from types import ModuleType
@@ -22,12 +23,16 @@ _configured: list[EventModel | None] = [None]
 _EMPTY: dict[str, Any] = {}
 
 
+def json_loads(data: Any) -> Any:
+    """The JSON value in ``data`` (bytes or a buffer), by stdlib ``json``: what the C part
+    falls back on for a value it is not sure of, and the reference for what it reads."""
+    return json.loads(bytes(data))
+
+
 def configure(model: EventModel) -> None:
     """Give the C scanner ``model``'s tables (a no-op when they are the ones it has)."""
     if native is None or _configured[0] is model:
         return
-    from .values import json_loads
-
     native.configure(
         (
             model.category_kinds(),

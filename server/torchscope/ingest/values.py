@@ -4,17 +4,10 @@ the memo key of an op's shapes (:func:`shapes_key`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from . import accel
-
-
-def json_loads(data: Any) -> Any:
-    """The JSON value in ``data`` (bytes or a buffer), by stdlib ``json``: the fallback the
-    C part is configured with, and the reference for what it reads."""
-    return json.loads(bytes(data))
 
 
 def decode_json(data: Any) -> Any:
@@ -25,7 +18,7 @@ def decode_json(data: Any) -> Any:
             return native.loads(data)
         except ValueError:
             pass
-    return json_loads(data)
+    return accel.json_loads(data)
 
 
 def shapes_key(args: Mapping[str, Any]) -> tuple[bytes, bytes, bytes] | None:

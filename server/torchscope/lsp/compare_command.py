@@ -9,12 +9,12 @@ a section in the ``def`` hover with the side-by-side table and a command link to
 code, and a lens title. A compile failure is a Warning diagnostic and a message with the
 compiler's own error; the eager profile is still shown. Returns ``{ok, report, markdown}`` with
 ``report.compare`` (the ``profile --json`` object) and the comparison rendered for the client's
-panel (``analysis.compare_render.comparison_page_markdown``).
+panel (``report.compare.comparison_page_markdown``).
 
 ``torchscope.sweep {uri, line, call, sizes?, name?, steps?, warmup?, timeout_s?}`` profiles
 the function at each size (``call`` holds ``{N}``) and returns
 ``{ok, sweep: {name, call, points, crossover, chart_path}, report, markdown}`` (``markdown``:
-the table for the client's panel, ``analysis.sweep.sweep_markdown``); the chart is an SVG next to
+the table for the client's panel, ``report.sweep.sweep_markdown``); the chart is an SVG next to
 the traces. Nothing is published for a sweep: the client shows the table and the chart.
 """
 
@@ -24,8 +24,6 @@ from typing import Any
 
 from lsprotocol import types
 
-from torchscope.analysis.compare_render import comparison_page_markdown
-from torchscope.analysis.sweep import sweep_markdown
 from torchscope.host.compare_run import COMPARE, CompareOutcome
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import (
@@ -40,6 +38,8 @@ from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
 from torchscope.lsp.jobs import BadArguments, JobCommand, Located, publish_profile
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.protocol import COMPILE_MODES
+from torchscope.report.compare import comparison_page_markdown
+from torchscope.report.sweep import sweep_markdown
 
 
 def _mode(raw: dict[str, Any]) -> str:

@@ -1,7 +1,7 @@
 """A ``torch.compile`` comparison in the editor: the def-line diagnostic, the hover section and
 the lens title.
 
-The hover's text is :func:`~torchscope.analysis.compare_render.comparison_markdown` (the same
+The hover's text is :func:`~torchscope.report.compare.comparison_markdown` (the same
 table the CLI prints as text); this module adds the client's command links (generated code,
 compiled trace). The comparison's findings become related information of the diagnostic.
 """
@@ -13,10 +13,10 @@ from typing import Optional
 
 from lsprotocol import types
 
-from torchscope.analysis.compare_render import comparison_markdown
-from torchscope.analysis.comparison import Comparison
+from torchscope.analysis.multi.comparison import Comparison
 from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE, CLIENT_OPEN_TRACE, SOURCE
-from torchscope.lsp.links import command_link
+from torchscope.report.compare import comparison_markdown
+from torchscope.report.markdown import command_link
 
 #: Compare verdicts that recommend a change are warnings; the others are information.
 WARNING_VERDICTS = ("compile-wins",)

@@ -12,7 +12,6 @@ from torchscope.analysis.lines import LineStats
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
 from torchscope.lsp.diff_command import lens_title as diff_lens_title
-from torchscope.lsp.memory_presentation import memory_lines
 from torchscope.lsp.presentation import (
     CLIENT_COMPARE_COMPILE,
     CLIENT_OPEN_TRACE,
@@ -26,6 +25,7 @@ from torchscope.lsp.presentation import (
 )
 from torchscope.lsp.results import ProfiledFunction
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.report.memory import memory_lines
 from torchscope.targets import Target, TargetError, list_functions
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.analysis.diff import Diff
+from torchscope.analysis.multi.diff import Diff
 from torchscope.host.compare_run import CompareOutcome
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
 from torchscope.lsp.constants import NOTIFY_PROFILE_DONE

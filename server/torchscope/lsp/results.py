@@ -15,9 +15,9 @@ from typing import Any, Optional
 from lsprotocol import types
 
 from torchscope.analysis import Report
-from torchscope.analysis.comparison import Comparison
-from torchscope.analysis.diff import Diff
-from torchscope.analysis.ranks import RanksReport
+from torchscope.analysis.multi.comparison import Comparison
+from torchscope.analysis.multi.diff import Diff
+from torchscope.analysis.multi.ranks import RanksReport
 from torchscope.targets import TargetError, function_named
 
 

@@ -10,7 +10,7 @@ import os
 from typing import TYPE_CHECKING
 
 from ..context import Context
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_bytes, format_duration, format_share
 from ..memory import page_fault_numbers
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
 

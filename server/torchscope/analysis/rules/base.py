@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from ..context import Context
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 
 #: The findings reference, relative to the repository root: one ``### <id>`` section per rule.

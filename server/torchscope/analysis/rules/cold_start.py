@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..columns import median
 from ..context import Context
 from ..formatting import format_duration
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
 

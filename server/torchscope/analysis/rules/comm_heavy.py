@@ -22,14 +22,14 @@ from ..columns import ByName, is_comm_kernel, median
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import distinct_names, picker
 from .base import Rule
 from .rank_base import RankRule
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..rank_model import RankContext
+    from ..multi.rank_model import RankContext
 
 COMM_HEAVY_SHARE = 0.10
 """Communication ≥ 10 % of the step (DESIGN.md §3; HTA's comm/compute overlap analysis)."""

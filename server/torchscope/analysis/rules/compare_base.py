@@ -10,9 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Optional
 
-from ..comparison import CompareSide, CompareVerdict, CompileMeta, CopyRow
+from ..multi.comparison import CompareSide, CompareVerdict, CompileMeta, CopyRow
 from ..record import record
-from ..report import Finding, Report
+from ..results import Finding, Report
 from .base import RuleBase
 
 

@@ -1,9 +1,9 @@
-"""The rules over an eager vs ``torch.compile`` comparison (``analysis/compare.py``), kept
+"""The rules over an eager vs ``torch.compile`` comparison (``analysis/multi/compare.py``), kept
 out of the single-trace rules' discovery: analysing one trace never imports them."""
 
 from __future__ import annotations
 
-from ..report import Finding
+from ..results import Finding
 from . import compile_copy, compile_slower, graph_break, recompile
 from .compare_base import CompareContext, CompareRule
 

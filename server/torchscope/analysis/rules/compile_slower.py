@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..formatting import format_duration
-from ..report import Finding
+from ..results import Finding
 from .compare_base import CompareContext, CompareRule
 
 

@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import op_location, positions
 from .base import Rule

@@ -14,7 +14,7 @@ from ..columns import median
 from ..context import Context
 from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from ..source import marker_line
 from ..stages import Metrics
 from ._common import step_slices

@@ -17,7 +17,7 @@ from ..context import Context
 from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import distinct_names, gap_lengths
 from .base import Rule

@@ -13,7 +13,7 @@ from operator import eq, itemgetter, le
 from ...ingest import Span
 from ..context import Context
 from ..formatting import format_duration
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import (
     RT_GRAPH_LAUNCH,

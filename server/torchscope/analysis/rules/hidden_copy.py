@@ -13,7 +13,7 @@ from operator import itemgetter, methodcaller
 from ..context import Context
 from ..formatting import format_bytes, format_duration
 from ..link import copy_kind
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import (
     count_per_step,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..context import Context
 from ..formatting import format_bytes
 from ..lines import line_stats
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import without_cuda_memory
 from .base import Rule

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
 

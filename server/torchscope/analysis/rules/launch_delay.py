@@ -15,7 +15,7 @@ from operator import lt
 
 from ..context import Context
 from ..formatting import format_duration
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import (
     count_per_step,

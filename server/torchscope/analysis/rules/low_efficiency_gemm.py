@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from ..context import Context
 from ..efficiency import Efficiency
 from ..formatting import format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from ..roofline import format_rate, peak_phrase
 from ..stages import Metrics
 from ._common import op_location

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..context import Context
 from ..efficiency import Efficiency
 from ..formatting import format_bytes, format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from ..roofline import bandwidth_phrase, format_gbps
 from ..stages import Metrics
 from ..work import ELEMENTWISE, WRITE_ONLY, base_name

@@ -9,11 +9,11 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from ..record import replace
-from ..report import Finding
+from ..results import Finding
 from .base import RuleBase
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..rank_model import RankContext
+    from ..multi.rank_model import RankContext
 
 
 class RankRule(RuleBase, ABC):

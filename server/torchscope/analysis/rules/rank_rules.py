@@ -1,15 +1,15 @@
-"""The cross-rank rules, run over a :class:`RankContext` (see ``analysis/ranks.py``)."""
+"""The cross-rank rules, run over a :class:`RankContext` (see ``analysis/multi/ranks.py``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..report import Finding
+from ..results import Finding
 from . import comm_heavy, comm_overlap, imbalance, straggler
 from .rank_base import RankRule
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..rank_model import RankContext
+    from ..multi.rank_model import RankContext
 
 RANK_RULES: list[RankRule] = [
     straggler.RULE,

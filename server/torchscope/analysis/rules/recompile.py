@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..report import Finding
+from ..results import Finding
 from .compare_base import CompareContext, CompareRule
 
 

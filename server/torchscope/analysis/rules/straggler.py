@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from ..columns import median
 from ..formatting import format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from .rank_base import RankRule
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..rank_model import RankContext
+    from ..multi.rank_model import RankContext
 
 STRAGGLER_SHARE = 0.10
 """Busy time over the median rank's by more than 10 % of the median step."""

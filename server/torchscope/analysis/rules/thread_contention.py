@@ -13,7 +13,7 @@ from math import comb
 from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
 

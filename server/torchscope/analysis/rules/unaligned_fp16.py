@@ -11,7 +11,7 @@ from typing import Any
 
 from ..context import Context
 from ..formatting import format_duration
-from ..report import Finding
+from ..results import Finding
 from ..stages import Metrics
 from ._common import count_per_step, op_location, per_step_median
 from .base import Rule

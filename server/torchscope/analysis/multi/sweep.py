@@ -2,8 +2,9 @@
 
 The guide's central lesson: a small call is all dispatch (the CPU launching ops), a big one is
 all compute, and only measuring several sizes shows where the line is. Each point comes from a
-full profile (its typed :class:`.report.Report`); this module reduces them to the table, finds the
-crossover and renders the text. Pure Python, like the rest of ``analysis``.
+full profile (its typed :class:`~..results.Report`); this module reduces them to the points and
+finds the crossover (the table and the chart are ``torchscope.report.sweep``'s and
+``sweep_chart``'s). Pure Python, like the rest of ``analysis``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from .columns import median
-from .formatting import format_duration, format_share
-from .record import as_dict, field, record
-from .report import Report
+from ..columns import median
+from ..record import as_dict, field, record
+from ..results import Report
 
 COMPUTE_SHARE_CROSSOVER = 0.5
 """A size is compute-bound once at least half of each call is compute. On CPU that is the CPU
@@ -126,77 +126,3 @@ def crossover(points: list[SweepPoint]) -> Optional[int]:
     if found is None or found == measured[0].n:
         return None
     return found
-
-
-def _us(value: Optional[float]) -> str:
-    return format_duration(value) if value is not None else "—"
-
-
-def _table(points: list[SweepPoint], name: str, device: str) -> list[list[str]]:
-    """The head row, then one row per size (a failed size: its error's first line)."""
-    compute = "device time" if device == "cuda" else "compute time"
-    rows = [[name, "wall/call", "CPU ops (prof.)", compute, "compute", "verdict"]]
-    for p in points:
-        if p.error is not None:
-            rows.append([str(p.n), "—", "—", "—", "—", f"failed: {p.error.splitlines()[0][:60]}"])
-            continue
-        time_us = p.device_us if device == "cuda" else p.compute_us
-        share = format_share(p.compute_share) if p.compute_share is not None else "—"
-        rows.append([str(p.n), _us(p.median_us), _us(p.cpu_us), _us(time_us), share, p.verdict])
-    return rows
-
-
-def crossover_text(points: list[SweepPoint], cross: Optional[int], name: str = "N") -> str:
-    """Where the function turns compute-bound, in one line ('' when no size could run)."""
-    if cross is not None:
-        below = [p.n for p in points if p.ok and p.n < cross]
-        return (
-            f"crossover: compute-bound from {name}={cross} (overhead-bound at {name}={below[-1]})"
-            if below
-            else f"crossover: compute-bound from {name}={cross}"
-        )
-    ok = [p for p in points if p.ok]
-    if ok and all((p.compute_share or 0) >= COMPUTE_SHARE_CROSSOVER for p in ok):
-        return f"crossover: none — compute-bound at every size (from {name}={ok[0].n})"
-    if ok:
-        return f"crossover: none — not compute-bound up to {name}={ok[-1].n}: try larger sizes"
-    return ""
-
-
-def render_sweep(
-    points: list[SweepPoint], cross: Optional[int], name: str = "N", device: str = "cpu"
-) -> str:
-    """The table the CLI prints: one row per size, then the crossover."""
-    rows = _table(points, name, device)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [
-        "  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
-        for r in rows
-    ]
-    lines = [line.rstrip() for line in lines]
-    cross_line = crossover_text(points, cross, name)
-    return "\n".join([*lines, cross_line] if cross_line else lines)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def sweep_markdown(qualname: str, sweep: Sweep, device: str = "cpu") -> str:
-    """The sweep as Markdown (the editor's panel): the same table and crossover as
-    :func:`render_sweep`, with the call and the chart's path."""
-    head, *rows = _table(sweep.points, sweep.name, device)
-    table = ["| " + " | ".join(head) + " |", "|---:|" + "---:|" * (len(head) - 2) + "---|"]
-    for row in rows:
-        bold = row[0] == str(sweep.crossover)
-        cells = [f"**{c}**" if bold else c for c in row]
-        table.append("| " + " | ".join(_cell(c) for c in cells) + " |")
-    parts = [
-        f"## `{qualname}` across {sweep.name}",
-        f"`{sweep.call}`",
-        "\n".join(table),
-        crossover_text(sweep.points, sweep.crossover, sweep.name),
-    ]
-    if sweep.chart_path:
-        parts.append(f"Chart: `{sweep.chart_path}`")
-    return "\n\n".join(p for p in parts if p)

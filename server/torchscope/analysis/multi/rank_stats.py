@@ -14,13 +14,13 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-from ..ingest import Span, Trace, load_trace
-from .columns import is_comm_kernel
-from .engine import analyze
-from .intervals import Timeline
+from ...ingest import Span, Trace, load_trace
+from ..columns import is_comm_kernel
+from ..engine import analyze
+from ..intervals import Timeline
+from ..results import Measurements
+from ..segment import Step, find_steps
 from .rank_model import RankStats
-from .report import Measurements
-from .segment import Step, find_steps
 
 #: Prefixes of the CPU-side ranges the process-group backends record per collective
 #: (``gloo:all_reduce`` on gloo's worker thread, ``nccl:all_reduce`` where NCCL is enqueued).

@@ -3,15 +3,15 @@
 :func:`.compare.compare_runs` builds a :class:`Comparison`; the CLI and the language server
 hold it, and :meth:`Comparison.to_dict` is the ``compare`` object of
 ``profile --compare-compile --json`` (the key order and the NaN/inf → ``null`` rule are part of
-that contract). Renderers are in :mod:`.compare_render`.
+that contract). Its words are ``torchscope.report.compare``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from .record import as_dict, field, record
-from .report import Finding, _clean
+from ..record import as_dict, field, record
+from ..results import Finding, _clean
 
 BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm"})
 """GEMMs with an epilogue that first copies ``self`` (the bias) into the output."""

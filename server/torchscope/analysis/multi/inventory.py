@@ -10,12 +10,12 @@ import math
 import re
 from typing import Any, Callable, Optional
 
-from ..ingest import Trace
-from .columns import median
+from ...ingest import Trace
+from ..columns import median
+from ..context import Context, build_context
+from ..link import copy_kind
+from ..record import field, record
 from .comparison import CopyRow, OpRow
-from .context import Context, build_context
-from .link import copy_kind
-from .record import field, record
 
 ATEN_PREFIXES = ("aten::", "prims::", "inductor::", "quantized::")
 """Ops that do the work (as opposed to compile-machinery annotations and wrappers)."""

@@ -6,10 +6,10 @@ the same in a terminal, a CI log and a test assertion.
 
 from __future__ import annotations
 
-from .columns import median
-from .formatting import format_bytes, format_duration, format_share
-from .report import Report, StepMetrics
-from .roofline import achieved_text, peaks_text
+from torchscope.analysis.columns import median
+from torchscope.analysis.formatting import format_bytes, format_duration, format_share
+from torchscope.analysis.results import Report, StepMetrics
+from torchscope.analysis.roofline import achieved_text, peaks_text
 
 MAX_STEP_ROWS = 12
 """Longer step lists show the first and last few rows plus the min/median/max summary."""

@@ -16,8 +16,8 @@ over the rank's analysed steps):
 
 from __future__ import annotations
 
-from .record import field, record
-from .report import Report
+from ..record import field, record
+from ..results import Report
 
 
 @record(frozen=True)

@@ -2,7 +2,7 @@
 
     view = analyze_ranks(["rank0.json.gz", "rank1.json.gz"])   # -> RanksReport
     view.to_dict()     # the slowest rank's report + "ranks" + cross-rank findings
-    render_ranks(view)
+    render_ranks(view) # the text (torchscope.report.ranks)
 
 Each trace is analysed in its own pool process (``concurrent.futures.ProcessPoolExecutor``,
 one process per core) exactly as ``analyze_trace`` would; the pool hands back small
@@ -23,15 +23,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..ingest import TraceError
-from .columns import median
-from .formatting import format_duration, format_share
+from ...ingest import TraceError
+from ..columns import median
+from ..formatting import format_duration
+from ..record import as_dict, field, record
+from ..results import Finding, Measurements, Report
+from ..results import _clean as clean
+from ..rules.rank_rules import run_rank_rules
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_stats import measure_rank_file
-from .record import as_dict, field, record
-from .report import Finding, Measurements, Report
-from .report import _clean as clean
-from .rules.rank_rules import run_rank_rules
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -199,28 +199,3 @@ def analyze_ranks(
 def analyze_folder(folder: str | os.PathLike[str], workers: int | None = None) -> RanksReport:
     """``analyze_ranks`` over the trace files of one folder."""
     return analyze_ranks(trace_files(Path(folder)), workers)
-
-
-def render_ranks(view: RanksReport) -> str:
-    """The per-rank table and the cross-rank findings, as text."""
-    rows = [
-        f"{'rank':>4} {'wall':>9} {'compute':>9} {'comm':>9} {'waiting':>9} "
-        f"{'exposed':>9} {'hidden':>9}"
-    ]
-    for r in view.ranks:
-        mark = " ◀ slowest" if r.rank == view.slowest and len(view.ranks) > 1 else ""
-        rows.append(
-            f"{r.rank:>4} {format_duration(r.wall_us):>9} {format_duration(r.compute_us):>9} "
-            f"{format_duration(r.comm_us):>9} {format_duration(r.wait_us):>9} "
-            f"{format_duration(r.exposed_comm_us):>9} {format_duration(r.hidden_comm_us):>9}{mark}"
-        )
-    lines = [view.headline(), "per rank (µs per step; medians over steps):", *rows]
-    lines.append(f"collectives aligned by {view.alignment} ({view.aligned} shared by all ranks)")
-    for f in view.findings:
-        share = ""
-        wall = view.reports[f.details["rank"]].steps
-        if wall:
-            share = f" [{format_share(f.cost_us / median([s.wall_us for s in wall]))}]"
-        lines.append(f"  {f.severity:<11} {f.rule}{share}: {f.message}")
-    lines += [f"note: {n}" for n in view.notes]
-    return "\n".join(lines)

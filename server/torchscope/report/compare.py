@@ -1,17 +1,17 @@
 """The comparison in words: terminal text (the CLI) and Markdown (the editor's hover and its
 comparison panel).
 
-Both read one :class:`.comparison.Comparison` and share the table rows, so the CLI and the
-editor show the same numbers under the same labels. (The editor adds its command links to the
-Markdown: those are the client's, not the analysis'.)
+Both read one :class:`~torchscope.analysis.multi.comparison.Comparison` and share the table
+rows, so the CLI and the editor show the same numbers under the same labels. (The editor adds
+its command links to the Markdown: those are the client's, not the report's.)
 """
 
 from __future__ import annotations
 
 from typing import Callable, Optional
 
-from .comparison import CompareSide, Comparison
-from .formatting import format_bytes, format_duration
+from torchscope.analysis.formatting import format_bytes, format_duration
+from torchscope.analysis.multi.comparison import CompareSide, Comparison
 
 ERROR_LINES = 12
 """Lines of the compiler's message shown in the hover (the rest is in the log)."""

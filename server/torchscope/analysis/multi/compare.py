@@ -15,7 +15,10 @@ import math
 import statistics
 from typing import Optional
 
-from .columns import median
+from ..columns import median
+from ..formatting import format_bytes, format_duration, format_share
+from ..results import Report
+from ..rules.compare_rules import CompareContext, run_compare_rules
 from .comparison import (
     CompareError,
     CompareSide,
@@ -29,10 +32,7 @@ from .comparison import (
     OpChanges,
     SideVerdict,
 )
-from .formatting import format_bytes, format_duration, format_share
 from .inventory import Inventory
-from .report import Report
-from .rules.compare_rules import CompareContext, run_compare_rules
 
 NO_DIFFERENCE_BAND = 0.05
 """Compiled within ±5 % of eager per call is *no difference*: two back-to-back unprofiled

@@ -2,22 +2,27 @@
 the documentation section of a finding (``explain_finding``).
 
 Pure functions over the typed results (the host's outcomes, the analysis' ``Report`` and
-``Comparison``); they do not import the MCP SDK.
+``Comparison``); they do not import the MCP SDK, nor the host (its types only for checking).
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from torchscope.analysis import ALL_RULES, Finding, Report, format_duration
+from torchscope.analysis.formatting import format_duration
+from torchscope.analysis.results import Finding, Report
+from torchscope.analysis.rules import ALL_RULES
 from torchscope.analysis.rules.base import FINDINGS_DOC
-from torchscope.host.compare_run import CompareOutcome
-from torchscope.host.profile_run import ProfileOutcome
+from torchscope.report.lines import hot_lines_text
+
+if TYPE_CHECKING:
+    from torchscope.host.compare_run import CompareOutcome
+    from torchscope.host.profile_run import ProfileOutcome
 
 #: The repository root of a source checkout (or an editable install), where the docs live.
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 MAX_FINDINGS = 6
 MAX_LINES = 5
 MAX_OUTPUT_LINES = 20
@@ -64,10 +69,9 @@ def report_summary(report: Report, trace_path: str, head: str = "") -> str:
     if report.findings:
         rows += ["findings (by cost; explain_finding(rule) says what to do):"]
         rows += _finding_lines(report.findings)
-    lines = sorted(report.lines, key=lambda x: -x.share)[:MAX_LINES]
-    if lines:
-        hot = ", ".join(f"L{x.line} {x.share * 100:.0f}% {_us(x.cpu_us)}" for x in lines)
-        rows.append(f"hot lines (share, CPU per call): {hot}")
+    hot = hot_lines_text(report, MAX_LINES)
+    if hot:
+        rows.append(hot)
     ops = _top_ops(report)
     if ops:
         rows.append(ops)

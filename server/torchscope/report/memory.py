@@ -1,12 +1,13 @@
-"""Memory in the editor: the ``+48 MB · 3 allocs`` inlay label, the per-device hover table
-with the largest allocations, and the verdict hover's peak and page-fault sentences."""
+"""Memory in the editor's words: the ``+48 MB · 3 allocs`` inlay label, the per-device hover
+table with the largest allocations, and the verdict hover's peak and page-fault sentences."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from torchscope.analysis import Report, format_duration
+from torchscope.analysis.formatting import format_duration
 from torchscope.analysis.lines import LineStats
+from torchscope.analysis.results import Report
 
 #: Lines allocating less than this per call get no memory hint (the hover still shows it).
 MIN_HINT_BYTES = 1_000_000

@@ -22,12 +22,12 @@ import random
 import statistics
 from typing import Any, Optional
 
+from ..formatting import format_duration, format_share
+from ..record import as_dict, record
+from ..results import Report, _clean
 from .compare import NO_DIFFERENCE_BAND, TRIVIAL_OPS, measured_noise
 from .comparison import SideVerdict
-from .formatting import format_duration, format_share
 from .inventory import Inventory
-from .record import as_dict, record
-from .report import Report, _clean
 
 VERDICTS = ("faster", "slower", "no-difference")
 
@@ -348,35 +348,3 @@ def diff_runs(before: DiffSide, after: DiffSide) -> Diff:
         lines_changed=lines_changed(before.report, after.report, before.source, after.source),
         interval=interval,
     )
-
-
-def render_diff(diff: Diff) -> str:
-    """The comparison as terminal text."""
-    verdict = diff.verdict
-    lines = [f"verdict: {verdict.id}: {verdict.headline}"]
-    lines.append(
-        f"  ratio {verdict.ratio:.3f} (after / before per call), "
-        f"{verdict.confidence:.0%} interval {verdict.ci_low:.3f}–{verdict.ci_high:.3f} "
-        f"over {verdict.rounds} interleaved rounds; no-difference band "
-        f"±{format_share(verdict.band)}"
-    )
-    for name, side in (("before", diff.before), ("after", diff.after)):
-        what = diff.label if name == "before" else "now"
-        lines.append(
-            f"  {name} ({what}): {format_duration(side.median_us)} per call "
-            f"(min {format_duration(side.min_us or 0)}, first call "
-            f"{format_duration(side.cold_us or 0)})"
-        )
-    for row in diff.ops_changed[:12]:
-        lines.append(
-            f"  {row.status:>11} {row.kind} {row.name}: {row.before_calls:g} → "
-            f"{row.after_calls:g} calls, {format_duration(row.before_us)} → "
-            f"{format_duration(row.after_us)} per call"
-        )
-    for change in diff.lines_changed:
-        where = f"line {change.line}" if change.line else f"(was line {change.before_line})"
-        lines.append(
-            f"  {where}: {format_duration(change.before_us)} → "
-            f"{format_duration(change.after_us)} per call  {change.text[:60]}"
-        )
-    return "\n".join(lines)
