@@ -32,8 +32,10 @@ _READ = (
 def test_every_cpython_here_imports_its_build_from_the_vsix(tmp_path: Path) -> None:
     assert VSIX.exists(), "build/torchscope.vsix is missing: run scripts/setup.sh"
     with zipfile.ZipFile(VSIX) as z:
-        z.extractall(tmp_path, [n for n in z.namelist() if "/bundled/tool/" in n])
-    tool = tmp_path / "extension" / "bundled" / "tool"
+        names = [n for n in z.namelist() if "/bundled/tool/" in n]
+        z.extractall(tmp_path, names)
+    init = next(n for n in names if n.endswith("/bundled/tool/torchscope/__init__.py"))
+    tool = tmp_path / init.removesuffix("/torchscope/__init__.py")
     tried = []
     for candidates in build_native.interpreters():
         found = build_native.probe(candidates)
