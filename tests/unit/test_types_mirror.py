@@ -3,6 +3,7 @@ Python model that produces them: a field renamed, added or dropped on one side f
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -22,7 +23,6 @@ from torchscope.analysis.comparison import (
     OpRow,
 )
 from torchscope.analysis.rank_model import RankSummary
-from torchscope.analysis.record import field_names
 from torchscope.analysis.sweep import Sweep, SweepPoint
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
@@ -31,7 +31,7 @@ _FIELD = re.compile(r"^  (\w+)\??:", re.M)
 
 
 def _fields(cls: type) -> set[str]:
-    return set(field_names(cls))
+    return {f.name for f in dataclasses.fields(cls)}
 
 
 # Interface → the keys of the JSON object the Python side writes for it.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from .columns import median
@@ -15,7 +16,6 @@ from .comparison import CopyRow, OpRow
 from .context import Context, build_context
 from .link import copy_kind
 from .model import Trace
-from .record import field, record
 
 ATEN_PREFIXES = ("aten::", "prims::", "inductor::", "quantized::")
 """Ops that do the work (as opposed to compile-machinery annotations and wrappers)."""
@@ -50,7 +50,7 @@ _GRAPH = re.compile(r"CompiledFxGraph (\w+)")
 _REGION = re.compile(r"Torch-Compiled Region: (\d+/\d+)")
 
 
-@record
+@dataclass
 class Inventory:
     """What one trace's steps ran, per call: ops, copies, compiled graphs."""
 

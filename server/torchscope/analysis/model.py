@@ -8,9 +8,8 @@ All times are microseconds as floats, on the trace's own clock.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
-
-from .record import field, record
 
 Args = Mapping[str, Any]
 """An event's raw ``args`` object, kept by reference (never copied)."""
@@ -55,7 +54,7 @@ class MemoryEvent(NamedTuple):
     device_id: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DeviceProps:
     """One entry of ``deviceProperties`` (or the older ``computeProperties``)."""
 
@@ -66,7 +65,7 @@ class DeviceProps:
     memory_bytes: int | None = None
 
 
-@record
+@dataclass
 class Trace:
     """Everything the analysis needs from one trace file, split by event kind, each list
     sorted by start time.

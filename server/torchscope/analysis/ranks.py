@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ from .errors import TraceError
 from .formatting import format_duration, format_share
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_stats import measure_rank_file
-from .record import as_dict, field, record
 from .report import Finding, Measurements, Report
 from .report import _clean as clean
 from .rules.rank_rules import run_rank_rules
@@ -36,7 +36,7 @@ from .rules.rank_rules import run_rank_rules
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-@record
+@dataclass
 class RanksReport:
     """Every rank's report, its row of the per-rank table, and the cross-rank findings."""
 
@@ -62,7 +62,7 @@ class RanksReport:
         cross = [_finding_dict(f, f.details.get("rank")) for f in self.findings]
         own = [{**f, "rank": slow} for f in data.get("findings", [])]
         data["findings"] = cross + own
-        data["ranks"] = [as_dict(r) for r in self.ranks]
+        data["ranks"] = [asdict(r) for r in self.ranks]
         data["rank"] = slow
         data["alignment"] = self.alignment
         data["aligned_collectives"] = self.aligned
@@ -88,7 +88,7 @@ class RanksReport:
 
 
 def _finding_dict(f: Finding, rank: Any) -> dict[str, Any]:
-    data: dict[str, Any] = clean(as_dict(f))
+    data: dict[str, Any] = clean(asdict(f))
     data["rank"] = rank
     return data
 

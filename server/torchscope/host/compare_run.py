@@ -8,7 +8,7 @@ side adds its own trace, and ``analysis.compare`` puts the two side by side.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
@@ -18,7 +18,6 @@ from torchscope.analysis.comparison import Comparison, CompileMeta
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.inventory import Inventory, inventory
 from torchscope.analysis.load import load_trace
-from torchscope.analysis.record import replace
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
