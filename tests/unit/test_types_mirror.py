@@ -3,6 +3,7 @@ Python model that produces them: a field renamed, added or dropped on one side f
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -23,7 +24,6 @@ from torchscope.analysis.multi.comparison import (
 )
 from torchscope.analysis.multi.rank_model import RankSummary
 from torchscope.analysis.multi.sweep import Sweep, SweepPoint
-from torchscope.analysis.record import field_names
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
 _INTERFACE = re.compile(r"export interface (\w+) \{\n(.*?)\n\}", re.S)
@@ -31,7 +31,7 @@ _FIELD = re.compile(r"^  (\w+)\??:", re.M)
 
 
 def _fields(cls: type) -> set[str]:
-    return set(field_names(cls))
+    return {f.name for f in dataclasses.fields(cls)}
 
 
 # Interface → the keys of the JSON object the Python side writes for it.

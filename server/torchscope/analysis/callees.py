@@ -9,14 +9,15 @@ of ``fn`` it costs. Frames carry the function's def line (kineto#630), which is 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context
-from .record import record
 from .source import is_library, parse_frame
 
 
-@record
+@dataclass
 class CalleeStats:
     """One workspace function called by the profiled one, per call of the profiled function."""
 

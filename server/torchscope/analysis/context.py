@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
+from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, sub
 from typing import Any
@@ -18,7 +19,6 @@ from ..ingest import Span, Trace
 from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
 from .nesting import Nesting, build_nesting
-from .record import field, record
 from .results import Measurements
 from .segment import Step, find_steps
 from .source import SourceMap
@@ -86,7 +86,7 @@ def assign(steps: list[Step], times: list[float]) -> list[int]:
     return out
 
 
-@record
+@dataclass
 class Context:
     """The trace's indexes, shared by every later stage: ``build_context`` fills it, and after
     that nothing assigns its fields. Stage results (:class:`~.stages.Metrics`) are passed

@@ -15,12 +15,12 @@ the lines and the rules read the same numbers.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..ingest.values import shapes_key
 from .context import Context
 from .lines import LineOp, LineStats, innermost_line
-from .record import field, record, replace
 from .results import Peaks, TopOp
 from .spec_peaks import spec_sheet_peaks
 from .work import Work, has_work, op_work
@@ -38,7 +38,7 @@ class Rates(NamedTuple):
     efficiency: float | None
 
 
-@record
+@dataclass
 class Totals:
     """Work and time of a group of op calls, summed over the analysed steps."""
 
@@ -50,7 +50,7 @@ class Totals:
     peak_key: str = ""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Efficiency:
     """Per-op work and time, and the peaks they are set against (the efficiency stage's
     output: read-only once built)."""

@@ -15,13 +15,13 @@ their number.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context
 from .link import SYNC_CALLS, copy_kind
-from .record import field, record
 
 if TYPE_CHECKING:
     from .memory import LineMemory
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 DEFAULT_HOT_SHARE = 0.05
 
 
-@record
+@dataclass
 class LineOp:
     name: str
     calls: float
@@ -42,14 +42,14 @@ class LineOp:
     efficiency: float | None = None
 
 
-@record
+@dataclass
 class LineKernel:
     name: str
     calls: float
     device_us: float
 
 
-@record
+@dataclass
 class LineCopy:
     kind: str
     calls: float
@@ -57,7 +57,7 @@ class LineCopy:
     device_us: float
 
 
-@record
+@dataclass
 class LineStats:
     """One source line, per call of the function."""
 
@@ -99,7 +99,7 @@ def _shapes(args: Any) -> str:
     return " × ".join(shown)
 
 
-@record
+@dataclass
 class _Acc:
     cpu_by_step: dict[int, float] = field(default_factory=dict)
     hits: int = 0

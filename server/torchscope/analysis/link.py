@@ -9,11 +9,11 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, itemgetter, not_
 
 from ..ingest import Span, Trace
-from .record import record
 
 _START = itemgetter(0)
 _CORRELATION = itemgetter(5)
@@ -77,7 +77,7 @@ def is_pageable(name: str) -> bool:
     return "Pageable" in name
 
 
-@record
+@dataclass
 class Links:
     """For each device span, the runtime call that launched it (-1 when unknown) and the
     CPU time it was issued at (used to put device work in the step whose code launched it)."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
+from dataclasses import dataclass, field, replace
 from itertools import accumulate, compress, groupby
 from operator import itemgetter
 from typing import Any
@@ -31,7 +32,6 @@ from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context, assign
 from .lines import LineStats, _shapes
-from .record import field, record, replace
 
 _TRACK = itemgetter(3)
 
@@ -42,7 +42,7 @@ DEVICE_NAMES = {0: "cpu", 1: "cuda"}
 LARGEST_PER_LINE = 3
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DeviceMemory:
     """One line's memory on one device, per call."""
 
@@ -56,7 +56,7 @@ class DeviceMemory:
     """True when the line retained bytes in every profiled call (at least two)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Allocation:
     """One of a line's largest allocations (per call: ``count`` blocks of ``bytes``)."""
 
@@ -67,7 +67,7 @@ class Allocation:
     shapes: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LineMemory:
     """Per-device memory of one source line (JSON: ``lines[].memory``)."""
 
@@ -75,7 +75,7 @@ class LineMemory:
     largest: list[Allocation] = field(default_factory=list)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DevicePeak:
     """Peak above the memory held before the call, on one device (median over calls)."""
 
@@ -83,7 +83,7 @@ class DevicePeak:
     peak_line: int | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MemoryAnalysis:
     """Everything the ``[memory]`` events say; ``lines`` maps line → :class:`LineMemory`."""
 
@@ -92,7 +92,7 @@ class MemoryAnalysis:
     steps: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MemorySummary:
     """The top-level ``memory`` object of a profile: peak (needs the memory pass) and page
     faults (measured by every profile's timing pass)."""
@@ -187,7 +187,7 @@ def _call_ends(ctx: Context, n_steps: int) -> list[float]:
     return ends
 
 
-@record
+@dataclass
 class _LineAcc:
     alloc: float = 0.0
     allocs: int = 0

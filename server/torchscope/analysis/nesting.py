@@ -12,11 +12,11 @@ and which op issued each runtime call. Annotations are transparent for op nestin
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter, neg, sub
 
 from ..ingest import Span, Trace, accel
-from .record import record
 
 NEST_TOLERANCE_US = 1.0
 """Legacy traces round ``ts`` and ``dur`` to whole µs, so a child can stick out of its parent
@@ -26,7 +26,7 @@ _ANN, _PY, _OP, _RT = 0, 1, 2, 3  # sort rank at equal (start, end): outermost f
 _START, _END, _TRACK = itemgetter(0), itemgetter(1), itemgetter(3)
 
 
-@record
+@dataclass
 class Nesting:
     """Parent links, as indices into the trace's per-kind lists; -1 means none."""
 

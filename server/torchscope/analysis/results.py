@@ -7,9 +7,8 @@ bool and None, so it serialises with ``json`` and ``msgpack`` alike.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from .record import as_dict, field, record
 
 if TYPE_CHECKING:
     from .callees import CalleeStats
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
 SEVERITIES = ("error", "warning", "information", "hint")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Measurements:
     """Numbers the worker measured with no profiler attached: the ground truth per call.
 
@@ -51,7 +50,7 @@ class Measurements:
     """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Peaks:
     """What the device can do at best: matmul GFLOP/s per dtype and copy bandwidth (GB/s).
 
@@ -64,7 +63,7 @@ class Peaks:
     device: str = ""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Device:
     """What ran the work: ``kind`` is ``cpu`` or ``cuda``."""
 
@@ -72,7 +71,7 @@ class Device:
     name: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Verdict:
     """The one-line answer and the two numbers that justify it (µs per call/step)."""
 
@@ -89,7 +88,7 @@ class Verdict:
     """Achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Timing:
     """Unprofiled wall time per call, from :class:`Measurements`."""
 
@@ -100,7 +99,7 @@ class Timing:
     calls: int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Finding:
     """One rule match. ``line``/``file`` locate it in source where the trace allows."""
 
@@ -118,7 +117,7 @@ class Finding:
     a cost per step."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TopOp:
     """One op name aggregated over the analysed steps; times are per step."""
 
@@ -136,7 +135,7 @@ class TopOp:
     """Achieved / matching peak (matmul FLOP/s for GEMMs, bandwidth otherwise), 0-1."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class KernelStat:
     """One kernel name across the analysed steps: its device time per step as min / median /
     max over steps (never a mean alone), and its launch delay."""
@@ -151,7 +150,7 @@ class KernelStat:
     """Median time from the launch call's start to the kernel's start (None: not linked)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Gap:
     """A stretch of device idle time inside a step, and the CPU work under it."""
 
@@ -163,7 +162,7 @@ class Gap:
     """Innermost annotation (or top-level op) running on the CPU at the gap's middle."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class StepMetrics:
     """Per-step numbers (times in µs)."""
 
@@ -200,7 +199,7 @@ class StepMetrics:
     """Offset of the step from the first analysed step."""
 
 
-@record
+@dataclass
 class Report:
     """Everything one analysis found; see the module docstring for the wire format."""
 
@@ -230,7 +229,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
         where there is something to say (a profile, or a trace with memory events)."""
-        out: dict[str, Any] = _clean(as_dict(self))
+        out: dict[str, Any] = _clean(asdict(self))
         if out["memory"] is None:
             del out["memory"]
         for line in out["lines"]:

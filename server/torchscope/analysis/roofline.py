@@ -11,10 +11,11 @@ headline and gain the dominant op's efficiency.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .context import Context
 from .efficiency import Efficiency, Rates, name_rates
 from .formatting import format_duration, format_share
-from .record import replace
 from .results import Peaks, TopOp, Verdict
 
 MEMORY_BOUND_SHARE = 0.2

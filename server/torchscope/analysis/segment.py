@@ -14,9 +14,9 @@ Preference order, most explicit first:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..ingest import Span, Trace
-from .record import record
 
 _STEP_NUMBER = re.compile(r"#(\d+)$")
 
@@ -24,7 +24,7 @@ MIN_ITERATION_MARKERS = 2
 """Optimizer.step annotations needed before they are trusted as iteration boundaries."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Step:
     """One analysed window of the trace."""
 

@@ -10,17 +10,17 @@ trace, not results).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .efficiency import Efficiency
-from .record import record
 from .results import StepMetrics, TopOp
 
 if TYPE_CHECKING:
     from .memory import MemoryAnalysis
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Metrics:
     """The metrics stage's output: per-step numbers, the op table (with achieved rates),
     per-name call counts and the efficiency table (work, time and peaks per op)."""

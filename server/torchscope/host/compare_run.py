@@ -8,7 +8,7 @@ side adds its own trace, and ``analysis.multi.compare`` puts the two side by sid
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
@@ -16,7 +16,6 @@ from torchscope.analysis.engine import analyze
 from torchscope.analysis.multi.compare import compare_runs
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta
 from torchscope.analysis.multi.inventory import Inventory, inventory
-from torchscope.analysis.record import replace
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
 from torchscope.ingest import load_trace

@@ -8,9 +8,9 @@ that contract). Its words are ``torchscope.report.compare``.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from ..record import as_dict, field, record
 from ..results import Finding, _clean
 
 BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm"})
@@ -19,7 +19,7 @@ BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addb
 VERDICTS = ("keep-eager", "compile-wins", "no-difference")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class OpRow:
     """One op name in the profiled steps; numbers per call of the function."""
 
@@ -30,7 +30,7 @@ class OpRow:
     """The nearest enclosing op that does work (e.g. ``aten::addmm`` for its ``copy_``)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CopyRow:
     """Copies of one kind issued from one place; numbers per call."""
 
@@ -48,7 +48,7 @@ class CopyRow:
         return self.within in BIAS_OPS
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CompileMeta:
     """What the worker measured about the compile, beside the two traces."""
 
@@ -62,7 +62,7 @@ class CompileMeta:
     paired_ratios: list[float] = field(default_factory=list)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SideVerdict:
     """One side's own profile verdict."""
 
@@ -70,7 +70,7 @@ class SideVerdict:
     headline: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Graph:
     """One ``CompiledFxGraph`` and the generated code Inductor wrote for it."""
 
@@ -78,7 +78,7 @@ class Graph:
     code_path: Optional[str]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CompiledInfo:
     """What only the compiled side has."""
 
@@ -89,7 +89,7 @@ class CompiledInfo:
     graph_breaks: list[str]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CompareSide:
     """One side's numbers per call: unprofiled timing, profiled op time, copies, ops."""
 
@@ -113,16 +113,16 @@ class CompareSide:
     trace_path: Optional[str] = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = as_dict(self)
+        data = asdict(self)
         del data["compiled"], data["trace_path"]
         if self.compiled is not None:
-            data.update(as_dict(self.compiled))
+            data.update(asdict(self.compiled))
         if self.trace_path is not None:
             data["trace_path"] = self.trace_path
         return data
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class OpChange:
     """An op the compiled run dispatches more or less often than eager (per call)."""
 
@@ -131,7 +131,7 @@ class OpChange:
     compiled: float
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class OpChanges:
     removed: list[OpChange]
     added: list[OpChange]
@@ -139,7 +139,7 @@ class OpChanges:
     """``aten::mm + aten::add → aten::addmm`` (trivial metadata ops left out); '' for none."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CompareVerdict:
     """``keep-eager`` / ``compile-wins`` / ``no-difference`` with its headline."""
 
@@ -152,13 +152,13 @@ class CompareVerdict:
     noise: float = 0.0
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CompareError:
     kind: str
     message: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Comparison:
     """Eager vs compiled; ``compiled``/``changes``/``verdict`` are None when the compile failed
     (then ``error`` says why and the eager side still stands)."""
@@ -181,10 +181,10 @@ class Comparison:
             "mode": self.mode,
             "eager": self.eager.to_dict(),
             "compiled": self.compiled.to_dict() if self.compiled else None,
-            "changes": as_dict(self.changes) if self.changes else None,
-            "verdict": as_dict(self.verdict) if self.verdict else None,
-            "findings": [as_dict(f) for f in self.findings],
-            "error": as_dict(self.error) if self.error else None,
+            "changes": asdict(self.changes) if self.changes else None,
+            "verdict": asdict(self.verdict) if self.verdict else None,
+            "findings": [asdict(f) for f in self.findings],
+            "error": asdict(self.error) if self.error else None,
         }
         if self.graph_breaks is not None:
             data["graph_breaks"] = list(self.graph_breaks)

@@ -20,10 +20,10 @@ import difflib
 import math
 import random
 import statistics
+from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
 from ..formatting import format_duration, format_share
-from ..record import as_dict, record
 from ..results import Report, _clean
 from .compare import NO_DIFFERENCE_BAND, TRIVIAL_OPS, measured_noise
 from .comparison import SideVerdict
@@ -49,7 +49,7 @@ call by more than this share (profiled times wobble by a few percent)."""
 LINES_SHOWN = 10
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class RatioInterval:
     """after / before per call, with its bootstrap interval and the rounds behind it."""
 
@@ -93,7 +93,7 @@ def _change(ratio: float) -> str:
     return f"{big:.1f}×" if big >= 1.5 else f"{(big - 1) * 100:.0f} %"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DiffVerdict:
     """``faster`` / ``slower`` / ``no-difference``: the contract's ``diff.verdict``."""
 
@@ -136,7 +136,7 @@ def decide(interval: RatioInterval, label: str, before_us: float, after_us: floa
     return DiffVerdict(vid, headline, ratio, low, high, band, interval.noise, interval.rounds)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class OpChange:
     """An op or kernel that appeared, disappeared or changed (calls and µs per call)."""
 
@@ -218,7 +218,7 @@ def line_map(before_source: str, after_source: str) -> dict[int, int]:
     return mapping
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LineChange:
     """One line's time per call before and after (``line``: now; ``before_line``: then)."""
 
@@ -280,7 +280,7 @@ def _line_row(
     )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SideSummary:
     """One version's numbers: ``median_us`` over the interleaved rounds, its own verdict."""
 
@@ -306,7 +306,7 @@ def _summary(side: DiffSide) -> SideSummary:
     )
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class DiffSide:
     """One version: its per-round times, report, inventory, source and trace."""
 
@@ -318,7 +318,7 @@ class DiffSide:
     trace_path: str = ""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Diff:
     """Before and after; ``to_dict`` is the ``diff`` object of ``torchscope diff --json``."""
 
@@ -331,7 +331,7 @@ class Diff:
     interval: RatioInterval
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = _clean(as_dict(self))
+        out: dict[str, Any] = _clean(asdict(self))
         return out
 
 

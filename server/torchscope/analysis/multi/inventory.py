@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ...ingest import Trace
 from ..columns import median
 from ..context import Context, build_context
 from ..link import copy_kind
-from ..record import field, record
 from .comparison import CopyRow, OpRow
 
 ATEN_PREFIXES = ("aten::", "prims::", "inductor::", "quantized::")
@@ -50,7 +50,7 @@ _GRAPH = re.compile(r"CompiledFxGraph (\w+)")
 _REGION = re.compile(r"Torch-Compiled Region: (\d+/\d+)")
 
 
-@record
+@dataclass
 class Inventory:
     """What one trace's steps ran, per call: ops, copies, compiled graphs."""
 

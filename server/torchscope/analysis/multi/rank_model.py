@@ -16,11 +16,12 @@ over the rank's analysed steps):
 
 from __future__ import annotations
 
-from ..record import field, record
+from dataclasses import dataclass, field
+
 from ..results import Report
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class RankSummary:
     """One rank's row of the per-rank table (µs per step)."""
 
@@ -43,7 +44,7 @@ class RankSummary:
         return max(0.0, self.comm_us - self.exposed_comm_us)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class RankContext:
     """What the cross-rank rules read: every rank's row and how the ranks were aligned."""
 
@@ -59,7 +60,7 @@ class RankContext:
         return next(r for r in self.ranks if r.rank == rank)
 
 
-@record
+@dataclass
 class RankStats:
     """What one rank's analysis hands back to the process that combines the ranks (picklable,
     small: per-step numbers and the collectives, never the trace)."""

@@ -20,13 +20,13 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...ingest import TraceError
 from ..columns import median
 from ..formatting import format_duration
-from ..record import as_dict, field, record
 from ..results import Finding, Measurements, Report
 from ..results import _clean as clean
 from ..rules.rank_rules import run_rank_rules
@@ -36,7 +36,7 @@ from .rank_stats import measure_rank_file
 TRACE_SUFFIXES = (".json", ".json.gz")
 
 
-@record
+@dataclass
 class RanksReport:
     """Every rank's report, its row of the per-rank table, and the cross-rank findings."""
 
@@ -62,7 +62,7 @@ class RanksReport:
         cross = [_finding_dict(f, f.details.get("rank")) for f in self.findings]
         own = [{**f, "rank": slow} for f in data.get("findings", [])]
         data["findings"] = cross + own
-        data["ranks"] = [as_dict(r) for r in self.ranks]
+        data["ranks"] = [asdict(r) for r in self.ranks]
         data["rank"] = slow
         data["alignment"] = self.alignment
         data["aligned_collectives"] = self.aligned
@@ -88,7 +88,7 @@ class RanksReport:
 
 
 def _finding_dict(f: Finding, rank: Any) -> dict[str, Any]:
-    data: dict[str, Any] = clean(as_dict(f))
+    data: dict[str, Any] = clean(asdict(f))
     data["rank"] = rank
     return data
 

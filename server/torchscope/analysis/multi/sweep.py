@@ -10,10 +10,10 @@ finds the crossover (the table and the chart are ``torchscope.report.sweep``'s a
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from ..columns import median
-from ..record import as_dict, field, record
 from ..results import Report
 
 COMPUTE_SHARE_CROSSOVER = 0.5
@@ -22,7 +22,7 @@ verdict's own line (dispatch share < 50 %, ``verdict.OVERHEAD_BOUND_DISPATCH_SHA
 it is device time per call over unprofiled wall time per call."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SweepPoint:
     """One size: unprofiled time per call, profiled CPU op time, device or compute time."""
 
@@ -45,7 +45,7 @@ class SweepPoint:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` form: the size under ``N`` (as the issue's schema names it)."""
-        data = as_dict(self)
+        data = asdict(self)
         return {"N": data.pop("n"), **data}
 
 
@@ -86,7 +86,7 @@ def point_from_report(n: int, report: Report, trace_path: Optional[str] = None) 
     )
 
 
-@record
+@dataclass
 class Sweep:
     """One function across sizes: the points, the crossover and where the chart was written."""
 

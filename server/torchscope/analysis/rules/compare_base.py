@@ -8,15 +8,15 @@ They run after the comparison's verdict (:func:`..compare.compare_runs`), on a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Optional
 
 from ..multi.comparison import CompareSide, CompareVerdict, CompileMeta, CopyRow
-from ..record import record
 from ..results import Finding, Report
 from .base import RuleBase
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CompareContext:
     """What a comparison rule reads: both sides, the verdict and what the compile added."""
 

@@ -6,9 +6,9 @@ finding's ``rank``)."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..record import replace
 from ..results import Finding
 from .base import RuleBase
 
