@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis import TraceError, accel, fastload, lazyjson, parse, window
+from torchscope.analysis import TraceError, accel, fastload, lazyjson, parse
 from torchscope.analysis.context import build_context
 from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
@@ -99,14 +99,6 @@ def test_lazy_args_read_like_the_dict(native: bool, monkeypatch: pytest.MonkeyPa
     assert dict(args) == {"correlation": 4, "Input Dims": [[2, 2]]}
     assert args.get("Input Dims") == [[2, 2]] and "correlation" in args and len(args) == 2
     assert trace.ops[1].args == {}
-
-
-def test_parse_steps() -> None:
-    assert window.parse_steps("10-20") == (10, 20)
-    assert window.parse_steps("7") == (7, 7)
-    for bad in ("20-10", "a-b", "-3"):
-        with pytest.raises(ValueError):
-            window.parse_steps(bad)
 
 
 @pytest.mark.parametrize("chunk", [4096, 1 << 20])

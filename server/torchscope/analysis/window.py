@@ -39,17 +39,6 @@ class _Mark(msgspec.Struct, gc=False):
 _MARKS = msgspec.json.Decoder(list[_Mark])
 
 
-def parse_steps(text: str) -> tuple[int, int]:
-    """``"10-20"`` → ``(10, 20)``; ``"7"`` → ``(7, 7)``."""
-    m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
-    if m is None:
-        raise ValueError(f"{text!r} is not a step range; write FIRST-LAST, e.g. 10-20")
-    first, last = int(m.group(1)), int(m.group(2) or m.group(1))
-    if last < first:
-        raise ValueError(f"{text!r}: the last step comes before the first; write e.g. 10-20")
-    return first, last
-
-
 def _find_window(
     name: str, data: bytes | bytearray, lo: int, hi: int, first: int, last: int
 ) -> tuple[float, float, float, Any]:

@@ -1,4 +1,9 @@
-"""``torchscope profile FILE::FUNCTION``: profile in a worker, print the verdict and the trace."""
+"""``torchscope profile FILE::FUNCTION``: profile in a worker, print the verdict and the trace.
+
+Each directive (or ``--call``) runs as a plain profile or as the job kind its flag chose
+(``--compare-compile``, ``compare.py``); with ``--nproc N`` (or a directive's ``nproc=N``) on
+N ranks under torchrun, printed as the cross-rank view. ``profile --sweep`` is ``compare.py``'s.
+"""
 
 from __future__ import annotations
 
@@ -6,27 +11,58 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from torchscope.analysis import format_duration, render_report
-from torchscope.analysis.report import Report
-from torchscope.cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, job_options, print_failure
-from torchscope.cli_compare import run_kind, run_sweep_command
-from torchscope.cli_open import open_command, open_in_perfetto
-from torchscope.cli_ranks import profile_ranks_command
-from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
-from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import Hello, Output, Progress
-from torchscope.targets import Target, TargetError, function_named, parse_spec, read_source
+from torchscope.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_arguments,
+    add_open_arguments,
+    job_options,
+    make_profiler,
+    open_command,
+    open_in_perfetto,
+    output_printer,
+    print_failure,
+    progress_printer,
+    read_target,
+    run_kind,
+    say,
+)
+
+# The profiling machinery is imported where it runs: building the parser must stay cheap.
+if TYPE_CHECKING:
+    from torchscope.analysis.report import Report
+    from torchscope.cli.common import Commands
+    from torchscope.host.profile_run import CliReport, ProfileOutcome
+    from torchscope.protocol import Hello
+    from torchscope.targets import Target
 
 
-def _say(quiet: bool, text: str) -> None:
-    if not quiet:
-        print(f"[torchscope] {text}", file=sys.stderr, flush=True)
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
+    profile = commands.add_parser(
+        "profile",
+        help="profile one function: FILE::FUNCTION",
+        description="Profile FILE::FUNCTION (e.g. examples/matmul_add.py::fn). Without --call, "
+        "every `# torchscope: <call>` directive above the def is profiled in turn.",
+    )
+    profile.add_argument("target", help="FILE::QUALNAME, e.g. model.py::Model.forward")
+    add_common_arguments(profile)
+    add_open_arguments(profile)
+    return profile
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(run_profile_command(args))
 
 
 def source_with_margin(source: str, target: Target, report: Report) -> str:
     """The function's source with each line's share and time per call in a left margin."""
+    from torchscope.analysis.formatting import format_duration
+
     by_line = {line.line: line for line in report.lines}
     gpu = report.device.kind == "cuda"
     source_lines = source.splitlines()
@@ -46,6 +82,8 @@ def source_with_margin(source: str, target: Target, report: Report) -> str:
 
 
 def _render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
+    from torchscope.analysis import render_report
+
     target = outcome.target
     trace_path = outcome.result.trace_path
     lines = [
@@ -82,41 +120,24 @@ def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: C
 
 
 async def run_profile_command(args: argparse.Namespace) -> int:
-    try:
-        path, qualname = parse_spec(args.target)
-        source = read_source(path)
-        target = function_named(source, str(path), qualname)
-    except TargetError as exc:
-        print(f"torchscope: {exc}", file=sys.stderr)
+    from torchscope.host.profile_run import ProfileFailure
+
+    found = read_target(args.target)
+    if found is None:
         return EXIT_USAGE
-    store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
-    profiler = Profiler(
-        args.python,
-        store,
-        cwd=str(Path.cwd()),
-        on_worker_stderr=lambda line: None if args.quiet else print(line, file=sys.stderr),
-    )
+    source, target = found
+    profiler = make_profiler(args)
     options = job_options(args, workspace_root=str(Path.cwd()))
-
-    def on_progress(message: Progress) -> None:
-        _say(args.quiet, f"{message.stage}: {message.message}")
-
-    def on_output(message: Output) -> None:
-        if not args.quiet:
-            sys.stderr.write(message.text)
-
-    if args.sweep:
-        return await run_sweep_command(args, target, profiler, options, on_progress, on_output)
-
+    on_progress, on_output = progress_printer(args), output_printer(args)
     status = EXIT_OK
     traces: list[Path] = []
     try:
-        _say(args.quiet, f"starting a worker in {args.python}")
+        say(args.quiet, f"starting a worker in {args.python}")
         hello = await profiler.hello()
         _say_hello(args, hello)
         for call, nproc in _calls(args, target, hello.cuda_available):
-            _say(args.quiet, f"profiling {call or target.qualname + '()'}")
-            if nproc > 1:  # on N ranks under torchrun (cli_ranks)
+            say(args.quiet, f"profiling {call or target.qualname + '()'}")
+            if nproc > 1:  # on N ranks under torchrun
                 status = max(status, await profile_ranks_command(args, target, call, nproc, hello))
                 continue
             try:
@@ -139,7 +160,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
 def _say_hello(args: argparse.Namespace, hello: Hello) -> None:
     devices = ", ".join(hello.device_names)
     torch = f"torch {hello.torch_version}, "
-    _say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
+    say(args.quiet, torch + (f"CUDA: {devices}" if hello.cuda_available else "CPU only"))
 
 
 def _calls(args: argparse.Namespace, target: Target, cuda: bool) -> list[tuple[Optional[str], int]]:
@@ -161,3 +182,48 @@ def _open_all(args: argparse.Namespace, traces: list[Path]) -> bool:
         for trace in traces
     ]
     return all(opened)
+
+
+async def profile_ranks_command(
+    args: argparse.Namespace,
+    target: Target,
+    call: Optional[str],
+    nproc: int,
+    hello: Hello,
+) -> int:
+    """``profile --nproc N``: run the ranks, print the cross-rank view (or ``--json``); 0 on
+    success, 1 when a rank failed (its traceback on stderr)."""
+    from torchscope.analysis import render_report
+    from torchscope.analysis.ranks import render_ranks
+    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.rank_profile import profile_ranks, resolve_backend
+    from torchscope.host.trace_store import TraceStore
+
+    cuda_available = hello.cuda_available
+    options = job_options(args, workspace_root=str(Path.cwd())).updated({"nproc": nproc})
+    backend = resolve_backend(options, cuda_available)
+    store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
+
+    def show(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    show(f"[torchscope] {nproc} ranks ({backend}) under torch.distributed.run")
+    try:
+        done = await profile_ranks(
+            args.python, store, target, call, options, cuda_available, str(Path.cwd()), show
+        )
+    except ProfileFailure as failure:
+        return print_failure(target.file, failure)
+    if args.json:
+        print(json.dumps(done.to_json(), ensure_ascii=False), flush=True)
+        return 0
+    view = done.view
+    print(f"== {target.qualname} ({target.file}:{target.def_line}) on {nproc} ranks")
+    print(f"   call: {call or target.qualname + '()'}")
+    print(render_ranks(view))
+    print()
+    print(f"== rank {view.slowest} (the slowest) ==")
+    print(render_report(view.reports[view.slowest]))
+    print(f"\ntraces: {done.trace_dir}", flush=True)
+    return 0
