@@ -102,14 +102,15 @@ def child(kind: str, trace: Path) -> dict[str, Any]:
     }
 
 
-def compile_bytecode() -> None:
-    """Compile torchscope's bytecode before timing it, as installing a package does.
+def compile_bytecode(package: Path = REPO / "server" / "torchscope") -> None:
+    """Compile torchscope's bytecode (``package``: this checkout's, by default) before timing
+    it, as installing a package does.
 
     HTA and pandas come from site-packages with bytecode that pip compiled at install time.
     A checkout run with ``PYTHONDONTWRITEBYTECODE=1`` (set on these machines) would instead
     recompile every torchscope module in every fresh process (~30 ms) and time the compiler.
     """
-    compileall.compile_dir(str(REPO / "server" / "torchscope"), quiet=1)
+    compileall.compile_dir(str(package), quiet=1)
 
 
 def run_child(kind: str, trace: Path) -> dict[str, Any]:

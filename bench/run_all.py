@@ -4,6 +4,9 @@ in the same run, target, pass/fail.
 - **analysis**: ``torchscope analyze`` vs HolisticTraceAnalysis, vs the stdlib parse floor
   (``gzip`` + ``json.loads``), and peak memory vs HTA, on ``hta_ddp_v100_rank1``
   (fresh processes, interleaved; see ``analyze_speed.py``);
+- **command**: the ``torchscope analyze TRACE`` command as users run it (the console script)
+  vs HTA, and its wall time and peak RSS vs ``python -m torchscope analyze`` of the revision
+  before the ``cli/`` package (``analyze_command.py``: a temporary git worktree, built);
 - **scale**: traces of ``--sizes`` events synthesised by repeating that trace's steps with
   shifted timestamps (written to a temp dir, deleted after): marginal CPU per event of the last two
   sizes vs the first two (linear: ≤ 1.5), and peak RSS vs the uncompressed file size, for
@@ -15,7 +18,7 @@ in the same run, target, pass/fail.
   ``test-output/vscode/first-click.json``: right-click → diagnostic and the hand-written
   script, both measured in that run).
 
-    .venv/bin/python bench/run_all.py [--repeat 3] [--sizes 100k,1M] [--only scale,firstclick]
+    .venv/bin/python bench/run_all.py [--repeat 3] [--sizes 100k,1M] [--only command,scale]
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import analyze_command
 import analyze_speed
 import lsp_roundtrip
 
@@ -281,13 +285,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sizes", default="100k,300k,1M", help="e.g. 100k,1M,10M (10M: minutes)")
-    parser.add_argument("--only", default="analysis,scale,roundtrip,firstclick")
+    parser.add_argument("--only", default="analysis,command,scale,roundtrip,firstclick")
     args = parser.parse_args()
     only = set(args.only.split(","))
     rows: list[Row] = []
     if "analysis" in only:
         print(f"analysis ({TRACE.name}, {args.repeat} interleaved runs each):")
         rows += analysis_rows(args.repeat)
+    if "command" in only:
+        print(f"command (torchscope analyze {TRACE.name}, {args.repeat} interleaved rounds):")
+        runs = analyze_command.measure(TRACE, args.repeat, analyze_command.DEFAULT_BEFORE, True)
+        analyze_command.report(runs)
+        rows += analyze_command.target_rows(runs)
     if "scale" in only:
         print("scale (synthetic traces):")
         rows += scale_rows([_size(s) for s in args.sizes.split(",")])

@@ -71,6 +71,14 @@ DEVICES = ("auto", "cpu", "cuda")
 #: Process-group backends of a multi-process profile (``--backend``).
 BACKENDS = ("auto", "gloo", "nccl")
 
+#: The Perfetto UI's Content-Security-Policy lets it fetch a plain-http trace from one origin
+#: only, ``http://127.0.0.1:9001``: ``host/trace_server.py`` (and the extension's
+#: ``traceServer.ts``) serve there; the CLI's ``--open`` flags default to these.
+PERFETTO_PORT = 9001
+PERFETTO_ORIGIN = "https://ui.perfetto.dev"
+#: Seconds to wait for the UI to fetch the trace before giving up.
+PERFETTO_TIMEOUT_S = 300.0
+
 
 def _option(default: Any, help: str, **meta: Any) -> Any:
     """A ``JobOptions`` field: its default, the CLI's help text and its limits.
@@ -212,7 +220,7 @@ class JobRequest(Message):
 
     CLI_FLAG: ClassVar[str] = ""
     """The ``torchscope profile`` flag that runs this kind instead of a plain profile ('':
-    none); ``cli_compare`` makes it from ``JOB_KINDS``."""
+    none); ``cli/common.py`` makes it from ``JOB_KINDS``."""
     CLI_HELP: ClassVar[str] = ""
 
     job_id: int

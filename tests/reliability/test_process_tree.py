@@ -77,16 +77,17 @@ def test_redirect_page_is_private_and_goes_to_the_link() -> None:
 def test_max_memory_is_a_job_option_from_flag_setting_and_argument() -> None:
     """``--max-memory``, the server setting and a command argument all fill
     ``JobOptions.max_memory`` (text; "" is half the RAM), each checked the same way."""
-    from torchscope import cli
+    from torchscope.cli import build_parser
+    from torchscope.cli.common import job_options
     from torchscope.lsp.settings import Settings, SettingsError
     from torchscope.protocol import JobOptions
 
-    args = cli._build_parser().parse_args(["profile", "x.py::f", "--max-memory", "12G"])
-    assert cli.job_options(args, None).max_memory == "12G"
+    args = build_parser().parse_args(["profile", "x.py::f", "--max-memory", "12G"])
+    assert job_options(args, None).max_memory == "12G"
     assert JobOptions().max_memory == ""  # the default: half the physical memory
     assert JobOptions().updated({"max_memory": 1 << 30}).max_memory == str(1 << 30)
     assert Settings().updated({"max_memory": " 2G "}).job.max_memory == "2G"
     with pytest.raises(SettingsError, match=r"setting 'max_memory'.*12G"):
         Settings().updated({"max_memory": "lots"})
     with pytest.raises(SystemExit):
-        cli._build_parser().parse_args(["profile", "x.py::f", "--max-memory", "1K"])
+        build_parser().parse_args(["profile", "x.py::f", "--max-memory", "1K"])

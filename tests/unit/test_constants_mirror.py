@@ -3,7 +3,8 @@
 - the server's command, method and client-command ids are in the extension's constants module;
 - ``JobOptions`` (protocol.py) holds each job option's one default: package.json's settings
   and the CLI's flags carry the same;
-- the wire constants (the line-marker prefix, the compile modes) have one definition each.
+- the wire constants (the line-marker prefix, the compile modes) have one definition each;
+- the Perfetto port, origin and serving timeout equal the extension's.
 """
 
 import dataclasses
@@ -11,10 +12,18 @@ import json
 import re
 from pathlib import Path
 
-from torchscope import cli
+from torchscope.cli import build_parser
+from torchscope.cli.common import job_options
 from torchscope.ingest import kineto
 from torchscope.lsp import constants
-from torchscope.protocol import COMPILE_MODES, LINE_MARKER_PREFIX, JobOptions
+from torchscope.protocol import (
+    COMPILE_MODES,
+    LINE_MARKER_PREFIX,
+    PERFETTO_ORIGIN,
+    PERFETTO_PORT,
+    PERFETTO_TIMEOUT_S,
+    JobOptions,
+)
 from torchscope.worker import line_markers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,18 +87,18 @@ def test_every_job_setting_of_the_extension_is_a_job_option() -> None:
 
 
 def test_cli_flag_defaults_equal_job_options() -> None:
-    parser = cli._build_parser()
+    parser = build_parser()
     args = parser.parse_args(["profile", "x.py::f"])
     defaults = JobOptions()
     flagged = [f for f in dataclasses.fields(JobOptions) if f.metadata.get("flag")]
     assert {f.name for f in flagged} >= {"steps", "warmup", "timeout_s", "device", "with_stack"}
     for spec in flagged:
         assert getattr(args, spec.name) == getattr(defaults, spec.name), spec.name
-    assert cli.job_options(args, None) == defaults
+    assert job_options(args, None) == defaults
 
 
 def test_cli_flags_fill_job_options() -> None:
-    args = cli._build_parser().parse_args(
+    args = build_parser().parse_args(
         [
             "profile",
             "x.py::f",
@@ -104,7 +113,7 @@ def test_cli_flags_fill_job_options() -> None:
             "cpu",
         ]
     )
-    options = cli.job_options(args, "/w")
+    options = job_options(args, "/w")
     assert options == JobOptions(
         steps=7,
         timeout_s=9.0,
@@ -137,3 +146,14 @@ def test_compile_modes_have_one_definition_per_language() -> None:
     listed = re.search(r"COMPILE_MODES = \[([^\]]*)\]", TS_CONSTANTS.read_text())
     assert listed is not None
     assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == COMPILE_MODES
+
+
+def test_perfetto_port_origin_and_timeout_equal_the_extensions() -> None:
+    """The Perfetto constants (protocol.py: the CLI's ``--open`` and host/trace_server.py) and
+    the extension's trace server and settings."""
+    server = (REPO / "extension" / "src" / "traceServer.ts").read_text()
+    assert f"export const PERFETTO_PORT = {PERFETTO_PORT};" in server
+    timeout_ms = f"{int(PERFETTO_TIMEOUT_S * 1000):_}"
+    assert f"export const DEFAULT_SERVE_TIMEOUT_MS = {timeout_ms};" in server
+    assert _settings()["torchscope.perfetto.origin"]["default"] == PERFETTO_ORIGIN
+    assert f'perfettoOrigin: "{PERFETTO_ORIGIN}"' in TS_SETTINGS.read_text()

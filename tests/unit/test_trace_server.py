@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import port_holder
-from torchscope.host.trace_server import (
-    PERFETTO_PORT,
-    PortInUse,
-    TraceServer,
-    TraceServerError,
-    perfetto_link,
-)
+from torchscope.host.trace_server import PortInUse, TraceServer, TraceServerError, perfetto_link
+from torchscope.protocol import PERFETTO_PORT
 
 ORIGIN = "https://ui.perfetto.dev"
 TRACE = b"\x1f\x8b" + bytes(range(256)) * 40  # gzip magic, then anything

@@ -1,6 +1,6 @@
 """The host's job kinds by name: every ``HostJob`` instance in a ``host/*_run.py`` module.
 
-A new kind's ``host/<kind>_run.py`` is found here, so the CLI (``cli_compare``) runs it
+A new kind's ``host/<kind>_run.py`` is found here, so the CLI (``cli/common.py``) runs it
 from its ``protocol`` flag without an edit per kind. Imported only when a job runs: the host
 modules import the analysis.
 """

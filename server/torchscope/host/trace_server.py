@@ -1,4 +1,5 @@
-"""Serve one trace to the Perfetto UI in a browser (DESIGN.md §5), stdlib only.
+"""Serve one trace to the Perfetto UI in a browser (DESIGN.md §5), stdlib only (the port,
+origin and timeout are ``protocol.PERFETTO_*``: the CLI's flags default to them).
 
 The Perfetto UI (``https://ui.perfetto.dev``) may fetch a trace with ``#!/?url=…``, but its
 Content-Security-Policy allows exactly one plain-http origin: ``http://127.0.0.1:9001``. So the
@@ -33,12 +34,10 @@ from types import TracebackType
 from typing import Optional, Union
 from urllib.parse import quote, urlsplit
 
+from torchscope.protocol import PERFETTO_ORIGIN, PERFETTO_PORT, PERFETTO_TIMEOUT_S
+
 #: The only plain-http origin the Perfetto UI's CSP lets it fetch from: 127.0.0.1, port 9001.
 LOOPBACK = "127.0.0.1"
-PERFETTO_PORT = 9001
-DEFAULT_ORIGIN = "https://ui.perfetto.dev"
-#: Seconds to wait for the UI to fetch the trace before giving up.
-DEFAULT_TIMEOUT_S = 300.0
 
 
 class TraceServerError(RuntimeError):
@@ -212,7 +211,7 @@ class TraceServer:
         self,
         trace: Union[Path, bytes],
         name: Optional[str] = None,
-        origin: str = DEFAULT_ORIGIN,
+        origin: str = PERFETTO_ORIGIN,
         port: int = PERFETTO_PORT,
     ) -> None:
         if isinstance(trace, Path):
@@ -278,7 +277,7 @@ class TraceServer:
         host, port = self._httpd.socket.getsockname()[:2]
         return str(host), int(port)
 
-    def wait(self, timeout: Optional[float] = DEFAULT_TIMEOUT_S) -> bool:
+    def wait(self, timeout: Optional[float] = PERFETTO_TIMEOUT_S) -> bool:
         """Block until the trace was fetched (True) or ``timeout`` passed (False); then stop."""
         try:
             return self._served.wait(timeout)

@@ -12,11 +12,13 @@ import json
 import os
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
-from torchscope.host.worker_process import PACKAGE_PARENT
+if TYPE_CHECKING:
+    from torchscope.cli.common import Commands
 
 
-def add_calibrate_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
     calibrate = commands.add_parser(
         "calibrate",
         help="measure this machine's peak matmul FLOP/s and copy bandwidth again",
@@ -29,9 +31,12 @@ def add_calibrate_parser(commands: argparse._SubParsersAction) -> None:  # type:
         "dtypes", nargs="*", default=[], help="extra dtypes, e.g. bfloat16 (float32 always)"
     )
     calibrate.add_argument("--json", action="store_true", help="print the peaks as JSON")
+    return calibrate
 
 
-def calibrate_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from torchscope.host.worker_process import PACKAGE_PARENT
+
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
     command = [args.python, "-m", "torchscope.worker.calibrate", "--force"]

@@ -23,18 +23,15 @@ import argparse
 import json
 import os
 import sys
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchscope.analysis.formatting import format_duration
-from torchscope.cli_diff import add_common_arguments, diff_one, make_profiler
-from torchscope.host.git_source import GitError, default_base
-from torchscope.targets import TargetError, function_named, parse_spec, read_source
+from torchscope.cli.common import add_common_arguments, diff_one, make_profiler
 
 if TYPE_CHECKING:  # the profiling machinery is imported where it runs (the parser stays cheap)
     from torchscope.analysis.multi.diff import Diff
+    from torchscope.cli.common import Commands
 
 EXIT_OK, EXIT_REGRESSED, EXIT_ERROR = 0, 1, 2
 DEFAULT_THRESHOLD = 0.05
@@ -123,7 +120,7 @@ def load_config(pyproject: Path) -> CheckConfig:
     )
 
 
-def add_check_parser(commands: Any) -> None:
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
     check = commands.add_parser(
         "check",
         help="CI gate: fail when a configured function got slower than the base revision",
@@ -135,12 +132,21 @@ def add_check_parser(commands: Any) -> None:
     check.add_argument("--base", help="revision to compare with (overrides the config)")
     check.add_argument("--junit", type=Path, help="JUnit XML output (overrides the config)")
     add_common_arguments(check)
+    return check
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(run_check_command(args))
 
 
 async def _check_one(
     args: argparse.Namespace, config: CheckConfig, entry: CheckEntry, base: str
 ) -> CheckRow:
+    from torchscope.host.git_source import GitError
     from torchscope.host.profile_run import ProfileFailure
+    from torchscope.targets import TargetError, function_named, parse_spec, read_source
 
     profiler = make_profiler(args)
     try:
@@ -169,6 +175,8 @@ def _row_json(row: CheckRow) -> dict[str, Any]:
 
 
 def markdown(rows: list[CheckRow], base: str, threshold: float) -> str:
+    from torchscope.analysis.formatting import format_duration
+
     icon = {"ok": "✅", "regressed": "❌", "error": "⚠️", "skipped": "➖"}
     out = [
         f"### torchscope check against `{base[:12]}` (fails when slower by more than "
@@ -194,6 +202,8 @@ def markdown(rows: list[CheckRow], base: str, threshold: float) -> str:
 
 
 def junit(rows: list[CheckRow]) -> bytes:
+    import xml.etree.ElementTree as ET
+
     suite = ET.Element(
         "testsuite",
         name="torchscope check",
@@ -214,6 +224,8 @@ def junit(rows: list[CheckRow]) -> bytes:
 
 
 async def run_check_command(args: argparse.Namespace) -> int:
+    from torchscope.host.git_source import GitError, default_base
+
     try:
         config = load_config(args.config.resolve())
         base = args.base or config.base or default_base(config.root)

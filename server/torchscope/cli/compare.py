@@ -1,0 +1,100 @@
+"""``torchscope profile … --compare-compile [--mode M]`` and ``… --sweep N=64,256,1024``.
+
+A job kind's flag (``CLI_FLAG`` of its request in ``protocol.JOB_KINDS``, e.g.
+``--compare-compile``) rides on the profile loop: each directive, or ``--call``, runs as that
+kind (``common.run_kind``), and its ``HostJob.cli_report`` says what prints (for a comparison:
+the eager report as usual, then the side-by-side comparison). A new kind needs no edit here.
+``--sweep`` replaces the loop (``main`` runs this module's ``run`` for ``profile --sweep``):
+one call template with a ``{N}`` placeholder, profiled at each size, printed as a table with
+the path of its SVG chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from torchscope.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_kind_flags,
+    chosen_kinds,
+    job_options,
+    make_profiler,
+    output_printer,
+    print_failure,
+    progress_printer,
+    read_target,
+)
+
+
+def _sweep_spec(text: str) -> tuple[str, list[int]]:
+    from torchscope.host.sweep import SweepSpecError, parse_sweep
+
+    try:
+        return parse_sweep(text)
+    except SweepSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
+    """A flag per job kind that declares one (``--compare-compile``), and ``--sweep``."""
+    add_kind_flags(parser)
+    parser.add_argument(
+        "--sweep",
+        type=_sweep_spec,
+        metavar="N=64,256,1024",
+        help="profile at each size: the call expression's {N} placeholder takes each value",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``profile --sweep``."""
+    import asyncio
+
+    return asyncio.run(run_sweep_command(args))
+
+
+async def run_sweep_command(args: argparse.Namespace) -> int:
+    """Profile at each size, print the table (or JSON) and the chart's path."""
+    found = read_target(args.target)
+    if found is None:
+        return EXIT_USAGE
+    target = found[1]
+    profiler = make_profiler(args)
+    options = job_options(args, workspace_root=str(Path.cwd()))
+    for flag, _ in chosen_kinds(args):
+        print(f"torchscope: --sweep and {flag} cannot be combined", file=sys.stderr)
+    if chosen_kinds(args):
+        await profiler.close()
+        return EXIT_USAGE
+    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.sweep import sweep
+
+    name, sizes = args.sweep
+    try:
+        outcome = await sweep(
+            profiler,
+            target,
+            args.call,
+            name,
+            sizes,
+            options,
+            progress_printer(args),
+            output_printer(args),
+        )
+    except ProfileFailure as failure:
+        return print_failure(target.file, failure)
+    finally:
+        await profiler.close()
+    if args.json:
+        print(json.dumps(outcome.to_json(), ensure_ascii=False), flush=True)
+    else:
+        print(outcome.render(), flush=True)
+    failed = [p for p in outcome.points if p.error is not None]
+    for p in failed:
+        print(f"torchscope: {name}={p.n}: {p.error}", file=sys.stderr)
+    return EXIT_FAILED if failed and len(failed) == len(outcome.points) else EXIT_OK
