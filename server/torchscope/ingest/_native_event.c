@@ -98,3 +98,26 @@ int read_event(Ctx *c, Cur *cur, Event *ev) {
     return st;
 }
 
+/* An Id as Python holds it: int, str or None. */
+PyObject *id_obj(const Id *id) {
+    if (id->type == V_INT) return PyLong_FromLongLong(id->i);
+    if (id->type == V_STR) {
+        Py_INCREF(id->str->str);
+        return id->str->str;
+    }
+    Py_RETURN_NONE;
+}
+
+/* (pid, tid): a track's key. */
+PyObject *pair(const Event *ev) {
+    PyObject *pid = id_obj(&ev->pid), *tid = id_obj(&ev->tid);
+    if (pid == NULL || tid == NULL) {
+        Py_XDECREF(pid);
+        Py_XDECREF(tid);
+        return NULL;
+    }
+    PyObject *key = PyTuple_Pack(2, pid, tid);
+    Py_DECREF(pid);
+    Py_DECREF(tid);
+    return key;
+}

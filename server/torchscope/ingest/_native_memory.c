@@ -1,5 +1,6 @@
-/* _native.scan's [memory] events (see _native_scan.h): kept as records while scanning,
- * made into MemoryEvents (or handed over raw) once the scan knows the origin and tracks. */
+/* The scan's [memory] events (see _native_scan.h): kept as records while scanning, made
+ * into MemoryEvents once the scan knows the origin and tracks. The scan (_native_scan.c)
+ * calls this file; this file calls only _native_event.c's id_obj/pair, never the scan. */
 #include "_native_scan.h"
 
 static const char *const MEM_KEYS[4] = {"Bytes", "Addr", "Device Type", "Device Id"};

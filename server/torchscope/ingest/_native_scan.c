@@ -14,15 +14,6 @@
  */
 #include "_native_scan.h"
 
-PyObject *id_obj(const Id *id) {
-    if (id->type == V_INT) return PyLong_FromLongLong(id->i);
-    if (id->type == V_STR) {
-        Py_INCREF(id->str->str);
-        return id->str->str;
-    }
-    Py_RETURN_NONE;
-}
-
 static int same_id(const Id *a, const Id *b) {
     int ta = a->type == V_ABSENT ? V_NULL : a->type, tb = b->type == V_ABSENT ? V_NULL : b->type;
     if (ta != tb) return 0;
@@ -31,18 +22,6 @@ static int same_id(const Id *a, const Id *b) {
     return 1;
 }
 
-PyObject *pair(const Event *ev) {
-    PyObject *pid = id_obj(&ev->pid), *tid = id_obj(&ev->tid);
-    if (pid == NULL || tid == NULL) {
-        Py_XDECREF(pid);
-        Py_XDECREF(tid);
-        return NULL;
-    }
-    PyObject *key = PyTuple_Pack(2, pid, tid);
-    Py_DECREF(pid);
-    Py_DECREF(tid);
-    return key;
-}
 
 static int in_window(const Num *ts, double lo, double hi) {
     double t = as_double(ts);
