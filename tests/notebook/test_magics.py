@@ -66,9 +66,10 @@ def run_notebook(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     while_alive: Optional[Callable[[Any, Any], None]] = None,
+    first: Optional[int] = None,
 ) -> Any:
-    """Execute ``cells`` in a fresh kernel; ``while_alive(client, nb)`` runs after the cells,
-    before the kernel shuts down."""
+    """Execute ``cells`` (the ``first`` ones only, if given) in a fresh kernel;
+    ``while_alive(client, nb)`` runs after them, before the kernel shuts down."""
     from nbclient import NotebookClient
 
     for name, value in install_kernelspec(tmp_path / "jupyter").items():
@@ -78,7 +79,7 @@ def run_notebook(
         nb, timeout=300, kernel_name=KERNEL_NAME, resources={"metadata": {"path": str(tmp_path)}}
     )
     with client.setup_kernel():
-        for index, cell in enumerate(nb.cells):
+        for index, cell in enumerate(nb.cells[:first]):
             client.execute_cell(cell, index)
         if while_alive is not None:
             while_alive(client, nb)

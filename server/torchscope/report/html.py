@@ -49,7 +49,7 @@ white-space:pre}
 .tsc .bar div{height:10px;border-radius:2px;background:#d9822b}
 .tsc .sev{border-radius:3px;padding:0 5px;font-size:11px;color:#fff;background:#b58900}
 .tsc .sev.error{background:#c0392b}
-.tsc .sev.info{background:#4a78c0}
+.tsc .sev.info,.tsc .sev.information{background:#4a78c0}
 .tsc ul.findings{margin:0;padding-left:18px}
 .tsc ul.findings li{margin:2px 0}
 .tsc .foot{margin-top:10px;opacity:.8;font-size:12px}
