@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(run_profile_command(args))
 
 
-def _render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
+def render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
     from torchscope.report import render_report
 
     target = outcome.target
@@ -93,7 +93,7 @@ def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: C
         from torchscope.report import source_with_margin
 
         listing = source_with_margin(source, target.first_line, target.end_line, outcome.report)
-        text = _render_text(outcome, listing, not args.open)
+        text = render_text(outcome, listing, not args.open)
         print(text + job.text, flush=True)
     return Path(outcome.result.trace_path)
 

@@ -168,7 +168,7 @@ class SweepOutcome:
         return "\n".join(lines)
 
 
-def _write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]:
+def write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]:
     title = f"{outcome.target.qualname}: compute share across {outcome.name}"
     svg = sweep_svg(outcome.points, outcome.crossover, title, outcome.name)
     stem = re.sub(
@@ -238,5 +238,5 @@ async def sweep(
     folder = profiler.trace_store.folder
     if outcomes:
         folder = Path(outcomes[-1].result.trace_path).parent
-    result.chart_path = _write_chart(result, folder, profiler.trace_store.keep)
+    result.chart_path = write_chart(result, folder, profiler.trace_store.keep)
     return result

@@ -123,8 +123,9 @@ def _table(title: str, head: list[str], rows: list[list[str]]) -> list[str]:
     return ["", title, _row(head, widths), *(_row(r, widths) for r in rows)]
 
 
-def _top_ops(report: Report) -> list[str]:
-    """The op table per step, with an ``achieved`` column when any op's rate is known."""
+def op_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    """The op table per step (head, rows), with an ``achieved`` column when any op's rate is
+    known (also the notebook's HTML table)."""
     n = max(1, len(report.steps))
     device = report.device.kind != "cpu"
     achieved = [achieved_text(o.gflops, o.gbps, o.efficiency, report.peaks) for o in report.top_ops]
@@ -140,10 +141,15 @@ def _top_ops(report: Report) -> list[str]:
         ]
         row += [format_duration(o.device_us)] if device else []
         rows.append(row + ([rate or "-"] if any(achieved) else []))
-    return _table("top ops (per step):", head, rows)
+    return head, rows
 
 
-def _top_kernels(report: Report) -> list[str]:
+def _top_ops(report: Report) -> list[str]:
+    return _table("top ops (per step):", *op_rows(report))
+
+
+def kernel_rows(report: Report) -> tuple[list[str], list[list[str]]]:
+    """The kernel table (head, rows): device time per step, across steps."""
     head = ["kernel", "launches", "min", "median", "max", "launch delay"]
     rows = [
         [
@@ -156,7 +162,11 @@ def _top_kernels(report: Report) -> list[str]:
         ]
         for k in report.top_kernels
     ]
-    return _table("top kernels (device time per step, across steps):", head, rows)
+    return head, rows
+
+
+def _top_kernels(report: Report) -> list[str]:
+    return _table("top kernels (device time per step, across steps):", *kernel_rows(report))
 
 
 def render_report(report: Report) -> str:
