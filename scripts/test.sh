@@ -13,7 +13,7 @@ fi
 say() { printf '\033[1m[test]\033[0m %s\n' "$*"; }
 
 say "ruff"
-"$PY" -m ruff check server tests bench examples
+"$PY" -m ruff check server tests bench examples scripts
 say "mypy (strict)"
 "$PY" -m mypy
 if command -v npm >/dev/null 2>&1 && [ -f package.json ]; then

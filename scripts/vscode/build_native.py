@@ -19,9 +19,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = [f"3.{minor}" for minor in range(9, 15)]
@@ -66,7 +67,7 @@ def build(candidates: list[str], out: Path, files: list[str]) -> str | None:
     found = probe(candidates)
     if found is None:
         return None
-    _, include, suffix, cflags, version = found
+    python, include, suffix, cflags, version = found
     if not (Path(include) / "Python.h").exists():
         print(f"build-native: {python} ({version}): no Python.h; skipped", file=sys.stderr)
         return None
