@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +25,8 @@ NOT_FOR_ANALYZE = (
     "torchscope.lsp",
     "torchscope.mcp_server",
     "asyncio",
+    "dask",
+    "distributed",
 )
 
 # The console script's entry point in a fresh interpreter: the exit status, then every
@@ -37,12 +41,14 @@ print(json.dumps({"status": status, "out": out.getvalue(), "modules": sorted(sys
 
 
 def _run_main(*argv: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k != "DASK_SCHEDULER_ADDRESS"}
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, *argv],
         capture_output=True,
         text=True,
         check=True,
         cwd=REPO,
+        env=env,
     )
     result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     return result
@@ -57,6 +63,20 @@ def test_analyze_of_one_trace_imports_neither_host_nor_worker_nor_asyncio() -> N
     assert "torchscope.analysis.engine" in modules  # it did analyse
     loaded = [m for m in modules if any(m == n or m.startswith(n + ".") for n in NOT_FOR_ANALYZE)]
     assert loaded == []
+
+
+def test_analyze_of_ranks_without_a_scheduler_imports_no_dask(tmp_path: Path) -> None:
+    """Dask is imported only where a scheduler is named (``--scheduler``, ``--scheduler-file``,
+    ``$DASK_SCHEDULER_ADDRESS``); the local pool needs nothing of it."""
+    for name in ("param_dlrm_ddp_v100_rank0.json.gz", "param_dlrm_ddp_v100_rank1.json.gz"):
+        shutil.copy(TRACE.parent / name, tmp_path / name)
+    result = _run_main("analyze", str(tmp_path))
+    assert result["status"] == 0
+    modules = result["modules"]
+    assert isinstance(modules, list)
+    assert "torchscope.analysis.multi.ranks" in modules
+    assert [m for m in modules if m.split(".")[0] in ("dask", "distributed")] == []
+    assert "torchscope.analysis.multi.rank_cluster" not in modules
 
 
 def test_no_subcommand_module_imports_another() -> None:

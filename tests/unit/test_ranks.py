@@ -15,7 +15,7 @@ import pytest
 
 from torchscope.analysis import TraceError
 from torchscope.analysis.multi.rank_model import RankContext, RankSummary
-from torchscope.analysis.multi.ranks import analyze_folder
+from torchscope.analysis.multi.ranks import analyze_folder, rank_paths
 from torchscope.analysis.rules import ALL_RULES
 from torchscope.analysis.rules.rank_rules import RANK_RULES, run_rank_rules
 
@@ -83,6 +83,37 @@ def test_folder_errors_name_the_problem(tmp_path: Path) -> None:
         analyze_folder(tmp_path)
     with pytest.raises(TraceError, match="not a folder"):
         analyze_folder(tmp_path / "missing")
+
+
+def test_rank_paths_take_folders_globs_and_files(dlrm_pair: Path) -> None:
+    first, second = sorted(dlrm_pair.glob("*.json.gz"))
+    assert rank_paths([str(dlrm_pair)]) == [first, second]
+    assert rank_paths([str(dlrm_pair / "*rank*.json.gz")]) == [first, second]
+    assert rank_paths([str(second), str(first), str(dlrm_pair)]) == [second, first]  # once each
+    with pytest.raises(TraceError, match="matches no file"):
+        rank_paths([str(dlrm_pair / "nothing*.json")])
+    with pytest.raises(TraceError, match="no such trace file or folder"):
+        rank_paths([str(dlrm_pair / "missing.json")])
+
+
+def test_analyze_of_several_traces_is_their_folder(dlrm_pair: Path) -> None:
+    def run(*args: str) -> dict[str, Any]:
+        out = subprocess.run(
+            [sys.executable, "-m", "torchscope", "analyze", "--json", *args],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        data: dict[str, Any] = json.loads(out)
+        return data
+
+    folder = run(str(dlrm_pair))
+    files = [str(p) for p in sorted(dlrm_pair.glob("*.json.gz"))]
+    several = run(*files)
+    assert several.pop("trace_path") == " ".join(files)
+    folder.pop("trace_path")
+    assert several == folder
 
 
 def test_a_broken_rank_trace_is_named(tmp_path: Path, shared_traces: Path) -> None:

@@ -1,14 +1,19 @@
 """``torchscope analyze TRACE``: the report of a trace file written by torch.profiler;
-``torchscope analyze DIR``: the cross-rank view of a folder of per-rank traces.
+``torchscope analyze DIR|GLOB|TRACE...``: the cross-rank view of per-rank traces (a folder of
+them, globs, several files), on a local process pool or, with ``--scheduler ADDRESS``,
+``--scheduler-file PATH`` or ``$DASK_SCHEDULER_ADDRESS``, on a Dask cluster.
 
 A single trace imports the analysis and nothing of the host, the worker, the language server
-or asyncio (``tests/unit/test_cli_imports.py``); ``--open`` imports the trace server.
+or asyncio (``tests/unit/test_cli_imports.py``); ``--open`` imports the trace server; Dask is
+imported only when a scheduler is named.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -23,8 +28,14 @@ from torchscope.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from torchscope.analysis.multi.ranks import RanksReport
     from torchscope.analysis.results import Report
     from torchscope.cli.common import Commands
+
+#: Where ``dask``/``distributed`` themselves read the scheduler's address.
+SCHEDULER_ENV = "DASK_SCHEDULER_ADDRESS"
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -33,7 +44,11 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         help="analyse a trace file written by torch.profiler, or a folder of per-rank traces",
     )
     analyze.add_argument(
-        "trace", type=Path, help="a Chrome-trace .json or .json.gz, or a folder of per-rank ones"
+        "trace",
+        nargs="+",
+        metavar="TRACE",
+        help="a Chrome-trace .json or .json.gz; or per-rank ones: a folder of them, globs "
+        "(quoted: 'job/rank*.json.gz'), several files",
     )
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
     analyze.add_argument(
@@ -41,6 +56,19 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         metavar="FIRST-LAST",
         help="analyse only ProfilerStep#FIRST..#LAST (e.g. 10-20): for traces too large to "
         "analyse whole",
+    )
+    cluster = analyze.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="analyse per-rank traces on this Dask scheduler, one task per trace (e.g. "
+        f"tcp://host:8786; default ${SCHEDULER_ENV}, else a local process pool); needs "
+        'pip install "torchscope[cluster]"',
+    )
+    cluster.add_argument(
+        "--scheduler-file",
+        metavar="PATH",
+        help="the same, with the scheduler that `dask scheduler --scheduler-file PATH` wrote",
     )
     add_open_arguments(analyze)
     return analyze
@@ -78,10 +106,11 @@ def run(args: argparse.Namespace) -> int:
     from torchscope.analysis import TraceError, analyze_trace
     from torchscope.report import render_report
 
-    trace: Path = args.trace
+    items: list[str] = args.trace
+    if len(items) > 1 or Path(items[0]).is_dir() or _is_glob(items[0]):
+        return analyze_ranks_command(args)
+    trace = Path(items[0])
     as_json: bool = args.json
-    if trace.is_dir():
-        return analyze_folder_command(args)
     try:
         steps = args.steps
         report = analyze_trace(trace) if steps is None else _analyze_steps(trace, steps)
@@ -102,25 +131,54 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def analyze_folder_command(args: argparse.Namespace) -> int:
-    """Print the cross-rank view of the folder ``args.trace`` (text or ``--json``); with
-    ``--open``, open the slowest rank's trace. 0 on success, 1 when a trace cannot be read."""
+def _is_glob(item: str) -> bool:
+    return glob.has_magic(item) and not Path(item).exists()
+
+
+def _cluster(args: argparse.Namespace) -> tuple[str | None, str | None] | None:
+    """``(address, scheduler file)`` of the Dask scheduler named, None for the local pool."""
+    if args.scheduler_file:
+        return None, args.scheduler_file
+    address = args.scheduler or os.environ.get(SCHEDULER_ENV, "").strip()
+    return (address, None) if address else None
+
+
+def _ranks_view(items: Sequence[str], cluster: tuple[str | None, str | None] | None) -> RanksReport:
+    from torchscope.analysis.multi.ranks import analyze_ranks, rank_paths
+
+    paths = rank_paths(items)
+    if cluster is None:
+        return analyze_ranks(paths)
+    from torchscope.analysis.multi.rank_cluster import analyze_ranks_on, connect
+
+    with connect(*cluster) as client:
+        return analyze_ranks_on(client, paths)
+
+
+def analyze_ranks_command(args: argparse.Namespace) -> int:
+    """Print the cross-rank view of the traces ``args.trace`` names (text or ``--json``); with
+    ``--open``, open the slowest rank's trace. 0 on success, 1 when a trace cannot be read or
+    the Dask cluster cannot be used."""
     from torchscope.analysis import TraceError
-    from torchscope.analysis.multi.ranks import analyze_folder
     from torchscope.report import render_report
     from torchscope.report.ranks import render_ranks
 
-    folder: Path = args.trace
+    items: list[str] = args.trace
     as_json: bool = args.json
+    cluster = _cluster(args)
+    failures: tuple[type[Exception], ...] = (TraceError,)
+    if cluster is not None:
+        from torchscope.analysis.multi.rank_cluster import ClusterError
 
+        failures = (TraceError, ClusterError)
     try:
-        view = analyze_folder(folder)
-    except TraceError as exc:
+        view = _ranks_view(items, cluster)
+    except failures as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if as_json:
         data = view.to_dict()
-        data["trace_path"] = str(folder)
+        data["trace_path"] = str(Path(items[0])) if len(items) == 1 else " ".join(items)
         print(json.dumps(data, ensure_ascii=False))
     else:
         print(render_ranks(view))

@@ -78,3 +78,16 @@ class RankStats:
     sequenced: bool = False
     rank_source: str = "trace"
     """Where the rank number came from: ``trace`` (``distributedInfo``), ``file``, ``order``."""
+
+
+@dataclass(frozen=True)
+class RankDigest:
+    """What one rank's task on a Dask cluster hands back to the client (``rank_cluster``): a
+    fixed number of fields whatever the size of the trace. The per-step lists of
+    :class:`RankStats` are already reduced to the row's medians (waiting included, against the
+    cluster-wide fastest durations), the collectives to one flag; the report stays on the
+    worker."""
+
+    summary: RankSummary
+    sequenced: bool
+    """Every collective of this rank carries a sequence number."""

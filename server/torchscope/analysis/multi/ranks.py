@@ -13,12 +13,13 @@ communication into waiting for the others and the rest.
 
 from __future__ import annotations
 
+import glob
 import multiprocessing
 import multiprocessing.context
 import os
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -105,6 +106,35 @@ def trace_files(folder: Path) -> list[Path]:
     return found
 
 
+def _traces_at(path: Path) -> list[Path]:
+    if path.is_dir():
+        return trace_files(path)
+    if not path.exists():
+        raise TraceError(f"{path}: no such trace file or folder")
+    return [path]
+
+
+def _expand(item: str) -> list[Path]:
+    if not glob.has_magic(item) or Path(item).exists():
+        return _traces_at(Path(item))
+    matches = sorted(glob.glob(item, recursive=True))
+    if not matches:
+        raise TraceError(f"{item} matches no file or folder")
+    return [t for m in matches for t in _traces_at(Path(m))]
+
+
+def rank_paths(items: Sequence[str]) -> list[Path]:
+    """The traces of ``torchscope analyze DIR|GLOB|FILE...``, in the order given: a folder
+    stands for its trace files (``trace_files``), a glob (``*``, ``?``, ``[…]``, ``**``) for
+    what it matches, sorted; a path named twice counts once."""
+    seen: dict[Path, None] = {}
+    for item in items:
+        seen.update(dict.fromkeys(_expand(item)))
+    if not seen:
+        raise TraceError("no per-rank traces to analyse")
+    return list(seen)
+
+
 def _pool_context() -> multiprocessing.context.BaseContext:
     """``fork`` where this process runs one thread (the CLI): no start-up cost, and the
     caller's ``__main__`` is not run again. ``spawn`` where other threads run (the language
@@ -123,61 +153,83 @@ def _measure_all(
         return list(pool.map(measure_rank_file, paths, range(len(paths)), measurements))
 
 
-def _unique_ranks(stats: list[RankStats], notes: list[str]) -> None:
-    """Number the ranks by file order when the traces' own ranks repeat."""
-    if len({s.rank for s in stats}) == len(stats):
-        return
+def unique_ranks(ranks: list[int], notes: list[str]) -> list[int]:
+    """The ranks, numbered by file order instead when the traces' own ranks repeat."""
+    if len(set(ranks)) == len(ranks):
+        return ranks
     notes.append("the traces name the same rank more than once: ranks are numbered by file order")
-    for i, s in enumerate(stats):
-        s.rank = i
+    return list(range(len(ranks)))
 
 
-def _waits(stats: list[RankStats]) -> tuple[list[list[float]], str, int]:
-    """Per rank, per step: time spent waiting in collectives shared by all ranks."""
-    sequenced = all(s.sequenced for s in stats)
-    keyed = [{key: dur for key, _, dur in s.collectives} for s in stats]
-    shared = set(keyed[0]).intersection(*keyed[1:]) if keyed else set()
-    fastest = {k: min(d[k] for d in keyed) for k in shared}
-    waits: list[list[float]] = []
-    for s in stats:
-        per_step = [0.0] * len(s.wall)
-        for key, step, dur in s.collectives:
-            if key in fastest and 0 <= step < len(per_step):
-                per_step[step] += dur - fastest[key]
-        waits.append(per_step)
-    how = "none" if not shared else "sequence" if sequenced else "order"
-    return waits, how, len(shared)
+def collective_table(stats: RankStats) -> dict[object, float]:
+    """One rank's collectives as ``{alignment key: duration µs}``."""
+    return {key: dur for key, _, dur in stats.collectives}
 
 
-def combine(stats: list[RankStats]) -> RanksReport:
-    """The cross-rank report from every rank's stats."""
-    notes: list[str] = []
-    _unique_ranks(stats, notes)
-    stats = sorted(stats, key=lambda s: s.rank)
-    waits, how, aligned = _waits(stats)
-    ranks = [
-        RankSummary(
-            rank=s.rank,
-            wall_us=median(s.wall),
-            compute_us=median(s.compute),
-            comm_us=median(s.comm),
-            wait_us=min(median(w), median(s.comm)),
-            exposed_comm_us=median(s.exposed),
-            trace_path=s.path,
-        )
-        for s, w in zip(stats, waits)
-    ]
+def shared_fastest(tables: Sequence[Mapping[object, float]]) -> dict[object, float]:
+    """The keys found in every table, each with its shortest duration. Associative and
+    commutative, so a cluster reduces it as a tree (``rank_cluster``) to the same result."""
+    if not tables:
+        return {}
+    shared = set(tables[0]).intersection(*tables[1:])
+    return {k: min(t[k] for t in tables) for k in shared}
+
+
+def summarize(stats: RankStats, fastest: Mapping[object, float]) -> RankSummary:
+    """One rank's row: the medians of its steps, and per step the time spent waiting in the
+    collectives shared by all ranks (``fastest``: ``shared_fastest`` over every rank)."""
+    waits = [0.0] * len(stats.wall)
+    for key, step, dur in stats.collectives:
+        if key in fastest and 0 <= step < len(waits):
+            waits[step] += dur - fastest[key]
+    return RankSummary(
+        rank=stats.rank,
+        wall_us=median(stats.wall),
+        compute_us=median(stats.compute),
+        comm_us=median(stats.comm),
+        wait_us=min(median(waits), median(stats.comm)),
+        exposed_comm_us=median(stats.exposed),
+        trace_path=stats.path,
+    )
+
+
+def reduce_ranks(
+    ranks: list[RankSummary],
+    sequenced: bool,
+    aligned: int,
+    reports: dict[int, Report],
+    notes: list[str],
+) -> RanksReport:
+    """The cross-rank report from every rank's row (sorted by rank); ``sequenced``: every
+    rank's collectives carry sequence numbers; ``aligned``: collectives shared by all."""
+    how = "none" if not aligned else "sequence" if sequenced else "order"
     if how == "none" and len(ranks) > 1:
         notes.append("no collective is shared by all ranks: waiting time is not measured")
     findings, skipped = run_rank_rules(RankContext(ranks, how, aligned))
     return RanksReport(
         ranks=ranks,
-        reports={s.rank: s.report for s in stats},
+        reports=reports,
         findings=findings,
         rules_skipped=skipped,
         alignment=how,
         aligned=aligned,
         notes=notes,
+    )
+
+
+def combine(stats: list[RankStats]) -> RanksReport:
+    """The cross-rank report from every rank's stats."""
+    notes: list[str] = []
+    for s, rank in zip(stats, unique_ranks([s.rank for s in stats], notes)):
+        s.rank = rank
+    stats = sorted(stats, key=lambda s: s.rank)
+    fastest = shared_fastest([collective_table(s) for s in stats])
+    return reduce_ranks(
+        [summarize(s, fastest) for s in stats],
+        all(s.sequenced for s in stats),
+        len(fastest),
+        {s.rank: s.report for s in stats},
+        notes,
     )
 
 
