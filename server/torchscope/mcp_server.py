@@ -26,9 +26,9 @@ from pydantic import Field
 
 from torchscope import __version__
 from torchscope.analysis import TraceError
-from torchscope.analysis import analyze_trace as analyze_trace_file
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
+from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.report.mcp_summary import (
@@ -97,6 +97,8 @@ class Jobs:
             cwd=str(settings.workspace_root),
             on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
         )
+        self.analyzer = TraceAnalyzer()
+        """Runs ``analyze_trace`` in a child process: a trace cannot take the server down."""
 
     def target(self, file: str, qualname: str) -> Target:
         path = Path(file).expanduser()
@@ -136,6 +138,7 @@ class Jobs:
         return _ok(outcome.to_json(), text)
 
     async def close(self) -> None:
+        await self.analyzer.close()
         await self.profiler.close()
 
 
@@ -197,7 +200,7 @@ def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
         if not trace.is_absolute():
             trace = jobs.settings.workspace_root / trace
         try:
-            report = await asyncio.to_thread(analyze_trace_file, trace)
+            report = await jobs.analyzer.analyze(str(trace))
         except TraceError as exc:
             return _error(str(exc))
         data = report.to_dict()

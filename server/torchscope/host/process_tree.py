@@ -49,6 +49,11 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent exits (Linux)."""
+    return _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+
+
 def new_marker() -> str:
     return uuid.uuid4().hex
 
