@@ -96,6 +96,11 @@ def _is_zombie(pid: int) -> bool:
     return not fields or fields[0] in ("Z", "X")
 
 
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (killed but not yet reaped counts as gone)."""
+    return not _is_zombie(pid)
+
+
 def rss_bytes(pids: list[int]) -> int:
     """The summed resident memory of ``pids`` (those already gone count 0)."""
     page = os.sysconf("SC_PAGE_SIZE")

@@ -70,9 +70,12 @@ class TraceAnalyzer:
         """The report of the trace at ``path``; every failure is a ``TraceError``."""
         from torchscope.analysis import TraceError
 
-        limit = process_tree.max_memory_bytes(
-            self._max_memory() if max_memory is None else max_memory
-        )
+        try:
+            limit = process_tree.max_memory_bytes(
+                self._max_memory() if max_memory is None else max_memory
+            )
+        except ValueError as exc:
+            raise TraceError(f"max_memory: {exc}") from None
         child = await self._take_child()
         self._start_spare()
         try:
@@ -87,9 +90,9 @@ class TraceAnalyzer:
         if spare is not None:
             with contextlib.suppress(Exception):
                 child = await spare
-                if child.process.returncode is None:
+                if child.process.returncode is None and process_tree.alive(child.process.pid):
                     return child
-                await _kill(child)
+                await _kill(child)  # killed while it waited: start another
         return await _start_child()
 
     def _start_spare(self) -> None:
