@@ -230,6 +230,7 @@ def build_server(jobs: Jobs) -> MCPServer:
 
 async def serve(settings: Settings) -> None:
     jobs = Jobs(settings)
+    jobs.analyzer.prestart()
     try:
         await build_server(jobs).run_stdio_async()
     finally:

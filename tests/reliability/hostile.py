@@ -226,3 +226,39 @@ def made(case: Hostile, tmp_path: Path) -> Path:
     folder = tmp_path / case.name
     folder.mkdir()
     return case.make(folder)
+
+
+# --- fuzzing: a good trace with hostile bytes spliced in -----------------------------------
+
+FRAGMENTS = [
+    b"\\ud800", b"\\udc00x", b"\\u0000", b"NaN", b"Infinity", b"-Infinity", b"1e999",
+    b"1" * 30, b"\xff", b"\xc3", b"\xef\xbb\xbf", b"[" * 70, b"{" * 70, b'"', b"\\", b"}",
+    b"]", b",", b"\x00", b'"name":', b'"ts":', b'"args":{"a":[[[[1]]]]}',
+]
+
+
+def fuzz_strategy() -> Any:
+    """``(document bytes, gzipped)``: :data:`GOOD` with up to four splices, each at a
+    position, deleting up to 3 bytes and inserting a fragment or a few random bytes."""
+    from hypothesis import strategies as st
+
+    splice = st.tuples(
+        st.integers(0, len(GOOD)),
+        st.integers(0, 3),
+        st.sampled_from(FRAGMENTS) | st.binary(max_size=4),
+    )
+    return st.tuples(st.lists(splice, max_size=4).map(_spliced), st.booleans())
+
+
+def _spliced(splices: list[tuple[int, int, bytes]]) -> bytes:
+    data = GOOD
+    for at, cut, fragment in splices:
+        at = min(at, len(data))
+        data = data[:at] + fragment + data[at + cut :]
+    return data
+
+
+def write_fuzzed(folder: Path, data: bytes, zipped: bool) -> Path:
+    path = folder / ("fuzz.json.gz" if zipped else "fuzz.json")
+    path.write_bytes(gzip.compress(data) if zipped else data)
+    return path

@@ -24,8 +24,10 @@ from tests.reliability.hostile import (
     IDS,
     Hostile,
     as_reader,
+    fuzz_strategy,
     made,
     skip_unless_testable,
+    write_fuzzed,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -115,3 +117,28 @@ async def test_mcp(tmp_path: Path) -> None:
                 assert "Traceback" not in said
             again = await mcp.call_tool("analyze_trace", {"path": str(good)})
             assert not again.is_error, again
+
+
+async def test_lsp_fuzz(client: LanguageClient, tmp_path: Path) -> None:
+    """Spliced traces (hypothesis, a bounded derandomised sample) through the server: each is
+    a report or one message naming the file; the server answers after all of them."""
+    from hypothesis import HealthCheck, given, settings
+
+    drawn: list[tuple[bytes, bool]] = []
+
+    @settings(max_examples=30, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(fuzz_strategy())
+    def draw(case: tuple[bytes, bool]) -> None:
+        drawn.append(case)
+
+    draw()  # hypothesis draws here; the server (async) reads each one below
+    for index, (data, zipped) in enumerate(drawn):
+        folder = tmp_path / str(index)
+        folder.mkdir()
+        path = write_fuzzed(folder, data, zipped)
+        result = await analyze_over_lsp(client, path)
+        if not result["ok"]:
+            assert result["error"].startswith(f"{path}: "), (data, result)
+            assert "Traceback" not in result["error"] and "internal error" not in result["error"]
+    await still_answers(client, tmp_path)

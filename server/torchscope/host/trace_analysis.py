@@ -14,11 +14,13 @@ process, under the worker's safety belts:
   one :class:`~torchscope.analysis.TraceError` naming what happened and what to do; the
   server keeps serving.
 
-One spare child is kept started (the analysis imported, ~0.3 s) and waiting on its stdin,
-so an Open trace does not pay for the interpreter's start-up.
+One warm child (the analysis imported, ~0.3 s) serves analyses one after another, so an
+Open trace pays neither the interpreter's start-up nor more than the pickling of its report;
+after an analysis that left it large (:data:`RECYCLE_BYTES`) it is replaced.
 
-The child reads one JSON line ``{"path": ...}`` and writes one pickle, ``("ok", report)`` or
-``("error", message)``, to stdout. Only this module's parent reads that pickle.
+The child reads JSON lines ``{"path": ...}`` and answers each with one length-prefixed
+pickle, ``("ok", report)`` or ``("error", message)``, on stdout. Only this module's parent
+reads those pickles.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ import json
 import os
 import pickle
 import signal
+import struct
 import sys
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -46,25 +50,49 @@ CHILD_BOOTSTRAP = (
 )
 #: Lines of the child's stderr quoted when it dies.
 TAIL_LINES = 6
+#: A warm child that holds more than this after an analysis is replaced (Python keeps the
+#: memory a large trace took), so an idle child stays small.
+RECYCLE_BYTES = 256 << 20
+_LENGTH = struct.Struct(">Q")
 
 
 class _Child:
-    """One started child: the process and its marker."""
+    """One started child: the process, its marker and the tail of its stderr."""
 
     def __init__(self, process: asyncio.subprocess.Process, marker: str) -> None:
         self.process = process
         self.marker = marker
+        self.tail: deque[str] = deque(maxlen=4 * TAIL_LINES)
+        self.stderr = asyncio.ensure_future(self._pump())
+
+    async def _pump(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        with contextlib.suppress(Exception):
+            while line := await stream.readline():
+                self.tail.append(line.decode("utf-8", "replace").rstrip())
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None and process_tree.alive(self.process.pid)
 
 
 class TraceAnalyzer:
-    """Analyses traces in child processes; ``max_memory()`` gives the bound in bytes (the
-    job option's text, parsed by :func:`process_tree.max_memory_bytes`)."""
+    """Analyses traces in a child process; ``max_memory()`` gives the memory bound (the job
+    option's text: ``process_tree.max_memory_bytes``). One warm child serves analyses one
+    after another; a second analysis while it is busy gets a child of its own."""
 
-    def __init__(self, max_memory: Callable[[], str] = lambda: "", spare: bool = True) -> None:
+    def __init__(self, max_memory: Callable[[], str] = lambda: "") -> None:
         self._max_memory = max_memory
-        self._keep_spare = spare
-        self._spare: Optional[asyncio.Task[_Child]] = None
+        self._idle: Optional[asyncio.Future[_Child]] = None
+        self._killing: set[asyncio.Task[None]] = set()
         self._closed = False
+
+    def prestart(self) -> None:
+        """Start the warm child now (the interpreter and the analysis imported, ~0.3 s), so
+        the first analysis does not wait for it."""
+        if self._idle is None and not self._closed:
+            self._idle = asyncio.ensure_future(_start_child())
 
     async def analyze(self, path: str, max_memory: Optional[str] = None) -> Report:
         """The report of the trace at ``path``; every failure is a ``TraceError``."""
@@ -76,30 +104,47 @@ class TraceAnalyzer:
             )
         except ValueError as exc:
             raise TraceError(f"max_memory: {exc}") from None
-        child = await self._take_child()
-        self._start_spare()
         try:
-            return await self._run(child, path, limit)
+            child = await self._take_child(limit)
         except OSError as exc:
-            raise TraceError(f"{path}: the analysis process could not run ({exc})") from None
-        finally:
+            raise TraceError(f"{path}: the analysis process could not start ({exc})") from None
+        try:
+            outcome = await self._run(child, path, limit)
+        except BaseException:
             await _kill(child)
+            raise
+        self._give_back(child, limit)
+        if outcome[0] == "ok":
+            return outcome[1]  # type: ignore[no-any-return]
+        raise TraceError(str(outcome[1]))
 
-    async def _take_child(self) -> _Child:
-        spare, self._spare = self._spare, None
-        if spare is not None:
+    async def _take_child(self, limit: int) -> _Child:
+        """The warm child, or a new one when it is busy, gone or holds over half of
+        ``limit`` already."""
+        idle, self._idle = self._idle, None
+        if idle is not None:
             with contextlib.suppress(Exception):
-                child = await spare
-                if child.process.returncode is None and process_tree.alive(child.process.pid):
+                child = await idle
+                if child.alive and _held(child) <= limit // 2:
                     return child
-                await _kill(child)  # killed while it waited: start another
+                await _kill(child)  # killed while it waited, or too large: start another
         return await _start_child()
 
-    def _start_spare(self) -> None:
-        if self._keep_spare and not self._closed and self._spare is None:
-            self._spare = asyncio.ensure_future(_start_child())
+    def _give_back(self, child: _Child, limit: int) -> None:
+        """Keep ``child`` warm for the next analysis, unless one already is, or it holds
+        much memory, or the analyzer is closed."""
+        if self._closed or self._idle is not None or _held(child) > min(RECYCLE_BYTES, limit // 2):
+            task = asyncio.ensure_future(_kill(child))  # in the background: the report is ready
+            self._killing.add(task)
+            task.add_done_callback(self._killing.discard)
+            return
+        done: asyncio.Future[_Child] = asyncio.get_running_loop().create_future()
+        done.set_result(child)
+        self._idle = done
 
-    async def _run(self, child: _Child, path: str, limit: int) -> Report:
+    async def _run(self, child: _Child, path: str, limit: int) -> tuple[str, Any]:
+        """Send ``path`` to ``child``; its outcome, or a TraceError when it died or went over
+        ``limit``."""
         from torchscope.analysis import TraceError
 
         process = child.process
@@ -107,38 +152,49 @@ class TraceAnalyzer:
         watch = asyncio.ensure_future(
             process_tree.watch_memory(process.pid, child.marker, lambda: limit)
         )
-        stderr = asyncio.ensure_future(_read_all(process.stderr))
+        reply = asyncio.ensure_future(_read_reply(process.stdout))
         try:
             process.stdin.write(json.dumps({"path": path}).encode() + b"\n")
             with contextlib.suppress(ConnectionError):
                 await process.stdin.drain()
-            process.stdin.close()
-            output = asyncio.ensure_future(process.stdout.read())
-            await asyncio.wait({output, watch}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
             over = watch.result() if watch.done() else None
             if over is not None:
-                await _kill(child)
                 raise TraceError(_over_limit(path, over))
-            data = await output
-            await process_tree.wait_exited(process, 10.0)
+            data = await reply
+            if data is not None:
+                outcome: tuple[str, Any] = pickle.loads(data)
+                return outcome
+            await process_tree.wait_exited(process, 5.0)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(child.stderr), 2.0)
+            raise TraceError(_died(path, process.returncode, list(child.tail)))
         finally:
             watch.cancel()
-        said = await stderr
-        if process.returncode == 0 and data:
-            status, value = pickle.loads(data)
-            if status == "ok":
-                return value  # type: ignore[no-any-return]
-            raise TraceError(str(value))
-        raise TraceError(_died(path, process.returncode, said))
+            reply.cancel()
 
     async def close(self) -> None:
-        """Kill the spare child (and anything left of a running analysis's)."""
+        """Kill the warm child."""
         self._closed = True
-        spare, self._spare = self._spare, None
-        if spare is not None:
-            spare.cancel()
+        idle, self._idle = self._idle, None
+        if idle is not None:
             with contextlib.suppress(BaseException):
-                await _kill(await spare)
+                await _kill(await idle)
+        if self._killing:
+            await asyncio.wait(set(self._killing))
+
+
+def _held(child: _Child) -> int:
+    return process_tree.rss_bytes([child.process.pid])
+
+
+async def _read_reply(stream: asyncio.StreamReader) -> Optional[bytes]:
+    """One length-prefixed reply, or None when the child died first."""
+    try:
+        (size,) = _LENGTH.unpack(await stream.readexactly(_LENGTH.size))
+        return await stream.readexactly(size)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
 
 
 async def _start_child() -> _Child:
@@ -167,17 +223,7 @@ async def _kill(child: _Child) -> None:
             process.kill()
         await process_tree.wait_exited(process, 10.0)
     process_tree.kill_marked_now(child.marker)
-
-
-async def _read_all(stream: Optional[asyncio.StreamReader], most: int = 1 << 16) -> bytes:
-    """The last ``most`` bytes of ``stream``, read to its end."""
-    tail = b""
-    if stream is None:
-        return tail
-    with contextlib.suppress(Exception):
-        while piece := await stream.read(1 << 16):
-            tail = (tail + piece)[-most:]
-    return tail
+    child.stderr.cancel()
 
 
 def _over_limit(path: str, over: tuple[int, int]) -> str:
@@ -189,7 +235,7 @@ def _over_limit(path: str, over: tuple[int, int]) -> str:
     )
 
 
-def _died(path: str, code: Optional[int], stderr: bytes) -> str:
+def _died(path: str, code: Optional[int], tail: list[str]) -> str:
     if code is not None and code < 0:
         try:
             name = signal.Signals(-code).name
@@ -200,11 +246,7 @@ def _died(path: str, code: Optional[int], stderr: bytes) -> str:
             how += " (by another process, or the kernel's out-of-memory killer)"
     else:
         how = f"exited with code {code}"
-    lines = [
-        line
-        for line in stderr.decode("utf-8", "replace").splitlines()
-        if process_tree.worth_quoting(line)
-    ][-TAIL_LINES:]
+    lines = [line for line in tail if process_tree.worth_quoting(line)][-TAIL_LINES:]
     said = "; its last output:\n" + "\n".join(lines) if lines else ""
     return (
         f"{path}: the analysis process {how} before it finished; the server is still running "
@@ -225,31 +267,34 @@ def _die_with_parent() -> None:
 
 
 def child_main() -> None:
-    """The child: die with the parent, import the analysis, then analyse the one trace
-    named on stdin and write the pickled outcome to stdout."""
+    """The child: die with the parent, import the analysis, then for each JSON line on
+    stdin analyse that trace and write the pickled outcome, length-prefixed, to stdout."""
     _die_with_parent()
-    from torchscope.analysis import TraceError, analyze_trace
+    from torchscope.analysis import analyze_trace
 
-    line = sys.stdin.buffer.readline()
-    if not line:
-        return  # a spare the parent no longer needs
-    request: dict[str, Any] = json.loads(line)
-    path = str(request["path"])
-    outcome: tuple[str, Any]
+    out = sys.stdout.buffer
+    for line in sys.stdin.buffer:
+        path = str(json.loads(line)["path"])
+        data = pickle.dumps(_outcome(analyze_trace, path), protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(_LENGTH.pack(len(data)) + data)
+        out.flush()
+
+
+def _outcome(analyze_trace: Callable[[str], Any], path: str) -> tuple[str, Any]:
+    """``("ok", report)`` or ``("error", message)``: every failure one message."""
+    from torchscope.analysis import TraceError
+
     try:
-        outcome = ("ok", analyze_trace(path))
+        return ("ok", analyze_trace(path))
     except TraceError as exc:
-        outcome = ("error", str(exc))
+        return ("error", str(exc))
     except RecursionError:
-        outcome = ("error", f"{path}: the trace is nested too deeply to analyse")
+        return ("error", f"{path}: the trace is nested too deeply to analyse")
     except MemoryError:
-        outcome = ("error", f"{path}: the analysis ran out of memory; try --steps FIRST-LAST")
+        return ("error", f"{path}: the analysis ran out of memory; try --steps FIRST-LAST")
     except Exception as exc:  # a bug: one message, not a traceback, and the server lives
-        outcome = (
+        return (
             "error",
             f"{path}: internal error in the analysis ({type(exc).__name__}: {exc}); please "
             "report it with the trace",
         )
-    data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
