@@ -54,6 +54,10 @@ TAIL_LINES = 6
 #: memory a large trace took), so an idle child stays small.
 RECYCLE_BYTES = 256 << 20
 _LENGTH = struct.Struct(">Q")
+_WARM_UP = (
+    b'{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,'
+    b'"dur":5,"args":{"Input Dims":[[8,8],[8,8]]}}]}'
+)
 
 
 class _Child:
@@ -271,7 +275,11 @@ def child_main() -> None:
     stdin analyse that trace and write the pickled outcome, length-prefixed, to stdout."""
     _die_with_parent()
     from torchscope.analysis import analyze_trace
+    from torchscope.analysis.engine import analyze
+    from torchscope.ingest import load_trace
 
+    with contextlib.suppress(Exception):  # warm up: the stages' lazy imports, once
+        analyze(load_trace(_WARM_UP, name="warm-up"))
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         path = str(json.loads(line)["path"])
