@@ -5,7 +5,8 @@ Tools: ``profile_function``, ``analyze_trace``, ``compare_compile`` and ``explai
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
 summary for the model (``report.mcp_summary``). The user's code runs only in the worker, through the
 host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
-is an error result (``isError``) naming the problem, and the server keeps serving.
+is an error result (``isError``) naming the problem, and the server keeps serving. A trace is
+analysed in a child process (``host/trace_analysis.py``), so no trace can take the server down.
 
 Imported only by the ``mcp`` subcommand: the MCP SDK is an optional extra (``torchscope[mcp]``)
 and the other commands should not pay for importing it.
