@@ -5,7 +5,8 @@ Tools: ``profile_function``, ``analyze_trace``, ``compare_compile`` and ``explai
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
 summary for the model (``report.mcp_summary``). The user's code runs only in the worker, through the
 host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
-is an error result (``isError``) naming the problem, and the server keeps serving.
+is an error result (``isError``) naming the problem, and the server keeps serving. A trace is
+analysed in a child process (``host/trace_analysis.py``), so no trace can take the server down.
 
 Imported only by the ``mcp`` subcommand: the MCP SDK is an optional extra (``torchscope[mcp]``)
 and the other commands should not pay for importing it.
@@ -26,9 +27,9 @@ from pydantic import Field
 
 from torchscope import __version__
 from torchscope.analysis import TraceError
-from torchscope.analysis import analyze_trace as analyze_trace_file
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
+from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.report.mcp_summary import (
@@ -97,6 +98,8 @@ class Jobs:
             cwd=str(settings.workspace_root),
             on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
         )
+        self.analyzer = TraceAnalyzer()
+        """Runs ``analyze_trace`` in a child process: a trace cannot take the server down."""
 
     def target(self, file: str, qualname: str) -> Target:
         path = Path(file).expanduser()
@@ -136,6 +139,7 @@ class Jobs:
         return _ok(outcome.to_json(), text)
 
     async def close(self) -> None:
+        await self.analyzer.close()
         await self.profiler.close()
 
 
@@ -197,7 +201,7 @@ def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
         if not trace.is_absolute():
             trace = jobs.settings.workspace_root / trace
         try:
-            report = await asyncio.to_thread(analyze_trace_file, trace)
+            report = await jobs.analyzer.analyze(str(trace))
         except TraceError as exc:
             return _error(str(exc))
         data = report.to_dict()
@@ -227,6 +231,7 @@ def build_server(jobs: Jobs) -> MCPServer:
 
 async def serve(settings: Settings) -> None:
     jobs = Jobs(settings)
+    jobs.analyzer.prestart()
     try:
         await build_server(jobs).run_stdio_async()
     finally:

@@ -28,8 +28,14 @@ os.environ[MARK_VAR] = MARK  # inherited by the CLI and server processes the tes
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "server")}
 TORCHSCOPE = [sys.executable, "-m", "torchscope"]
-#: Kept alive between tests: the server and its worker and guardian.
-PERSISTENT = ("torchscope serve", "torchscope.worker.main", "torchscope.host.guardian")
+#: Kept alive between tests: the server and its worker and guardian, and its spare analysis
+#: child (``host/trace_analysis.py``).
+PERSISTENT = (
+    "torchscope serve",
+    "torchscope.worker.main",
+    "torchscope.host.guardian",
+    "torchscope.host.trace_analysis",
+)
 
 
 def _read(pid: str, name: str) -> bytes:

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.reliability.hostile import fuzz_strategy, write_fuzzed
 from torchscope.analysis import TraceError, analyze_trace, load_trace
 from torchscope.protocol import (
     FrameDecoder,
@@ -170,3 +171,37 @@ def test_any_bytes_are_a_trace_error(data: bytes, name: str) -> None:
         path.write_bytes(data)
         with pytest.raises(TraceError):
             load_trace(path)
+
+
+# --- the reader through the CLI: any spliced trace is a report or one message ---------------
+
+FACES = settings(FUZZ, max_examples=15)  # a subprocess each: 0.4-1.5 s
+
+
+@FACES
+@given(fuzz_strategy(), st.booleans())
+def test_cli_on_any_spliced_trace_is_a_report_or_one_message(
+    case: tuple[bytes, bool], as_json: bool
+) -> None:
+    import subprocess
+
+    from tests.conftest import REPO
+    from tests.reliability.conftest import ENV, TORCHSCOPE
+
+    data, zipped = case
+    with tempfile.TemporaryDirectory() as folder:
+        path = write_fuzzed(Path(folder), data, zipped)
+        command = [*TORCHSCOPE, "analyze", str(path), *(["--json"] if as_json else [])]
+        run = subprocess.run(
+            command, env=ENV, cwd=REPO, capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+    stderr = run.stderr.decode("utf-8", "replace")
+    assert b"Traceback" not in run.stderr, (data, stderr)
+    if run.returncode == 0:
+        out = run.stdout.decode("utf-8")  # strict: valid UTF-8
+        if as_json:
+            json.loads(out)
+        return
+    assert run.returncode == 1, (data, run.returncode, stderr)
+    [line] = stderr.strip().splitlines()
+    assert line.startswith(f"torchscope: {path}: "), line

@@ -49,6 +49,11 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent exits (Linux)."""
+    return _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+
+
 def new_marker() -> str:
     return uuid.uuid4().hex
 
@@ -89,6 +94,11 @@ def _stat_fields(pid: int) -> list[str]:
 def _is_zombie(pid: int) -> bool:
     fields = _stat_fields(pid)
     return not fields or fields[0] in ("Z", "X")
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (killed but not yet reaped counts as gone)."""
+    return not _is_zombie(pid)
 
 
 def rss_bytes(pids: list[int]) -> int:

@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from .kineto import KINETO, EventModel
+from .text import clean, has_surrogate
 
 native: ModuleType | None = None
 _configured: list[EventModel | None] = [None]
@@ -26,7 +27,9 @@ _EMPTY: dict[str, Any] = {}
 def json_loads(data: Any) -> Any:
     """The JSON value in ``data`` (bytes or a buffer), by stdlib ``json``: what the C part
     falls back on for a value it is not sure of, and the reference for what it reads."""
-    return json.loads(bytes(data))
+    raw = bytes(data)
+    value = json.loads(raw)
+    return clean(value) if has_surrogate(raw) else value
 
 
 def configure(model: EventModel) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .sink import EventSink
 from .source import Document, empty_archive, events_of, parse_json
+from .text import clean_object, has_surrogate
 
 
 def scan(
@@ -21,6 +22,11 @@ def scan(
     data = document.rest()
     if not data:
         raise empty_archive(name)
-    meta, events = events_of(name, parse_json(name, data, sink.accept))
+    accept = sink.accept
+    if has_surrogate(data):  # rare: clean each object before the sink sees it
+        def accept(obj: dict[str, Any]) -> Any:
+            return sink.accept(clean_object(obj))
+
+    meta, events = events_of(name, parse_json(name, data, accept))
     del data
     return meta, len(events) - events.count(None)

@@ -9,9 +9,11 @@ collector paused while it builds ~200k small dicts.
 
 from __future__ import annotations
 
+import errno
 import gc
 import io
 import os
+import stat
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Union
@@ -25,24 +27,66 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _HINT = "re-export it with torch.profiler's export_chrome_trace (or prof.export_chrome_trace)"
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+"""Non-blocking, so opening a FIFO returns at once (to be refused) instead of waiting."""
+
 Source = Union[str, "os.PathLike[str]", bytes, bytearray]
 """A trace: a file's path, or the file's bytes (still gzipped, if they are)."""
 
 
 def open_file(source: Source, name: str) -> BinaryIO:
-    """The trace's bytes as a binary file; every way opening can fail is a TraceError."""
+    """The trace's bytes as a binary file; every way opening can fail is a TraceError.
+    Only a regular file is read: a FIFO, socket or device is refused before any read, so
+    nothing waits on a writer that never comes (opened non-blocking, checked with fstat)."""
     if isinstance(source, (bytes, bytearray)):
         return io.BytesIO(source)
     try:
-        return open(source, "rb")
-    except FileNotFoundError:
-        raise TraceError(f"{name}: no such file; check the path") from None
-    except IsADirectoryError:
-        raise TraceError(f"{name}: is a directory; pass one .json or .json.gz trace file") from None
+        fd = os.open(source, _OPEN_FLAGS)
     except OSError as exc:
-        raise TraceError(
-            f"{name}: cannot be read ({exc.strerror or exc}); check its permissions"
-        ) from None
+        raise _open_error(name, exc) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(name, mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_error(name: str, exc: OSError) -> TraceError:
+    """The words for an ``open`` that failed, by errno."""
+    why = {
+        errno.ENOENT: "no such file; check the path",
+        errno.EISDIR: "is a directory; pass one .json or .json.gz trace file",
+        errno.ENOTDIR: "a part of the path before the file name is a file, not a folder; "
+        "check the path",
+        errno.ELOOP: "a symbolic link loop (a link that points back to itself); point the "
+        "link at the trace file",
+        errno.EACCES: "permission denied; make the file readable (chmod +r) or copy it",
+        errno.EPERM: "permission denied; make the file readable (chmod +r) or copy it",
+        errno.ENAMETOOLONG: "the path is too long; check the path",
+    }.get(exc.errno or 0)
+    if why is None:
+        why = f"cannot be read ({exc.strerror or exc}); check the path and its permissions"
+    return TraceError(f"{name}: {why}")
+
+
+def _not_regular(name: str, mode: int) -> TraceError:
+    if stat.S_ISDIR(mode):
+        return _open_error(name, IsADirectoryError(errno.EISDIR, "Is a directory"))
+    kind = (
+        "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    return TraceError(
+        f"{name}: is {kind}, not a regular file; save the trace to a file first and pass "
+        "that .json or .json.gz file"
+    )
 
 
 def _corrupt(name: str, exc: object) -> TraceError:
@@ -58,6 +102,16 @@ def _empty(name: str) -> TraceError:
     )
 
 
+def _bomb(name: str, fed: int, size: int) -> TraceError:
+    mib = 1 << 20
+    return TraceError(
+        f"{name}: a gzip bomb, not a trace: {fed / mib:.1f} MB of gzip data inflated to more "
+        f"than {size / mib:.0f} MB ({size // max(fed, 1)}× and still growing; torch.profiler "
+        "traces compress 10-30×); it was refused before it could fill the memory; check "
+        "where the file came from, or re-export the trace with torch.profiler"
+    )
+
+
 _MAX_RATIO = 40
 """Largest uncompressed/compressed ratio for which the gzip trailer's size is trusted."""
 
@@ -66,6 +120,13 @@ FEED = 1 << 18
 
 PIECE = 1 << 20
 """Bytes a :meth:`Document.rest` asks for at a time."""
+
+BOMB_RATIO = 200
+"""Inflated ÷ compressed size above which a gzip stream is a bomb, not a trace: Kineto
+traces compress 10-30× (the test corpus: 17-30×); zeros or blanks compress 1000×."""
+
+BOMB_FLOOR = 64 << 20
+"""Inflated bytes before :data:`BOMB_RATIO` is checked (small files may compress more)."""
 
 
 class Document:
@@ -84,6 +145,8 @@ class Document:
         self._pending: bytes = head
         self._inflate: Any = _decompressobj() if self.gzipped else None
         self._eof = False
+        self._fed = 0
+        """Compressed bytes read from the file so far."""
         self.size = 0
         """Document bytes read so far."""
         self.bounded = False
@@ -93,6 +156,8 @@ class Document:
     def __call__(self, n: int) -> bytes:
         piece = self._gz(n) if self.gzipped else self._plain(n)
         self.size += len(piece)
+        if self.gzipped and self.size > BOMB_FLOOR and self.size > BOMB_RATIO * self._fed:
+            raise _bomb(self._name, self._fed, self.size)
         if self.bounded and self.size >= LARGE_BYTES:
             check_memory(self._name, self.size)
         return piece
@@ -128,6 +193,7 @@ class Document:
             while not self._eof:
                 if not self._pending:
                     self._pending = self._fh.read(FEED)
+                    self._fed += len(self._pending)
                     if not self._pending:
                         if self._inflate.eof:  # a member ended with the file: done
                             self._eof = True
@@ -222,6 +288,11 @@ def parse_json(
         ) from None
     except RecursionError:
         raise TraceError(f"{name}: JSON nested too deeply to be a Kineto trace") from None
+    except ValueError as exc:  # beyond JSONDecodeError: e.g. an integer of 5,000 digits
+        what = str(exc).split(";")[0]
+        raise TraceError(
+            f"{name}: not a Kineto trace: a number too long to read ({what}); {_HINT}"
+        ) from None
     finally:
         if enabled:
             gc.enable()

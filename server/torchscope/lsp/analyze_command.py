@@ -1,15 +1,16 @@
-"""``torchscope.analyzeTrace {path}``: analyse any trace file; findings that point into the
-workspace (from Python frames or ``Call stack`` args) become diagnostics on those lines."""
+"""``torchscope.analyzeTrace {path, max_memory?}``: analyse any trace file, in a child
+process (``host/trace_analysis.py``); findings that point into the workspace (from Python
+frames or ``Call stack`` args) become diagnostics on those lines. ``max_memory`` (e.g.
+``"2G"``) overrides the ``maxMemory`` setting for this analysis."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
-from torchscope.analysis import TraceError, analyze_trace
+from torchscope.analysis import TraceError
 from torchscope.lsp.constants import CMD_ANALYZE_TRACE
 from torchscope.lsp.diagnostics import finding_diagnostic, line_range
 from torchscope.lsp.server import TorchscopeServer
@@ -34,9 +35,11 @@ async def analyze(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         message = f"{CMD_ANALYZE_TRACE} takes {{path}}: the trace file to analyse"
         ls.show(types.MessageType.Error, message)
         return {"ok": False, "error": message}
-    loop = asyncio.get_running_loop()
-    try:
-        report = await loop.run_in_executor(None, analyze_trace, path)
+    max_memory = args.get("max_memory")
+    try:  # in a child process: a giant or hostile trace cannot take the server down
+        report = await ls.analyzer.analyze(
+            path, max_memory if isinstance(max_memory, str) else None
+        )
     except TraceError as exc:
         ls.show(types.MessageType.Error, f"torchscope: {exc}")
         return {"ok": False, "error": str(exc)}

@@ -20,6 +20,7 @@ from pygls.protocol.language_server import lsp_method
 
 from torchscope import __version__
 from torchscope.host.profile_run import Profiler
+from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import TraceStore
 from torchscope.lsp.constants import SERVER_NAME
 from torchscope.lsp.diagnostics import diagnostics_for
@@ -68,6 +69,8 @@ class TorchscopeServer(LanguageServer):
         self._closing: set[asyncio.Future[None]] = set()  # old workers shutting down
         self.closed_documents: set[str] = set()
         """URIs the editor closed (and has not reopened): results are kept, not published."""
+        self.analyzer = TraceAnalyzer(lambda: self.settings.job.max_memory)
+        """Runs ``torchscope.analyzeTrace`` in a child process (``host/trace_analysis.py``)."""
 
     def apply_settings(self, options: Any) -> None:
         try:
@@ -160,5 +163,6 @@ class TorchscopeServer(LanguageServer):
     async def close(self) -> None:
         for task in list(self.running.values()):
             task.cancel()
+        await self.analyzer.close()
         if self._profiler is not None:
             await self._profiler.close()

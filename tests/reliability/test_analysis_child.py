@@ -1,0 +1,165 @@
+"""The language server analyses traces in a child process (``host/trace_analysis.py``): an
+analysis that dies (killed, over the memory limit) is one message and the server answers
+the next request; no analysis child outlives the server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from tests.conftest import REPO, SHARED_TRACES
+from tests.reliability.conftest import ENV, TORCHSCOPE, marked_processes
+from tests.reliability.hostile import GOOD
+
+ON_THE_SERVER = pytest.mark.asyncio(loop_scope="module")
+
+BIG = SHARED_TRACES / "hta_ddp_v100_rank1.json.gz"  # 54 MB of JSON: ~2 s, ~90 MB RSS
+CHILD = "torchscope.host.trace_analysis"
+
+
+@pytest_lsp.fixture(
+    scope="module",
+    config=ClientServerConfig(server_command=[*TORCHSCOPE, "serve"], server_env=ENV),
+)
+async def client(lsp_client: LanguageClient, tmp_path_factory: Any) -> AsyncIterator[None]:
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=REPO.as_uri(),
+            initialization_options={
+                "settings": {"trace_dir": str(tmp_path_factory.mktemp("traces"))}
+            },
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def analyze(client: LanguageClient, path: Path, **extra: Any) -> asyncio.Future[Any]:
+    params = types.ExecuteCommandParams(
+        command="torchscope.analyzeTrace", arguments=[{"path": str(path), **extra}]
+    )
+    return asyncio.ensure_future(client.workspace_execute_command_async(params))
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+async def answers(client: LanguageClient, tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_bytes(GOOD)
+    result = await analyze(client, good)
+    assert result["ok"], result
+
+
+@ON_THE_SERVER
+async def test_analysis_killed_mid_way_is_one_message(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    request = analyze(client, BIG)
+    killed = None
+    deadline = time.monotonic() + 30
+    while killed is None and not request.done() and time.monotonic() < deadline:
+        for pid, cmdline in marked_processes(keep_servers=False):
+            if CHILD in cmdline and _rss_mb(pid) > 40:  # the busy one, not the spare
+                os.kill(pid, signal.SIGKILL)
+                killed = pid
+        await asyncio.sleep(0.01)
+    assert killed is not None, "the analysis finished before it could be killed"
+    result = await asyncio.wait_for(request, 30)
+    assert not result["ok"], result
+    error = result["error"]
+    assert BIG.name in error and "was killed by SIGKILL" in error, error
+    assert "the server is still running" in error
+    await answers(client, tmp_path)
+
+
+@ON_THE_SERVER
+async def test_analysis_over_the_memory_limit_is_stopped_and_named(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    result = await asyncio.wait_for(analyze(client, BIG, max_memory="40M"), 60)
+    assert not result["ok"], result
+    error = result["error"]
+    assert "the analysis stopped at" in error and "(limit 40.0 MB)" in error, error
+    assert "--steps" in error and "maxMemory" in error
+    await answers(client, tmp_path)
+
+
+@ON_THE_SERVER
+async def test_a_bad_memory_limit_is_named(client: LanguageClient, tmp_path: Path) -> None:
+    result = await asyncio.wait_for(analyze(client, BIG, max_memory="lots"), 30)
+    assert not result["ok"] and "is not a memory size" in result["error"], result
+
+
+def _send(server: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+    assert server.stdin is not None
+    server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    server.stdin.flush()
+
+
+def _children_appear(before: set[int], timeout_s: float = 30) -> list[tuple[int, str]]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = [
+            p for p in marked_processes(keep_servers=False) if CHILD in p[1] and p[0] not in before
+        ]
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError("no analysis child started")
+
+
+@pytest.mark.parametrize("how", ["shutdown", "SIGKILL"])
+def test_no_analysis_child_outlives_the_server(tmp_path: Path, how: str) -> None:
+    """A server that analysed a trace (so its spare child waits) exits cleanly or is
+    killed: no analysis child is left."""
+    before = {pid for pid, _ in marked_processes(keep_servers=False)}  # this module's server
+    server = subprocess.Popen(
+        [*TORCHSCOPE, "serve"], env=ENV, cwd=REPO, stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        _send(server, {"id": 1, "method": "initialize",
+                       "params": {"processId": None, "rootUri": REPO.as_uri(), "capabilities": {}}})
+        _send(server, {"method": "initialized", "params": {}})
+        _send(server, {"id": 2, "method": "workspace/executeCommand",
+                       "params": {"command": "torchscope.analyzeTrace",
+                                  "arguments": [{"path": str(BIG)}]}})
+        _children_appear(before)
+        if how == "SIGKILL":
+            server.kill()
+        else:
+            _send(server, {"id": 3, "method": "shutdown", "params": None})
+            _send(server, {"method": "exit", "params": None})
+        server.wait(90)  # a clean exit first stops the worker it was starting (torch import)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(30)
+    deadline = time.monotonic() + 10
+    while (left := new_processes(before)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left == [], left
+
+
+def new_processes(before: set[int]) -> list[tuple[int, str]]:
+    return [p for p in marked_processes(keep_servers=False) if p[0] not in before]
