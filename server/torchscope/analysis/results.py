@@ -172,12 +172,14 @@ class StepMetrics:
     ops: int
     """Top-level ops dispatched in the step (ops inside ops are not counted)."""
     device_busy_us: float
+    """Union of the device intervals this step's calls launched, wherever they ran."""
     device_busy_share: float
-    """Busy time over the step's wall time (union of device intervals inside the window)."""
+    """``device_busy_us`` over ``span_us``."""
     device_time_us: float
     """Union of the device intervals this step's calls launched, wherever they ran: the
     device time per call, also when the CPU runs ahead of the device."""
     kernel_us: float
+    """Kernel time launched by the step's calls (so are memcpy, memset, comm, copies)."""
     memcpy_us: float
     memset_us: float
     comm_us: float
@@ -197,6 +199,10 @@ class StepMetrics:
     largest_gaps: list[Gap]
     start_us: float = 0.0
     """Offset of the step from the first analysed step."""
+    span_us: float = 0.0
+    """From the step's CPU start (or, while the device still runs the previous step's work,
+    where the previous span ended) to the later of its CPU end and the end of the last device
+    work it launched: the window of ``device_busy_share``."""
 
 
 @dataclass
