@@ -212,4 +212,9 @@ export interface RankRow {
   wait_us: number;
   exposed_comm_us: number;
   trace_path: string;
+  /** Median per-step hidden communication; the share is all steps' hidden over all steps' communication. */
+  hidden_comm_us: number;
+  hidden_share: number | null;
+  hidden_share_min: number | null;
+  hidden_share_max: number | null;
 }

@@ -149,6 +149,19 @@ def _waits(stats: list[RankStats]) -> tuple[list[list[float]], str, int]:
     return waits, how, len(shared)
 
 
+def hidden_shares(comm: list[float], hidden: list[float]) -> dict[str, Any]:
+    """The hidden communication of one rank: the median per step, the all-steps share and
+    the per-step range (steps without communication have no share)."""
+    shares = [h / c for c, h in zip(comm, hidden) if c > 0]
+    total = sum(comm)
+    return {
+        "hidden_comm_us": median(hidden),
+        "hidden_share": sum(hidden) / total if total > 0 else None,
+        "hidden_share_min": min(shares) if shares else None,
+        "hidden_share_max": max(shares) if shares else None,
+    }
+
+
 def combine(stats: list[RankStats]) -> RanksReport:
     """The cross-rank report from every rank's stats."""
     notes: list[str] = []
@@ -164,6 +177,7 @@ def combine(stats: list[RankStats]) -> RanksReport:
             wait_us=min(median(w), median(s.comm)),
             exposed_comm_us=median(s.exposed),
             trace_path=s.path,
+            **hidden_shares(s.comm, s.hidden),
         )
         for s, w in zip(stats, waits)
     ]
