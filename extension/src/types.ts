@@ -65,6 +65,17 @@ export interface Verdict {
   basis: string;
   /** achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known */
   efficiency?: number | null;
+  /** set when the deciding figure is within the steps' spread of its threshold */
+  borderline?: Borderline | null;
+}
+
+/** analysis.results.Borderline */
+export interface Borderline {
+  runner_up: string;
+  /** deciding figure − threshold */
+  margin: number;
+  steps: number;
+  of: number;
 }
 
 /** analysis.results.Timing */

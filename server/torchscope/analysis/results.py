@@ -72,6 +72,20 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Borderline:
+    """A verdict whose deciding figure is within the steps' spread of its threshold."""
+
+    runner_up: str
+    """The verdict id the most steps that decide otherwise get on their own."""
+    margin: float
+    """Deciding figure − threshold (a share: 0.007 is 0.7 points above it)."""
+    steps: int
+    """How many steps decide ``runner_up`` on their own."""
+    of: int
+    """Out of how many steps."""
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The one-line answer and the two numbers that justify it (µs per call/step)."""
 
@@ -86,6 +100,9 @@ class Verdict:
     """``measurements`` when the time per call came from the unprofiled timing pass."""
     efficiency: float | None = None
     """Achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known."""
+    borderline: Borderline | None = None
+    """Set when the deciding figure is within the steps' spread of its threshold (see
+    ``regimes``)."""
 
 
 @dataclass(frozen=True)
