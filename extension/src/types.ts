@@ -69,6 +69,8 @@ export interface Verdict {
   cause?: string;
   /** every measured cause with its cost, costliest first */
   causes?: Cause[];
+  /** set when the deciding figure is within the steps' spread of its threshold */
+  borderline?: Borderline | null;
 }
 
 /** analysis.results.Cause */
@@ -76,6 +78,15 @@ export interface Cause {
   cause: string;
   us_per_call: number | null;
   share: number | null;
+}
+
+/** analysis.results.Borderline */
+export interface Borderline {
+  runner_up: string;
+  /** deciding figure − threshold */
+  margin: number;
+  steps: number;
+  of: number;
 }
 
 /** analysis.results.Timing */
@@ -223,4 +234,9 @@ export interface RankRow {
   wait_us: number;
   exposed_comm_us: number;
   trace_path: string;
+  /** Median per-step hidden communication; the share is all steps' hidden over all steps' communication. */
+  hidden_comm_us: number;
+  hidden_share: number | null;
+  hidden_share_min: number | null;
+  hidden_share_max: number | null;
 }

@@ -165,7 +165,10 @@ Warmup = Annotated[Optional[int], Field(ge=0, le=100, description="warmup calls 
 def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
     @server.tool()
     async def profile_function(
-        file: File, qualname: Qualname, call: Call = None, steps: Steps = None,
+        file: File,
+        qualname: Qualname,
+        call: Call = None,
+        steps: Steps = None,
         warmup: Warmup = None,
     ) -> CallToolResult:
         """Profile one PyTorch function in a worker process: the verdict with its numbers,
@@ -176,9 +179,12 @@ def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
 
     @server.tool()
     async def compare_compile(
-        file: File, qualname: Qualname, call: Call = None,
-        mode: Annotated[str, Field(description="torch.compile mode: " + ", ".join(COMPILE_MODES))]
-        = "default",
+        file: File,
+        qualname: Qualname,
+        call: Call = None,
+        mode: Annotated[
+            str, Field(description="torch.compile mode: " + ", ".join(COMPILE_MODES))
+        ] = "default",
         steps: Steps = None,
     ) -> CallToolResult:
         """Profile a function eagerly and as torch.compile(fn) in one worker job and compare

@@ -22,7 +22,19 @@ from torchscope.analysis.rules.rank_rules import RANK_RULES, run_rank_rules
 from .conftest import KinetoBuilder
 
 REPO = Path(__file__).resolve().parents[2]
-CONTRACT = {"rank", "wall_us", "compute_us", "comm_us", "wait_us", "exposed_comm_us", "trace_path"}
+CONTRACT = {
+    "rank",
+    "wall_us",
+    "compute_us",
+    "comm_us",
+    "wait_us",
+    "exposed_comm_us",
+    "trace_path",
+    "hidden_comm_us",
+    "hidden_share",
+    "hidden_share_min",
+    "hidden_share_max",
+}
 
 
 @pytest.fixture

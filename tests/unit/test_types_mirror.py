@@ -24,6 +24,7 @@ from torchscope.analysis.multi.comparison import (
 )
 from torchscope.analysis.multi.rank_model import RankSummary
 from torchscope.analysis.multi.sweep import Sweep, SweepPoint
+from torchscope.analysis.results import Borderline
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
 _INTERFACE = re.compile(r"export interface (\w+) \{\n(.*?)\n\}", re.S)
@@ -38,6 +39,7 @@ def _fields(cls: type) -> set[str]:
 MIRRORS: dict[str, set[str]] = {
     "Device": _fields(Device),
     "Verdict": _fields(Verdict),
+    "Borderline": _fields(Borderline),
     "Timing": _fields(Timing),
     "Finding": _fields(Finding),
     "CompareCopy": _fields(CopyRow),

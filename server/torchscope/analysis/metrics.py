@@ -1,10 +1,12 @@
 """Per-step numbers and the op table, computed from a :class:`Context`.
 
-Steps are time windows; everything that *starts* inside a window belongs to that step, and
-device busy time is the union of device intervals clipped to the window (what a reader sees
-in the trace viewer between the step's edges). Across steps we report min / median / max,
-never a mean alone: one slow step (allocator growth, a recompile) drags a mean of five far
-from what a typical call costs.
+Steps are CPU time windows: CPU work (ops, runtime calls, DataLoader waits, idle gaps) that
+*starts* inside a window belongs to that step. Device work (kernels, copies, memsets) belongs
+to the step whose call launched it, and the busy share is its union over the step's span, from
+its CPU start (or the previous step's device end) to the end of its last device activity
+(:mod:`.launch`). Across steps we report
+min / median / max, never a mean alone: one slow step (allocator growth, a recompile) drags a
+mean of five far from what a typical call costs.
 
 A 200k-event trace has tens of thousands of ops, runtime calls and kernels, so per-item work
 runs in C (``map``, ``compress``, slices, ``list.count``) and Python loops only visit the few
@@ -15,18 +17,17 @@ floats come out bit-identical.
 from __future__ import annotations
 
 from bisect import bisect_left
-from itertools import compress, groupby, repeat
-from operator import add, itemgetter, le, lt, methodcaller, not_, sub
+from itertools import compress, repeat
+from operator import itemgetter, le, methodcaller, sub
 from types import MappingProxyType
-from typing import Any
 
 from ..ingest import Span
-from .columns import DATALOADER, ByName, all_linked, is_comm_kernel, median, name_ids, top_level
-from .context import Context, assign
+from .columns import DATALOADER, ByName, all_linked, median, top_level
+from .context import Context
 from .cpu_index import CpuIndex, cpu_index
 from .efficiency import annotate_ops, measure_efficiency
-from .intervals import union_length
-from .link import copy_kind, is_launch
+from .launch import launched_work, step_spans
+from .link import is_launch
 from .memory import memory_analysis
 from .op_table import op_table
 from .results import Gap, StepMetrics
@@ -56,60 +57,6 @@ def measure(ctx: Context) -> Metrics:
         efficiency=efficiency,
         memory=memory_analysis(ctx),
     )
-
-
-def _launched_device_time(ctx: Context) -> list[float]:
-    """Per step, the union of device intervals launched by the step's own calls, wherever
-    on the device timeline they ran. Without a sync per step the CPU runs ahead and a step's
-    window shows the device busy with earlier steps' work; this is the device time per call.
-
-    A step's spans of one kind are runs of consecutive spans with the same launch step (a
-    handful per step: the CPU launches in order), copied out as slices. Each kind is sorted by
-    start, so a step with spans of one kind needs no sort; otherwise a stable sort by start
-    gives the order a stable sort of (start, end) pairs would."""
-    trace, links = ctx.trace, ctx.links
-    n_steps = len(ctx.steps)
-    members: list[list[Span]] = [[] for _ in range(n_steps)]
-    kinds = [0] * n_steps  # how many kinds each step has spans of
-    primary = ctx.primary_device
-    on_primary = {i for i, t in enumerate(trace.tracks) if primary == t.device}
-    step_of_rt = [*ctx.step_of_rt, -1]  # index -1 (not linked) reads the sentinel
-    for spans, rts, issued, fallback in (
-        (trace.kernels, links.kernel_rt, links.kernel_issued, ctx.step_of_kernel),
-        (trace.memcpys, links.memcpy_rt, links.memcpy_issued, ctx.step_of_memcpy),
-        (trace.memsets, links.memset_rt, links.memset_issued, ctx.step_of_memset),
-    ):
-        if not spans or primary is None:
-            continue
-        launch_step = list(map(step_of_rt.__getitem__, rts))
-        if not all_linked(ctx, rts):
-            unlinked = list(compress(range(len(rts)), map(lt, rts, repeat(0))))
-            by_op = [i for i in unlinked if issued[i] == issued[i]]  # linked by External id
-            if by_op:
-                for i, k in zip(by_op, assign(ctx.steps, [issued[i] for i in by_op])):
-                    launch_step[i] = k
-            for i in unlinked:
-                if issued[i] != issued[i]:  # not linked at all: go by where it ran
-                    launch_step[i] = fallback[i]
-        if not on_primary.issuperset(map(_TRACK, spans)):  # other devices: in no step
-            elsewhere = map(not_, map(on_primary.__contains__, map(_TRACK, spans)))
-            for i in compress(range(len(spans)), elsewhere):
-                launch_step[i] = -1
-        seen = [False] * n_steps
-        lo = 0
-        for k, run in groupby(launch_step):
-            hi = lo + len(list(run))
-            if k >= 0:
-                members[k] += spans[lo:hi]
-                seen[k] = True
-            lo = hi
-        kinds = list(map(add, kinds, seen))
-    out: list[float] = []
-    for step_spans, n in zip(members, kinds):
-        if n > 1:
-            step_spans.sort(key=_START)
-        out.append(union_length(map(_INTERVAL, step_spans)))
-    return out
 
 
 def _launch_delays(ctx: Context) -> list[list[float]]:
@@ -142,25 +89,6 @@ def _launch_delays(ctx: Context) -> list[list[float]]:
         )
     if aligned:  # one delay per kernel of each step's slice: the kernel table reuses them
         ctx._columns[(id(kernels), "metrics.delays")] = out
-    return out
-
-
-def _slices(values: list[float], ranges: list[tuple[int, int]]) -> list[float]:
-    return [float(sum(values[lo:hi])) for lo, hi in ranges]
-
-
-def _copy_bytes(memcpys: list[Span], ranges: list[tuple[int, int]]) -> list[dict[str, int]]:
-    """Per step, bytes copied by direction (``HtoD``…), in first-seen order; a ``bytes``
-    that is not an integer counts 0."""
-    kind_of = ByName(copy_kind)
-    out: list[dict[str, int]] = []
-    for lo, hi in ranges:
-        chunk = memcpys[lo:hi]
-        kinds = list(map(kind_of.__getitem__, map(_NAME, chunk)))
-        sizes = list(map(_GET_BYTES, map(_ARGS, chunk)))
-        if not {int}.issuperset(map(type, sizes)):  # a float, bool, …: look at each
-            sizes = [b if isinstance(b, int) and not isinstance(b, bool) else 0 for b in sizes]
-        out.append({k: sum(compress(sizes, map(k.__eq__, kinds))) for k in dict.fromkeys(kinds)})
     return out
 
 
@@ -199,28 +127,6 @@ def _runtime_columns(ctx: Context) -> tuple[list[int], list[int], list[float]]:
     return launches, syncs, sync_us
 
 
-def _device_columns(ctx: Context) -> dict[str, list[Any]]:
-    """Per step: kernel, communication kernel, memcpy and memset time, copies and bytes."""
-    trace = ctx.trace
-    kernels = trace.kernels
-    k_ranges = ctx.ranges(kernels)
-    k_dur = ctx.durations(kernels)
-    k_ids, k_names = name_ids(ctx, kernels)  # top_kernels reads them too
-    comm = list(map(is_comm_kernel, k_names))
-    m_ranges = ctx.ranges(trace.memcpys)
-    return {
-        "kernel_us": _slices(k_dur, k_ranges),
-        "comm_us": [
-            float(sum(compress(k_dur[lo:hi], map(comm.__getitem__, k_ids[lo:hi]))))
-            for lo, hi in k_ranges
-        ],
-        "memcpy_us": _slices(ctx.durations(trace.memcpys), m_ranges),
-        "copies": [hi - lo for lo, hi in m_ranges],
-        "copy_bytes": _copy_bytes(trace.memcpys, m_ranges),
-        "memset_us": _slices(ctx.durations(trace.memsets), ctx.ranges(trace.memsets)),
-    }
-
-
 def _input_wait(ctx: Context, st: Step, loaders: list[Span]) -> tuple[float, float]:
     """Time of a step under DataLoader annotations, and the part of it the device idled."""
     timeline = ctx.timeline()
@@ -256,10 +162,9 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
     are one slice and most sums below run in C over slices."""
     ops, cpu_op_us = _cpu_columns(ctx)
     launches, syncs, sync_us = _runtime_columns(ctx)
-    dev = _device_columns(ctx)
+    dev = launched_work(ctx)
+    spans = step_spans(ctx, dev)
     delays = _launch_delays(ctx)
-    launched = _launched_device_time(ctx)
-    timeline = ctx.timeline()
     anns = ctx.trace.annotations
     is_loader = map(str.startswith, map(_NAME, anns), repeat(DATALOADER))  # is_dataloader
     loaders = list(compress(anns, is_loader))
@@ -269,7 +174,8 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
     index = cpu_index(ctx)
     for k, st in enumerate(steps):
         wall = st.wall_us
-        busy = timeline.busy(st.start, st.end) if timeline is not None else 0.0
+        span = spans[k][1] - spans[k][0]
+        busy = dev.union_us[k]
         dl_us, wait_us = _input_wait(ctx, st, loaders)
         out.append(
             StepMetrics(
@@ -277,23 +183,24 @@ def step_metrics(ctx: Context) -> list[StepMetrics]:
                 wall_us=float(wall),
                 cpu_op_us=cpu_op_us[k],
                 ops=ops[k],
-                device_busy_us=float(busy),
-                device_busy_share=busy / wall if wall > 0 else 0.0,
-                device_time_us=launched[k],
-                kernel_us=dev["kernel_us"][k],
-                memcpy_us=dev["memcpy_us"][k],
-                memset_us=dev["memset_us"][k],
-                comm_us=dev["comm_us"][k],
+                device_busy_us=busy,
+                device_busy_share=min(1.0, busy / span) if span > 0 else 0.0,
+                device_time_us=busy,
+                kernel_us=dev.kernel_us[k],
+                memcpy_us=dev.memcpy_us[k],
+                memset_us=dev.memset_us[k],
+                comm_us=dev.comm_us[k],
                 launches=launches[k],
                 launch_delay_us=median(delays[k]) if delays[k] else None,
                 syncs=syncs[k],
                 sync_us=sync_us[k],
-                copies=dev["copies"][k],
-                copy_bytes=dev["copy_bytes"][k],
+                copies=dev.copies[k],
+                copy_bytes=dev.copy_bytes[k],
                 dataloader_us=dl_us,
                 input_wait_us=wait_us,
                 largest_gaps=_gaps(ctx, st, index),
                 start_us=float(st.start - origin),
+                span_us=float(span),
             )
         )
     return out

@@ -84,6 +84,20 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class Borderline:
+    """A verdict whose deciding figure is within the steps' spread of its threshold."""
+
+    runner_up: str
+    """The verdict id the most steps that decide otherwise get on their own."""
+    margin: float
+    """Deciding figure − threshold (a share: 0.007 is 0.7 points above it)."""
+    steps: int
+    """How many steps decide ``runner_up`` on their own."""
+    of: int
+    """Out of how many steps."""
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The one-line answer and the two numbers that justify it (µs per call/step)."""
 
@@ -102,6 +116,9 @@ class Verdict:
     """The cause the headline names (one of ``Cause.cause``; "" when nothing ran)."""
     causes: list[Cause] = field(default_factory=list)
     """Every measured cause with its cost, costliest first."""
+    borderline: Borderline | None = None
+    """Set when the deciding figure is within the steps' spread of its threshold (see
+    ``regimes``)."""
 
 
 @dataclass(frozen=True)
@@ -188,12 +205,14 @@ class StepMetrics:
     ops: int
     """Top-level ops dispatched in the step (ops inside ops are not counted)."""
     device_busy_us: float
+    """Union of the device intervals this step's calls launched, wherever they ran."""
     device_busy_share: float
-    """Busy time over the step's wall time (union of device intervals inside the window)."""
+    """``device_busy_us`` over ``span_us``."""
     device_time_us: float
     """Union of the device intervals this step's calls launched, wherever they ran: the
     device time per call, also when the CPU runs ahead of the device."""
     kernel_us: float
+    """Kernel time launched by the step's calls (so are memcpy, memset, comm, copies)."""
     memcpy_us: float
     memset_us: float
     comm_us: float
@@ -213,6 +232,10 @@ class StepMetrics:
     largest_gaps: list[Gap]
     start_us: float = 0.0
     """Offset of the step from the first analysed step."""
+    span_us: float = 0.0
+    """From the step's CPU start (or, while the device still runs the previous step's work,
+    where the previous span ended) to the later of its CPU end and the end of the last device
+    work it launched: the window of ``device_busy_share``."""
 
 
 @dataclass

@@ -14,7 +14,8 @@ from .context import Context
 from .efficiency import Efficiency
 from .formatting import format_duration, format_share
 from .link import is_launch
-from .results import StepMetrics, TopOp, Verdict
+from .regimes import borderline, borderline_headline, deciding_steps, step_figure
+from .results import Borderline, StepMetrics, TopOp, Verdict
 from .roofline import judge_efficiency
 
 # -- CPU-only runs -----------------------------------------------------------------------
@@ -120,22 +121,44 @@ def _dominant_copy(ctx: Context) -> str:
 
 
 def device_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
-    """The GPU verdict, first matching rule wins; see the thresholds above."""
-    share = median([s.device_busy_share for s in metrics])
+    """The GPU verdict, first matching rule wins; see the thresholds above. With two regimes
+    of busy share the figures are the steady steps' (``regimes``)."""
+    share, metrics = deciding_steps(metrics)
     busy = median([s.device_busy_us for s in metrics])
     cpu_us, basis = _timing_us(ctx, metrics)
     device_us = median([s.device_time_us for s in metrics]) or busy
     verdict_id, headline = _device_cause(ctx, metrics, share, busy) or _device_overhead(
         share, cpu_us, device_us, basis
     )
+    close = _borderline(ctx, metrics, verdict_id, share)
     return Verdict(
         verdict_id,
-        headline,
+        borderline_headline(headline, verdict_id, close),
         cpu_us=cpu_us,
         device_us=device_us,
         overhead_share=1.0 - share,
         basis=basis,
+        borderline=close,
     )
+
+
+def _borderline(
+    ctx: Context, metrics: list[StepMetrics], verdict_id: str, share: float
+) -> Borderline | None:
+    """The runner-up of a verdict decided within the steps' spread of its threshold."""
+    threshold = {
+        "input-bound": INPUT_BOUND_SHARE,
+        "sync-bound": SYNC_BOUND_SHARE,
+        "copy-bound": COPY_BOUND_SHARE,
+    }.get(verdict_id, COMPUTE_BOUND_BUSY)
+    figures = [step_figure(verdict_id, s) for s in metrics]
+    deciding = share if threshold == COMPUTE_BOUND_BUSY else median([f or 0.0 for f in figures])
+
+    def alone(s: StepMetrics) -> str:
+        one = _device_cause(ctx, [s], s.device_busy_share, s.device_busy_us)
+        return one[0] if one else "overhead-bound"
+
+    return borderline(verdict_id, deciding, threshold, metrics, alone)
 
 
 def _device_cause(

@@ -380,4 +380,3 @@ class WorkerProcess:
                 process.stdin.close()
             await process_tree.wait_exited(process, 5.0)
         await self.kill()
-

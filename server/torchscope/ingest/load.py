@@ -90,7 +90,5 @@ def _step_window(name: str, sink: EventSink, model: EventModel, first: int, last
     later = sorted(e for n, (_, e) in steps.items() if n > last)
     device_end = later[0] if later else float("inf")
     device = model.device_kind_indices()
-    ranges = tuple(
-        (start, device_end if k in device else stop) for k in range(len(model.kinds))
-    )
+    ranges = tuple((start, device_end if k in device else stop) for k in range(len(model.kinds)))
     return (origin, ranges, (start, stop))

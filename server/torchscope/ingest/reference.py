@@ -13,9 +13,7 @@ from .source import Document, empty_archive, events_of, parse_json
 from .text import clean_object, has_surrogate
 
 
-def scan(
-    name: str, document: Document, sink: EventSink
-) -> tuple[dict[str, Any], int]:
+def scan(name: str, document: Document, sink: EventSink) -> tuple[dict[str, Any], int]:
     """Fill ``sink`` from the whole of ``document``: its metadata and the count of array
     entries that were not events. Raises :class:`~.errors.TraceError` for what is not a
     trace."""

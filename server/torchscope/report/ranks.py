@@ -9,7 +9,18 @@ from torchscope.analysis.columns import median
 from torchscope.analysis.formatting import format_duration, format_share
 
 if TYPE_CHECKING:
+    from torchscope.analysis.multi.rank_model import RankSummary
     from torchscope.analysis.multi.ranks import RanksReport
+
+
+def hidden_cell(r: RankSummary) -> str:
+    """Hidden communication per step, with the all-steps share and the per-step range."""
+    cell = format_duration(r.hidden_comm_us)
+    if r.hidden_share is None or r.hidden_share_min is None or r.hidden_share_max is None:
+        return cell
+    low, high = format_share(r.hidden_share_min), format_share(r.hidden_share_max)
+    spread = low if low == high else f"{low}–{high}"
+    return f"{cell} ({format_share(r.hidden_share)}; steps {spread})"
 
 
 def render_ranks(view: RanksReport) -> str:
@@ -23,9 +34,14 @@ def render_ranks(view: RanksReport) -> str:
         rows.append(
             f"{r.rank:>4} {format_duration(r.wall_us):>9} {format_duration(r.compute_us):>9} "
             f"{format_duration(r.comm_us):>9} {format_duration(r.wait_us):>9} "
-            f"{format_duration(r.exposed_comm_us):>9} {format_duration(r.hidden_comm_us):>9}{mark}"
+            f"{format_duration(r.exposed_comm_us):>9} {hidden_cell(r):>9}{mark}"
         )
-    lines = [view.headline(), "per rank (µs per step; medians over steps):", *rows]
+    lines = [
+        view.headline(),
+        "per rank (µs per step; medians over steps; hidden: share of all steps' "
+        "communication, and the per-step range):",
+        *rows,
+    ]
     lines.append(f"collectives aligned by {view.alignment} ({view.aligned} shared by all ranks)")
     for f in view.findings:
         share = ""
@@ -44,8 +60,8 @@ def ranks_markdown(view: RanksReport) -> str:
     for r in view.ranks:
         name = f"**{r.rank}** (slowest)" if r.rank == view.slowest else str(r.rank)
         cells = [r.wall_us, r.compute_us, r.comm_us, r.wait_us, r.exposed_comm_us]
-        cells.append(r.hidden_comm_us)
-        rows.append(f"| {name} | " + " | ".join(format_duration(c) for c in cells) + " |")
+        texts = [format_duration(c) for c in cells] + [hidden_cell(r)]
+        rows.append(f"| {name} | " + " | ".join(texts) + " |")
     parts = [
         f"**{len(view.ranks)} ranks** (per step; collectives aligned by {view.alignment})",
         "\n".join(rows),

@@ -10,8 +10,16 @@ over the rank's analysed steps):
   aligned across ranks, its duration minus the shortest duration any rank had for it (the
   last rank to arrive waits least; TraceLens' NCCL analyser splits it the same way);
 - ``compute_us``: the union of the non-communication work (kernels on a GPU, ops on a CPU);
-- ``exposed_comm_us``: communication not overlapped with that compute (``comm_us`` minus the
-  hidden part).
+- ``exposed_comm_us``: communication not overlapped with that compute (the median over steps
+  of each step's communication minus its hidden part);
+- ``hidden_comm_us``: communication overlapped with compute (the median of the per-step hidden
+  time: exposed and hidden are computed per step, never from medians of different steps);
+- ``hidden_share``: all steps' hidden communication over all steps' communication (None: no
+  communication), with ``hidden_share_min``/``hidden_share_max`` the per-step range (over the
+  steps with communication).
+
+Communication and compute are clipped to each step's CPU window: overlap is a property of the
+device timeline, and the all-steps total does not depend on where the steps are cut.
 """
 
 from __future__ import annotations
@@ -32,16 +40,15 @@ class RankSummary:
     wait_us: float
     exposed_comm_us: float
     trace_path: str
+    hidden_comm_us: float = 0.0
+    hidden_share: float | None = None
+    hidden_share_min: float | None = None
+    hidden_share_max: float | None = None
 
     @property
     def busy_us(self) -> float:
         """The step without the time spent waiting for other ranks: what this rank needs."""
         return max(0.0, self.wall_us - self.wait_us)
-
-    @property
-    def hidden_comm_us(self) -> float:
-        """Communication overlapped with compute."""
-        return max(0.0, self.comm_us - self.exposed_comm_us)
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,7 @@ class RankStats:
     compute: list[float] = field(default_factory=list)
     comm: list[float] = field(default_factory=list)
     exposed: list[float] = field(default_factory=list)
+    hidden: list[float] = field(default_factory=list)
     collectives: list[tuple[object, int, float]] = field(default_factory=list)
     """``(alignment key, step index, duration µs)`` per collective, in time order; the key is
     the sequence number when ``sequenced``, else ``(name, n-th of that name)``."""

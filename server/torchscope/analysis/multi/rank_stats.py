@@ -127,7 +127,9 @@ def measure_rank(
         stats.wall.append(step.wall_us)
         stats.comm.append(c)
         stats.compute.append(compute.busy(step.start, step.end))
-        stats.exposed.append(max(0.0, c - _overlap(comm, compute, step.start, step.end)))
+        hidden = min(c, _overlap(comm, compute, step.start, step.end))
+        stats.exposed.append(max(0.0, c - hidden))
+        stats.hidden.append(hidden)
     keys, stats.sequenced = _keys(coll)
     starts = [s.start for s in steps]
     stats.collectives = [

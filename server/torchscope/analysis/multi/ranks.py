@@ -175,6 +175,19 @@ def shared_fastest(tables: Sequence[Mapping[object, float]]) -> dict[object, flo
     return {k: min(t[k] for t in tables) for k in shared}
 
 
+def hidden_shares(comm: list[float], hidden: list[float]) -> dict[str, Any]:
+    """The hidden communication of one rank: the median per step, the all-steps share and
+    the per-step range (steps without communication have no share)."""
+    shares = [h / c for c, h in zip(comm, hidden) if c > 0]
+    total = sum(comm)
+    return {
+        "hidden_comm_us": median(hidden),
+        "hidden_share": sum(hidden) / total if total > 0 else None,
+        "hidden_share_min": min(shares) if shares else None,
+        "hidden_share_max": max(shares) if shares else None,
+    }
+
+
 def summarize(stats: RankStats, fastest: Mapping[object, float]) -> RankSummary:
     """One rank's row: the medians of its steps, and per step the time spent waiting in the
     collectives shared by all ranks (``fastest``: ``shared_fastest`` over every rank)."""
@@ -190,6 +203,7 @@ def summarize(stats: RankStats, fastest: Mapping[object, float]) -> RankSummary:
         wait_us=min(median(waits), median(stats.comm)),
         exposed_comm_us=median(stats.exposed),
         trace_path=stats.path,
+        **hidden_shares(stats.comm, stats.hidden),
     )
 
 

@@ -3,7 +3,9 @@
 Gaps under DataLoader ``__next__`` belong to ``dataloader``, gaps while the CPU is blocked in
 a synchronising call to ``sync``/``pageable-copy``, gaps under profiler overhead events
 (``Activity Buffer Request``) to ``profiler-buffer``; what is left is the device waiting for the
-CPU to do something else: Python work, host-side preprocessing, logging.
+CPU to do something else: Python work, host-side preprocessing, logging. When the largest gap
+opens its step (no device work from the step's start), the finding names the Python functions
+(``python_function`` events, recorded with ``with_stack=True``) that occupied it.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import itemgetter, le
+from typing import Any
 
 from ..columns import is_dataloader, median
 from ..context import Context
 from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
-from ..intervals import Timeline
+from ..intervals import Timeline, union_length
 from ..results import Finding
 from ..stages import Metrics
 from ._common import distinct_names, gap_lengths
@@ -31,8 +34,27 @@ GPU_IDLE_MIN_GAP_US = 50.0
 EXPLAINED_SHARE = 0.5
 """A gap at least half covered by DataLoader or a blocking call is explained elsewhere."""
 
+OPENING_FUNCTIONS = 3
+"""Python functions named for a step that opens with a long stretch of no device work."""
+
 _START = itemgetter(0)
 _END = itemgetter(1)
+
+
+def opening_functions(ctx: Context, k: int, a: float, b: float) -> list[tuple[str, float]]:
+    """The Python functions (``python_function`` events) that occupied ``[a, b]``, a stretch
+    that opens step ``k`` with no device work: by time inside it, the most first, leaving out
+    frames that enclose the whole step (the training loop, ``<module>``)."""
+    step = ctx.steps[k]
+    parts: dict[str, list[tuple[float, float]]] = {}
+    for p in ctx.trace.python:
+        if p.end <= a or p.start >= b or (p.start <= step.start and p.end >= step.end):
+            continue
+        parts.setdefault(p.name, []).append((max(p.start, a), min(p.end, b)))
+    # a recursive frame (``_call_impl``) nests in itself: its time is the union of its calls
+    time = {name: union_length(sorted(iv)) for name, iv in parts.items()}
+    ranked = sorted(time.items(), key=lambda kv: -kv[1])
+    return [(name, us) for name, us in ranked if us > 0][:OPENING_FUNCTIONS]
 
 
 def _long_gaps(
@@ -115,6 +137,13 @@ class GpuIdle(Rule):
         file, line = index.source(ctx, start + dur / 2)
         wall = median([s.wall_us for s in measured.steps])
         what = f" while the CPU runs {under}" if under else " while the CPU records no op"
+        details: dict[str, Any] = {}  # only when there is something to name
+        if start <= ctx.steps[k].start:  # the step opens with it: name the Python behind it
+            functions = opening_functions(ctx, k, start, start + dur)
+            if functions:
+                named = ", ".join(f"{n} ({format_duration(us)})" for n, us in functions)
+                what += f"; the step opens with it, in Python: {named}"
+                details["functions"] = [n for n, _ in functions]
         return [
             self.finding(
                 f"the GPU sits idle {format_duration(cost)} per step "
@@ -129,6 +158,7 @@ class GpuIdle(Rule):
                 step=ctx.steps[k].name,
                 largest_gap_us=dur,
                 under=under,
+                **details,
             )
         ]
 
