@@ -16,6 +16,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import EXAMPLES
 from tests.lsp.conftest import SERVER_COMMAND, SERVER_ENV, hover_text
+from torchscope.analysis.results import VERDICT_IDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -111,7 +112,7 @@ def verdicts(client: LanguageClient, uri: str) -> list[types.Diagnostic]:
     return [
         d
         for d in client.diagnostics[uri]
-        if d.source == "torchscope" and str(d.code).endswith("-bound")
+        if d.source == "torchscope" and str(d.code) in VERDICT_IDS
     ]
 
 

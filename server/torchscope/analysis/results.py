@@ -97,6 +97,20 @@ class Borderline:
     """Out of how many steps."""
 
 
+VERDICT_IDS = (
+    "compute-bound",
+    "overhead-bound",
+    "memory-bound",
+    "input-bound",
+    "sync-bound",
+    "copy-bound",
+    "low-efficiency",
+    "no-activity",
+)
+"""Every ``Verdict.id`` (docs/findings.md#verdicts): the verdict's diagnostic carries it as its
+code, and faces and tests tell the verdict from findings by it."""
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The one-line answer and the two numbers that justify it (µs per call/step)."""
