@@ -73,8 +73,13 @@ def _parameters(value: Any, seen: set[int]) -> Iterator[Any]:
 
 
 def parameters_of(prepared: Any) -> list[Any]:
-    """The leaf tensors of a ``PreparedCall`` whose values and gradients are compared."""
-    roots = [getattr(prepared.func, "__self__", None), *prepared.args, *prepared.kwargs.values()]
+    """The leaf tensors of a ``PreparedCall`` whose values and gradients are compared: from
+    its receiver, its arguments and the module globals the function reads by name."""
+    func = prepared.func
+    roots = [getattr(func, "__self__", None), *prepared.args, *prepared.kwargs.values()]
+    code, names = getattr(func, "__code__", None), getattr(func, "__globals__", {})
+    if code is not None:  # the module-level model and optimizer a training step reads
+        roots += [names[n] for n in code.co_names if n in names]
     seen: set[int] = set()
     unique: dict[int, Any] = {}
     for root in roots:

@@ -179,6 +179,11 @@ class DiffJob(ProfileJob):
         tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:40] or "before"
         # Named after the file and the revision: it shows in tracebacks and in the trace.
         path = self.folder / f"{Path(request.file).stem}@{tag}.py"
+        import torch
+
+        # As today's side: seed, import, evaluate the call — so module-level random state
+        # (a model built on import) and the call's inputs are the same on both sides.
+        torch.manual_seed(SEED)
         try:
             module = import_source(request.before_source, path, self.private_name, self.module)
         except (Exception, SystemExit) as exc:
@@ -199,9 +204,6 @@ class DiffJob(ProfileJob):
                 f"to compare it with; compare with a revision that has it (--rev)",
             ) from exc
         self.before.module, self.before.target = module, target
-        import torch
-
-        torch.manual_seed(SEED)
         if request.call:
             try:
                 prepared = prepare_call(request.call, vars(module))
