@@ -76,8 +76,10 @@ def unified_patch(path: str, before: str, after: str) -> str:
     )
 
 
-def _times(speedup: float) -> str:
-    return f"{speedup:.1f}×" if speedup >= 1.5 or speedup <= 1 / 1.5 else f"{speedup:.2f}×"
+def _times(value: float, like: float) -> str:
+    """``2.3×`` (or ``1.27×`` when ``like``, the headline's ratio, is near 1)."""
+    near = 1 / 1.5 < like < 1.5
+    return f"{value:.2f}×" if near else f"{value:.1f}×"
 
 
 def measured_trial(
@@ -89,12 +91,13 @@ def measured_trial(
     low, high = 1 / verdict.ci_high, 1 / verdict.ci_low
     same = bool(outputs.get("same"))
     if verdict.id == "faster":
-        effect = f"{_times(speedup)} faster"
+        effect = f"{_times(speedup, speedup)} faster"
     elif verdict.id == "slower":
-        effect = f"{_times(1 / speedup)} slower"
+        effect = f"{_times(1 / speedup, speedup)} slower"
     else:
         effect = f"no difference (ratio {speedup:.2f})"
-    interval = f"{CONFIDENCE:.0%} interval {_times(low)}–{_times(high)}".replace("%", " %")
+    interval = f"{CONFIDENCE:.0%} interval {_times(low, speedup)}–{_times(high, speedup)}"
+    interval = interval.replace("%", " %")
     said = "same outputs" if same else f"outputs differ ({outputs.get('detail', '')})"
     if not same:
         refused: Optional[str] = CHANGES_OUTPUTS
@@ -103,12 +106,10 @@ def measured_trial(
     else:
         refused = None
     message = f"measured {effect} ({interval}), {said}"
-    if refused:
-        message += (
-            f" — not offered: it {refused}"
-            if refused != NOT_FASTER
-            else (" — not offered: not faster")
-        )
+    if refused == CHANGES_OUTPUTS:
+        message += " — not offered: it changes the outputs"
+    elif refused == NOT_FASTER:
+        message += " — not offered: not faster"
     return FixTrial(
         fix_id,
         verdict.id,
