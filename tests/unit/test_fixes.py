@@ -26,9 +26,8 @@ def _rewrite(fix_id: str, body: str, function: str = "f", device: str = "cpu") -
 def test_fix_ids_follow_the_contract_order() -> None:
     ids = [f.id for f in FIXES]
     assert ids == [i for i in ORDER if i in ids]
-    assert {"sdpa", "sync-in-loop", "inference-mode", "zero-grad-none", "fused-optimizer"} <= set(
-        ids
-    )
+    built = {"sdpa", "sync-in-loop", "foreach", "inference-mode", "zero-grad-none"}
+    assert built | {"fused-optimizer"} <= set(ids)
 
 
 def test_sdpa_folds_a_chain_of_assignments() -> None:
@@ -190,3 +189,24 @@ def test_sync_in_loop_is_offered_on_cuda_only_and_means_the_same() -> None:
     )
     for other in (read_inside, early, body.replace("out = []", "out = [0.0]")):
         assert _rewrite("sync-in-loop", other, device="cuda") is None, other
+
+
+def test_foreach_turns_a_loop_of_in_place_ops_into_one_call_per_op() -> None:
+    body = (
+        "def f(ps, gs, lr):\n"
+        "    for p, g in zip(ps, gs):\n"
+        "        p.mul_(0.9)\n"
+        "        p.add_(g, alpha=-lr)\n"
+        "    return ps\n"
+    )
+    assert _rewrite("foreach", body) == (
+        "def f(ps, gs, lr):\n"
+        "    torch._foreach_mul_(ps, 0.9)\n"
+        "    torch._foreach_add_(ps, gs, alpha=-lr)\n"
+        "    return ps\n"
+    )
+    reads_itself = "def f(ps):\n    for p in ps:\n        p.add_(p)\n"
+    not_in_place = "def f(ps):\n    for p in ps:\n        p.add(1)\n"
+    generator = "def f(m):\n    for p in m.parameters():\n        p.mul_(2)\n"
+    for other in (reads_itself, not_in_place, generator):
+        assert _rewrite("foreach", other) is None, other

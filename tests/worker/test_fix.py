@@ -141,6 +141,7 @@ def test_each_fix_runs_matches_and_is_faster_on_this_cpu(
         ("predict", "inference-mode"),
         ("train_step", "zero-grad-none"),
         ("optimizer_step", "fused-optimizer"),
+        ("decay", "foreach"),
     ]
     trials = _trials(samples, trace_dir, cases)
     for (qualname, fix_id), trial in zip(cases, trials):
