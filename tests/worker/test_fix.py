@@ -208,3 +208,24 @@ def test_list_try_and_apply_contract(samples: Path) -> None:
     assert unknown.returncode == 2 and "no fix 'nope'" in unknown.stderr
     not_here = _cli(f"{name}::no_attention", "--try", "sdpa", cwd=cwd)
     assert not_here.returncode == 1 and "does not apply to no_attention" in not_here.stderr
+
+
+def test_a_profiled_finding_that_has_a_fix_says_so(samples: Path) -> None:
+    command = [sys.executable, "-m", "torchscope", "profile", f"{samples.name}::decay"]
+    done = subprocess.run(
+        [*command, "--device", "cpu", "--json", "-q", "--steps", "2"],
+        cwd=samples.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    with_fix = [f for f in findings if "fix" in f]
+    assert with_fix, findings
+    assert all(f["rule"] == "many-calls" for f in with_fix)
+    assert with_fix[0]["fix"] == {
+        "rule": "foreach",
+        "title": "torch._foreach_* over the list instead of a Python loop",
+        "measured": None,
+    }
