@@ -105,14 +105,7 @@ class DiffJob(ProfileJob):
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
             ) from exc
-        after_note = before_note = "not profiled: a measured fix needs only the rounds"
-        if not request.check_outputs:
-            self._stage("profile", f"profiling {options.steps} calls of the current version")
-            after_note = self._profile(after)
-            self._stage(
-                "profile-before", f"profiling {options.steps} calls of {request.before_label}"
-            )
-            before_note = self.before._profile(before)
+        after_note, before_note = self._profiles(after, before)
         common: dict[str, Any] = {
             "job_id": request.job_id,
             "dispatch_floor_us": statistics.median(floor_us),
@@ -143,6 +136,18 @@ class DiffJob(ProfileJob):
             before_label=request.before_label,
             outputs=outputs,
         )
+
+    def _profiles(self, after: PreparedCall, before: PreparedCall) -> tuple[str, str]:
+        """The profile pass of each side (their attribution notes); none for a measured fix,
+        which needs only the rounds."""
+        request, steps = self.request, self.request.options.steps
+        if request.check_outputs:
+            skipped = "not profiled: a measured fix needs only the rounds"
+            return skipped, skipped
+        self._stage("profile", f"profiling {steps} calls of the current version")
+        after_note = self._profile(after)
+        self._stage("profile-before", f"profiling {steps} calls of {request.before_label}")
+        return after_note, self.before._profile(before)
 
     def _as_rewrite_failure(self, failed: JobFailed) -> JobFailed:
         """For a measured fix, the earlier side is the rewrite: its failure is the fix's."""
