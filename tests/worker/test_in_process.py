@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -112,3 +113,24 @@ def test_sweep_in_process_finds_both_sides() -> None:
     sweep = report.to_json()["sweep"]
     assert [p["N"] for p in sweep["points"]] == [8, 512]
     assert "<svg" in report.html()
+
+
+@pytest.mark.slow
+def test_compare_compile_in_process_gives_the_cli_comparison(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``%torchscope --compare-compile``: eager and compiled profiled in this process, with the
+    CLI's comparison (its verdict ids and JSON) attached to the report."""
+    from torchscope.analysis.multi.comparison import VERDICTS
+    from torchscope.notebook.api import compare_call, prepare
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))  # no old Inductor cache
+    namespace = {"fn": fn, "torch": torch}
+    prepared = prepare("fn(torch.randn(64, 64), torch.randn(64, 64))", namespace)
+    report = compare_call(prepared, FAST)
+    data = json.loads(json.dumps(report.to_json()))
+    compare = data["compare"]
+    assert compare["error"] is None, compare["error"]
+    assert compare["compiled"] is not None and compare["verdict"]["id"] in VERDICTS
+    assert data["verdict"]["id"] == report.verdict.id  # the eager profile's verdict
+    assert not torch.autograd._profiler_enabled()
