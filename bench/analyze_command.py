@@ -114,7 +114,7 @@ def before_tree(rev: str) -> Iterator[Path]:
             text=True,
             check=False,
         )
-        if not list((tree / "server" / "torchscope" / "analysis").glob("_native*.so")):
+        if not list((tree / "server" / "torchscope").glob("*/_native*.so")):  # analysis/ or ingest/
             raise SystemExit(f"building {rev}'s _native failed:\n{build.stderr[-3000:]}")
         analyze_speed.compile_bytecode(tree / "server" / "torchscope")
         yield tree

@@ -21,19 +21,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from analyze_command import before_tree  # a worktree of the old revision, built in place
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = REPO / "tests" / "data" / "traces"
@@ -120,27 +121,6 @@ class Server:
 def median_ms(values: list[float]) -> str:
     low = min(values) * 1000
     return f"{statistics.median(values) * 1000:8.1f} ms (min {low:.1f}, n={len(values)})"
-
-
-@contextmanager
-def before_tree(rev: str) -> Iterator[Path]:
-    """A temporary ``git worktree`` of ``rev`` with its C extension built in place."""
-    folder = Path(tempfile.mkdtemp(prefix="torchscope-before-"))
-    tree = folder / "tree"
-    git = ["git", "-C", str(REPO)]
-    subprocess.run([*git, "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
-    try:
-        print(f"building {rev}'s C extension in {tree} …", flush=True)
-        build = subprocess.run(
-            [sys.executable, "-c", "from setuptools import setup; setup()", "build_ext", "-i"],
-            cwd=tree, capture_output=True, text=True, check=False,
-        )
-        if not list((tree / "server" / "torchscope").glob("*/_native*.so")):
-            raise SystemExit(f"building {rev}'s _native failed:\n{build.stderr[-3000:]}")
-        yield tree
-    finally:
-        subprocess.run([*git, "worktree", "remove", "--force", str(tree)], check=False)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def measure(trees: dict[str, Path], runs: int, folder: Path) -> None:
