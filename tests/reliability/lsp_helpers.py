@@ -56,3 +56,14 @@ async def good_profile_works(client: LanguageClient, path: Path) -> None:
     start = def_line(path, "good")
     [verdict] = [d for d in diagnostics if d.range.start.line == start]
     assert verdict.message == result["report"]["verdict"]["headline"]
+
+
+async def start_session(client: LanguageClient, repo: Path, trace_dir: Path) -> None:
+    """Initialize the server for the workspace ``repo``, keeping traces in ``trace_dir``."""
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(),
+            root_uri=repo.as_uri(),
+            initialization_options={"settings": {"trace_dir": str(trace_dir)}},
+        )
+    )

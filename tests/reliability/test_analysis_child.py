@@ -22,6 +22,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.conftest import REPO, SHARED_TRACES
 from tests.reliability.conftest import ENV, TORCHSCOPE, marked_processes
 from tests.reliability.hostile import GOOD
+from tests.reliability.lsp_helpers import start_session
 
 ON_THE_SERVER = pytest.mark.asyncio(loop_scope="module")
 
@@ -34,15 +35,7 @@ CHILD = "torchscope.host.trace_analysis"
     config=ClientServerConfig(server_command=[*TORCHSCOPE, "serve"], server_env=ENV),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory: Any) -> AsyncIterator[None]:
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
-            root_uri=REPO.as_uri(),
-            initialization_options={
-                "settings": {"trace_dir": str(tmp_path_factory.mktemp("traces"))}
-            },
-        )
-    )
+    await start_session(lsp_client, REPO, tmp_path_factory.mktemp("traces"))
     yield
     await lsp_client.shutdown_session()
 

@@ -29,6 +29,7 @@ from tests.reliability.hostile import (
     skip_unless_testable,
     write_fuzzed,
 )
+from tests.reliability.lsp_helpers import start_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -38,15 +39,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
     config=ClientServerConfig(server_command=[*as_reader(), *TORCHSCOPE, "serve"], server_env=ENV),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory: Any) -> AsyncIterator[None]:
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
-            root_uri=REPO.as_uri(),
-            initialization_options={
-                "settings": {"trace_dir": str(tmp_path_factory.mktemp("traces"))}
-            },
-        )
-    )
+    await start_session(lsp_client, REPO, tmp_path_factory.mktemp("traces"))
     yield
     await lsp_client.shutdown_session()
 

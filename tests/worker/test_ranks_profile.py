@@ -11,21 +11,9 @@ import tempfile
 from pathlib import Path
 
 from tests.conftest import REPO
+from tests.unit.test_ranks import CONTRACT  # the rank row's JSON contract, one home
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO / "server")}
-CONTRACT = {
-    "rank",
-    "wall_us",
-    "compute_us",
-    "comm_us",
-    "wait_us",
-    "exposed_comm_us",
-    "trace_path",
-    "hidden_comm_us",
-    "hidden_share",
-    "hidden_share_min",
-    "hidden_share_max",
-}
 
 
 def _leftovers() -> set[str]:
