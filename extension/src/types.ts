@@ -65,8 +65,19 @@ export interface Verdict {
   basis: string;
   /** achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known */
   efficiency?: number | null;
+  /** the cause the headline names: dispatch, threads, page-faults, bandwidth, compute, sync, input or comm ("" when nothing ran) */
+  cause?: string;
+  /** every measured cause with its cost, costliest first */
+  causes?: Cause[];
   /** set when the deciding figure is within the steps' spread of its threshold */
   borderline?: Borderline | null;
+}
+
+/** analysis.results.Cause */
+export interface Cause {
+  cause: string;
+  us_per_call: number | null;
+  share: number | null;
 }
 
 /** analysis.results.Borderline */

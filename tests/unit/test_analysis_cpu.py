@@ -82,13 +82,48 @@ def test_share_below_threshold_is_compute_bound_in_the_hottest_op(
     assert report.verdict.overhead_share == pytest.approx(2 * 1.1 / 24_700.0)
 
 
-def test_threshold_boundary_is_inclusive(cpu_traces: dict[str, Any]) -> None:
+def test_the_costliest_cause_names_the_verdict(cpu_traces: dict[str, Any]) -> None:
     floor = 1.0
-    at = 2 * floor / OVERHEAD_BOUND_DISPATCH_SHARE  # share exactly at the threshold
+    at = 2 * floor / OVERHEAD_BOUND_DISPATCH_SHARE  # dispatch is half the call: always costliest
     over = analyze_trace(cpu_traces["fn8"], Measurements(0.0, [at], floor)).verdict
-    under = analyze_trace(cpu_traces["fn8"], Measurements(0.0, [at * 1.01], floor)).verdict
-    assert over.id == "overhead-bound"
-    assert under.id == "compute-bound"
+    under = analyze_trace(cpu_traces["fn8"], Measurements(0.0, [at * 10], floor)).verdict
+    assert (over.id, over.cause) == ("overhead-bound", "dispatch")
+    assert under.cause in ("compute", "bandwidth") and under.id != "overhead-bound"
+    for v, call in ((over, at), (under, at * 10)):
+        costs = [c.us_per_call for c in v.causes]
+        assert costs == sorted(costs, reverse=True) and v.causes[0].cause == v.cause
+        assert sum(costs) == pytest.approx(call)  # the causes split the whole call
+        assert sum(c.share for c in v.causes) == pytest.approx(1.0)
+
+
+def test_one_thread_faster_makes_threads_the_cause(cpu_traces: dict[str, Any]) -> None:
+    m = Measurements(
+        0.0, [45.0] * 5, 1.0, threads=2, single_thread_us=[17.0, 16.0, 18.0, 17.0, 17.0]
+    )
+    v = analyze_trace(cpu_traces["fn8"], m).verdict
+    assert (v.id, v.cause) == ("overhead-bound", "threads")
+    assert v.causes[0].us_per_call == pytest.approx(28.0)
+    assert v.headline == (
+        "overhead-bound (CPU threads): 45 µs per call; with 1 thread 17 µs (2.6× faster)"
+    )
+
+
+def test_compute_below_the_floor_is_not_compute_bound(cpu_traces: dict[str, Any]) -> None:
+    from torchscope.analysis.causes import COMPUTE_FLOOR
+    from torchscope.analysis.results import Peaks
+
+    floor = COMPUTE_FLOOR[("cpu", "measured")]
+    mm = 2 * 512**3  # fn512: one 512×512 matmul per call
+    for gflops, expected in (
+        (mm / 24_700.0 / 1e3 / (floor / 2), "low-efficiency"),
+        (mm / 24_700.0 / 1e3 / (floor * 2), "compute-bound"),
+    ):
+        peaks = Peaks({"float32": gflops}, 10.0, "measured")
+        m = Measurements(30_000.0, [24_700.0] * 3, 1.1, peaks=peaks)
+        v = analyze_trace(cpu_traces["fn512"], m).verdict
+        assert (v.id, v.cause) == (expected, "compute"), v
+        assert v.efficiency is not None
+        assert (v.efficiency >= floor) == (expected == "compute-bound")
 
 
 def test_real_measurements_give_the_same_share_formula(cpu_traces: dict[str, Any]) -> None:

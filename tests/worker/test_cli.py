@@ -61,7 +61,11 @@ def test_profile_text_runs_every_directive(trace_dir: Path) -> None:
     assert (
         out.count("== fn (examples/matmul_add.py:14)") == 2
     )  # 8×8 and 1024×1024; CUDA ones skipped
-    assert "overhead-bound" in out and "compute-bound" in out
+    small, large = [ln for ln in out.splitlines() if ln.startswith("verdict: ")]
+    assert small.startswith("verdict: overhead-bound"), out  # 8×8: dispatch (or threads)
+    # 1024×1024: compute-bound, unless this run measured the intra-op threads as the cause
+    # (a core taken by another process stalls them; the verdict must then say so).
+    assert large.startswith("verdict: compute-bound") or "thread" in large, out
     assert "first call" in out and "median" in out
     assert out.count("trace: ") == 2
 

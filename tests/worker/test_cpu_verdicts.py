@@ -1,9 +1,12 @@
 """The guide's central pattern on CPU, honestly: verdicts from unprofiled timing.
 
-At 8×8 `fn` is a couple of microseconds of which most is dispatch: overhead-bound. At 1024×1024
-the matmul dominates: compute-bound. The overhead share the verdict reports must agree with an
-independent estimate made here with `torch.utils.benchmark` (ops per call × per-op floor ÷ time
-per call), within ±15 points.
+At 8×8 `fn` is a couple of microseconds of which most is dispatch: overhead-bound. At 48×48 it
+is never compute-bound (a few % of the peak), and the intra-op threads are the cause whenever
+one thread is much faster. At 1024×1024 the matmul dominates: compute-bound at an efficiency
+above the floor, unless the threads cost more. The overhead share the verdict reports must
+agree with an independent estimate made here with `torch.utils.benchmark` (ops per call ×
+per-op floor ÷ time per call), within ±15 points; the threads are checked against
+`torch.utils.benchmark` at 1 and at N threads in the same run.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from tests.conftest import EXAMPLES
+from torchscope.analysis.causes import COMPUTE_FLOOR
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
@@ -75,12 +79,46 @@ def independent_overhead_share(n: int, rounds: int = 7) -> float:
     return statistics.median(ratios)
 
 
+def benchmark_threads(n: int, rounds: int = 5) -> tuple[float, float]:
+    """Median time per call of ``fn`` at one thread and at the worker's thread count, measured
+    in alternating rounds with ``torch.utils.benchmark`` (its default is one thread)."""
+    args = tuple(torch.randn(n, n) for _ in range(3))
+    stmt = "torch.add(torch.matmul(x, w), b)"
+    env = {"torch": torch, "x": args[0], "w": args[1], "b": args[2]}
+    timers = [
+        benchmark.Timer(stmt, globals=env, num_threads=t) for t in (1, torch.get_num_threads())
+    ]
+    one: list[float] = []
+    many: list[float] = []
+    for _ in range(rounds):
+        one.append(timers[0].blocked_autorange(min_run_time=0.05).median * 1e6)
+        many.append(timers[1].blocked_autorange(min_run_time=0.05).median * 1e6)
+    return statistics.median(one), statistics.median(many)
+
+
+def check_causes(verdict: dict[str, Any]) -> dict[str, float]:
+    """The causes are sorted by cost, the verdict names the costliest, and they split the
+    call; returns cause → µs per call."""
+    causes = verdict["causes"]
+    costs = [c["us_per_call"] for c in causes]
+    assert costs == sorted(costs, reverse=True), causes
+    assert verdict["cause"] == causes[0]["cause"], verdict
+    assert sum(costs) == pytest.approx(verdict["cpu_us"], rel=1e-6), verdict
+    return {c["cause"]: c["us_per_call"] for c in causes}
+
+
 def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) -> None:
     outcome = profile_fn(8, trace_dir)
     report = outcome.to_json()
     verdict = report["verdict"]
     assert verdict["id"] == "overhead-bound", verdict
-    assert "(CPU)" in verdict["headline"] and "dispatch" in verdict["headline"]
+    costs = check_causes(verdict)
+    # An 8×8 matmul never runs in parallel: dispatch is what each call costs, unless the
+    # interleaved one-thread batches measured the thread pool as costlier still.
+    if verdict["cause"] == "dispatch":
+        assert "(CPU)" in verdict["headline"] and "dispatch" in verdict["headline"]
+    else:
+        assert verdict["cause"] == "threads" and costs["threads"] >= costs.get("dispatch", 0.0)
     timing = report["timing"]
     # The headline's time is the unprofiled median, not a profiled step.
     assert verdict["cpu_us"] == pytest.approx(timing["median_us"])
@@ -95,10 +133,41 @@ def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) ->
     assert abs(verdict["overhead_share"] - expected) <= 0.15, (verdict, expected)
 
 
+def test_48_is_never_compute_bound_and_names_the_threads_when_one_is_faster(
+    trace_dir: Path,
+) -> None:
+    one, many = benchmark_threads(48)
+    verdict = profile_fn(48, trace_dir).to_json()["verdict"]
+    after_one, after_many = benchmark_threads(48)
+    assert verdict["id"] != "compute-bound", verdict
+    costs = check_causes(verdict)
+    if verdict["efficiency"] is not None:
+        assert verdict["efficiency"] < COMPUTE_FLOOR[("cpu", "measured")], verdict
+    threads = costs.get("threads", 0.0)
+    if threads >= verdict["cpu_us"] / 2:
+        # One thread more than twice as fast: the threads cost more than everything else.
+        assert verdict["cause"] == "threads", verdict
+        assert verdict["headline"].startswith("overhead-bound (CPU threads): "), verdict
+    if min(many, after_many) > 2 * max(one, after_one) and threads == 0.0:
+        # benchmark saw one thread more than twice as fast before and after the profile, and the
+        # worker's interleaved batches saw no gain at all: the measurement would be wrong.
+        pytest.fail(f"threads not measured: benchmark 1 thread {one:.1f} µs, N {many:.1f} µs")
+
+
 def test_large_matmul_is_compute_bound_in_mm(trace_dir: Path) -> None:
     outcome = profile_fn(1024, trace_dir)
     verdict = outcome.to_json()["verdict"]
-    assert verdict["id"] == "compute-bound", verdict
-    assert "aten::mm" in verdict["headline"]
+    costs = check_causes(verdict)
+    floor = COMPUTE_FLOOR[("cpu", "measured")]
+    if verdict["cause"] == "threads" or (
+        costs.get("threads", 0.0) > 0 and verdict["id"] == "low-efficiency"
+    ):
+        # A core taken by another process stalls the intra-op threads: one thread was faster
+        # in the same run, and the verdict must say so rather than "compute-bound".
+        assert "thread" in verdict["headline"], verdict
+    else:
+        assert verdict["id"] == "compute-bound", verdict
+        assert verdict["cause"] == "compute" and verdict["efficiency"] >= floor, verdict
+        assert "aten::mm" in verdict["headline"]
     expected = independent_overhead_share(1024)
     assert abs(verdict["overhead_share"] - expected) <= 0.15, (verdict, expected)

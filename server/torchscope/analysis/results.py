@@ -72,6 +72,18 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Cause:
+    """One cause of the time per call and what it costs (``analysis/causes.py``)."""
+
+    cause: str
+    """``dispatch``, ``threads``, ``page-faults``, ``bandwidth``, ``compute``, ``sync``,
+    ``input`` or ``comm``."""
+    us_per_call: float
+    share: float
+    """``us_per_call`` over the time per call (per step on a GPU), 0-1."""
+
+
+@dataclass(frozen=True)
 class Borderline:
     """A verdict whose deciding figure is within the steps' spread of its threshold."""
 
@@ -92,6 +104,7 @@ VERDICT_IDS = (
     "input-bound",
     "sync-bound",
     "copy-bound",
+    "low-efficiency",
     "no-activity",
 )
 """Every ``Verdict.id`` (docs/findings.md#verdicts): the verdict's diagnostic carries it as its
@@ -113,6 +126,10 @@ class Verdict:
     """``measurements`` when the time per call came from the unprofiled timing pass."""
     efficiency: float | None = None
     """Achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known."""
+    cause: str = ""
+    """The cause the headline names (one of ``Cause.cause``; "" when nothing ran)."""
+    causes: list[Cause] = field(default_factory=list)
+    """Every measured cause with its cost, costliest first."""
     borderline: Borderline | None = None
     """Set when the deciding figure is within the steps' spread of its threshold (see
     ``regimes``)."""

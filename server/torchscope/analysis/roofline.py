@@ -1,12 +1,10 @@
-"""The verdict's efficiency: the memory-bound class and achieved/peak for the dominant op.
+"""The verdict's rates: memory-bound headlines, achieved/peak phrases and the GPU efficiency.
 
-A CPU run whose ops' bytes moved, divided by the bandwidth, explain at least
-``MEMORY_BOUND_SHARE`` of the time per call, and more of it than their FLOPs divided by the
-matmul peak do, is ``memory-bound``: the headline names the hottest such op's GB/s, its share of the
-bandwidth, the arithmetic intensity (FLOPs per byte over those ops) and the ridge point (peak
-FLOP/s / bandwidth; below it no amount of compute can help). Otherwise a ``compute-bound``
-CPU headline gains the hottest op's GFLOP/s and its share of the peak. GPU verdicts keep their
-headline and gain the dominant op's efficiency.
+A CPU verdict whose costliest cause is ``bandwidth`` (``causes.py``) is ``memory-bound``: the
+headline names the hottest copy-like op's GB/s, its share of the bandwidth, the arithmetic
+intensity (FLOPs per byte over the ops with work) and the ridge point (peak FLOP/s /
+bandwidth; below it no amount of compute can help). GPU verdicts keep their headline and gain
+the dominant op's efficiency.
 """
 
 from __future__ import annotations
@@ -17,13 +15,6 @@ from .context import Context
 from .efficiency import Efficiency, Rates, name_rates
 from .formatting import format_duration, format_share
 from .results import Peaks, TopOp, Verdict
-
-MEMORY_BOUND_SHARE = 0.2
-"""Bytes / bandwidth must explain at least 20 % of the time per call (as each op of a
-``memory-bound-chain``): the bandwidth is the machine's best copy (its fastest repetition), and
-on a shared machine a copy-like op runs at a third of that while other jobs load the memory
-bus, though moving fewer bytes (fusion, lower precision, in-place work) is still what would
-make it faster. Work that is dispatch overhead instead (small tensors) explains a few per cent."""
 
 
 def format_rate(gflops: float) -> str:
@@ -48,21 +39,17 @@ def bandwidth_phrase(peaks: Peaks) -> str:
     return "measured bandwidth" if peaks.source == "measured" else "spec-sheet bandwidth"
 
 
-def _memory_headline(
-    ctx: Context, eff: Efficiency, verdict: Verdict, peaks: Peaks
+def memory_verdict(
+    ctx: Context, eff: Efficiency, verdict: Verdict, peaks: Peaks | None
 ) -> Verdict | None:
-    """The memory-bound verdict, when bytes explain enough of the time (``MEMORY_BOUND_SHARE``)."""
-    bandwidth = peaks.bandwidth_gbps
-    if not bandwidth or verdict.cpu_us <= 0:
+    """The memory-bound verdict, named after the copy-like op with the most time: its GB/s,
+    share of the bandwidth, the arithmetic intensity and the ridge point (None: no copy-like op
+    with recorded shapes, or no bandwidth to hold it to)."""
+    bandwidth = peaks.bandwidth_gbps if peaks is not None else None
+    if peaks is None or not bandwidth or verdict.cpu_us <= 0:
         return None
-    steps = max(1, len(ctx.steps))
     outer = eff.totals(eff.outer)
-    gemm = eff.totals([i for i in eff.outer if eff.work[i].kind == "gemm"])
-    mem_us = outer.bytes / bandwidth / 1e3 / steps
     peak_flops = max(peaks.matmul_gflops.values(), default=0.0)
-    comp_us = gemm.flops / peak_flops / 1e3 / steps if peak_flops else 0.0
-    if mem_us < MEMORY_BOUND_SHARE * verdict.cpu_us or mem_us < comp_us:
-        return None
     by_name: dict[str, list[int]] = {}
     for i in eff.outer:
         if eff.work[i].kind == "memory":
@@ -85,7 +72,7 @@ def _memory_headline(
     return replace(verdict, id="memory-bound", headline=headline, efficiency=rates.efficiency)
 
 
-def _suffix(rates: Rates, peaks: Peaks | None) -> str:
+def rate_suffix(rates: Rates, peaks: Peaks | None) -> str:
     """`` — 165 GFLOP/s, 81 % of this CPU's measured peak`` (only with a peak to hold it to:
     a trace analysed without one keeps its headline)."""
     if rates.gflops is None or rates.efficiency is None or peaks is None:
@@ -97,24 +84,12 @@ def _suffix(rates: Rates, peaks: Peaks | None) -> str:
 
 
 def judge_efficiency(ctx: Context, verdict: Verdict, ops: list[TopOp], eff: Efficiency) -> Verdict:
-    """The verdict with its efficiency, or the memory-bound verdict it turns out to be."""
-    if not eff.time_us or not ops:
+    """A GPU verdict with the dominant op's efficiency (a CPU verdict has its own from the
+    causes, ``cause_verdict``)."""
+    if not eff.time_us or not ops or not ctx.device_run:
         return verdict
-    if ctx.device_run:
-        dominant = max(ops, key=lambda o: o.device_us).name
-        return replace(verdict, efficiency=name_rates(ctx, eff, dominant).efficiency)
-    if verdict.id != "compute-bound":
-        return verdict
-    if eff.peaks is not None:
-        memory = _memory_headline(ctx, eff, verdict, eff.peaks)
-        if memory is not None:
-            return memory
-    hottest = max(ops, key=lambda o: o.self_cpu_us).name
-    rates = name_rates(ctx, eff, hottest)
-    suffix = _suffix(rates, eff.peaks)
-    if not suffix and rates.efficiency is None:
-        return verdict
-    return replace(verdict, headline=verdict.headline + suffix, efficiency=rates.efficiency)
+    dominant = max(ops, key=lambda o: o.device_us).name
+    return replace(verdict, efficiency=name_rates(ctx, eff, dominant).efficiency)
 
 
 def achieved_text(

@@ -8,6 +8,7 @@ so at 8×8 the guide's ``fn`` runs ~2.7 µs per call but shows 20-80 µs per pro
 
 from __future__ import annotations
 
+from .cause_verdict import cpu_cause_verdict, with_gpu_causes
 from .columns import median
 from .context import Context
 from .efficiency import Efficiency
@@ -19,10 +20,9 @@ from .roofline import judge_efficiency
 
 # -- CPU-only runs -----------------------------------------------------------------------
 OVERHEAD_BOUND_DISPATCH_SHARE = 0.5
-"""CPU-only: overhead-bound when per-op dispatch (ops × the measured floor) is at least half
-the unprofiled time per call. Past half, making the ops' bodies faster cannot even halve the
-call, while fewer, bigger ops (batching, ``torch.compile``) can; below it the op bodies
-dominate (the guide's ``fn`` at 1024×1024 spends >99 % in ``aten::mm``)."""
+"""CPU-only: at least half the unprofiled time per call in per-op dispatch (ops × the
+measured floor) makes dispatch the costliest cause whatever the rest is (``causes.py`` ranks
+them; the sweep's crossover uses the same line)."""
 
 DEFAULT_DISPATCH_FLOOR_US = 2.0
 """Per-op eager dispatch cost assumed when a trace is analysed without measurements (a
@@ -75,40 +75,13 @@ def _no_activity(metrics: list[StepMetrics]) -> Verdict:
     )
 
 
-def cpu_verdict(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
-    """The CPU-only verdict: dispatch cost against time per call."""
-    ops_per_call = median([float(s.ops) for s in metrics])
-    if ops_per_call <= 0:
+def cpu_verdict(
+    ctx: Context, metrics: list[StepMetrics], ops: list[TopOp], efficiency: Efficiency
+) -> Verdict:
+    """The CPU-only verdict: the costliest of its measured causes (``cause_verdict``)."""
+    if median([float(s.ops) for s in metrics]) <= 0:
         return _no_activity(metrics)
-    hottest = max(ops, key=lambda o: o.self_cpu_us).name if ops else "its ops"
-    m = ctx.measurements
-    if m is not None and m.call_us:
-        call_us = median(m.call_us)
-        floor = m.dispatch_floor_us
-        basis = "measurements"
-        suffix = ""
-    else:
-        # Profiled numbers only: sum of top-level op time per step (profiler cost included).
-        call_us = median([s.cpu_op_us for s in metrics]) or median([s.wall_us for s in metrics])
-        floor = DEFAULT_DISPATCH_FLOOR_US
-        basis = "profile"
-        suffix = " [profiled times, no unprofiled timing]"
-    dispatch_us = ops_per_call * floor
-    share = min(1.0, dispatch_us / call_us) if call_us > 0 else 1.0
-    n_ops = f"{ops_per_call:g}"
-    if share >= OVERHEAD_BOUND_DISPATCH_SHARE:
-        headline = (
-            f"overhead-bound (CPU): {format_duration(call_us)} per call, "
-            f"~{format_share(share)} dispatch "
-            f"({n_ops} ops × {format_duration(floor)})"
-        )
-        vid = "overhead-bound"
-    else:
-        headline = f"compute-bound (CPU): {format_duration(call_us)} per call in {hottest}"
-        vid = "compute-bound"
-    return Verdict(
-        vid, headline + suffix, cpu_us=call_us, device_us=0.0, overhead_share=share, basis=basis
-    )
+    return cpu_cause_verdict(ctx, metrics, ops, efficiency, DEFAULT_DISPATCH_FLOOR_US)
 
 
 def _dataloader_workers(ctx: Context) -> str:
@@ -253,11 +226,18 @@ def no_kernels_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
 def decide(
     ctx: Context, metrics: list[StepMetrics], ops: list[TopOp], efficiency: Efficiency
 ) -> Verdict:
-    """Pick the verdict for the whole trace, with its efficiency (see ``roofline``)."""
-    return judge_efficiency(ctx, _decide(ctx, metrics, ops), ops, efficiency)
+    """Pick the verdict for the whole trace, with its efficiency (see ``roofline``) and its
+    ranked causes (``causes``)."""
+    verdict = _decide(ctx, metrics, ops, efficiency)
+    if verdict.causes or verdict.id == "no-activity":
+        return verdict
+    verdict = judge_efficiency(ctx, verdict, ops, efficiency)
+    return with_gpu_causes(verdict, metrics, efficiency.peaks)
 
 
-def _decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdict:
+def _decide(
+    ctx: Context, metrics: list[StepMetrics], ops: list[TopOp], efficiency: Efficiency
+) -> Verdict:
     if not metrics:
         return Verdict(
             "no-activity", "no-activity: the trace recorded no steps, ops or device work", 0.0, 0.0
@@ -269,9 +249,9 @@ def _decide(ctx: Context, metrics: list[StepMetrics], ops: list[TopOp]) -> Verdi
             return (
                 _no_activity(metrics)
                 if not any(s.ops for s in metrics)
-                else cpu_verdict(ctx, metrics, ops)
+                else cpu_verdict(ctx, metrics, ops, efficiency)
             )
         return device_verdict(ctx, metrics)
     if any(is_launch(r.name) for r in ctx.trace.runtime):
         return no_kernels_verdict(ctx, metrics)
-    return cpu_verdict(ctx, metrics, ops)
+    return cpu_verdict(ctx, metrics, ops, efficiency)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from torchscope.analysis.formatting import format_duration
 from torchscope.analysis.results import Report
 from torchscope.analysis.roofline import peaks_text
+from torchscope.report.causes import causes_markdown
 from torchscope.report.lines import STALE_NOTE, hot_lines_markdown
 from torchscope.report.memory import memory_sentences
 
@@ -38,6 +39,9 @@ def def_markdown(report: Report, qualname: str, headline: str, offset: int, stal
     overhead = report.profiler_overhead_us
     if overhead is not None:
         parts.append(f"Profiler overhead: {format_duration(overhead)} per call (not your code's).")
+    causes = causes_markdown(report.verdict)
+    if causes is not None:
+        parts.append(causes)
     parts += efficiency_note(report)
     table = hot_lines_markdown(report, offset)
     if table is not None:

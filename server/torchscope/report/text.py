@@ -10,6 +10,7 @@ from torchscope.analysis.columns import median
 from torchscope.analysis.formatting import format_bytes, format_duration, format_share
 from torchscope.analysis.results import Report, StepMetrics
 from torchscope.analysis.roofline import achieved_text, peaks_text
+from torchscope.report.causes import causes_text
 
 MAX_STEP_ROWS = 12
 """Longer step lists show the first and last few rows plus the min/median/max summary."""
@@ -66,6 +67,7 @@ def _header(report: Report) -> list[str]:
     """Device, verdict, unprofiled timing and the profiler's overhead."""
     devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
     out = [f"device: {report.device.kind} ({devices})", f"verdict: {report.verdict.headline}"]
+    out += causes_text(report.verdict)
     if report.peaks is not None:
         out.append(f"peaks: {peaks_text(report.peaks, report.device.kind)}")
     if report.timing is not None:

@@ -60,6 +60,14 @@ def _cause(
     return "check the thread count, the dtype and non-contiguous (transposed) inputs"
 
 
+def likely_cause(
+    name: str, args: object, dtype: str, peak_key: str, ctx: Context, eff: Efficiency
+) -> str:
+    """Why one GEMM call is far from the peak, from its recorded shapes and dtype (the
+    verdict's ``low-efficiency`` headline names the same cause as this rule)."""
+    return _cause(name, _dims(args), dtype, peak_key, ctx, eff)
+
+
 class LowEfficiencyGemm(Rule):
     """GEMMs far below the matmul peak."""
 

@@ -1,0 +1,192 @@
+"""The verdict from the ranked causes (``causes.py``): its id and headline per cause.
+
+CPU: the costliest cause names the verdict. ``dispatch``, ``threads`` and ``page-faults`` are
+``overhead-bound`` (the headline says which overhead), ``bandwidth`` is ``memory-bound``, and
+``compute`` is ``compute-bound`` only at an efficiency of at least ``COMPUTE_FLOOR``; below it
+the verdict is ``low-efficiency`` and names why the math is slow (the intra-op threads, the
+shapes, the dtype or the layout), from the numbers the findings measured. A GPU verdict keeps
+its id (``verdict.device_verdict``) and gains the causes and the cause its id names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .causes import (
+    GPU_CAUSE_OF,
+    CpuCosts,
+    compute_efficiency,
+    compute_floor,
+    cpu_costs,
+    gpu_costs,
+    ranked,
+)
+from .context import Context
+from .efficiency import Efficiency, name_rates
+from .formatting import format_duration, format_share
+from .results import Cause, Peaks, StepMetrics, TopOp, Verdict
+from .roofline import format_rate, memory_verdict, peak_phrase, rate_suffix
+from .rules.low_efficiency_gemm import likely_cause
+
+
+def _ratio(slow: float, fast: float) -> str:
+    return f"{slow / fast:.2g}× faster" if fast > 0 else "faster"
+
+
+def _threads_headline(c: CpuCosts) -> str:
+    one = c.one_thread_us if c.one_thread_us is not None else c.call_us - c.costs["threads"]
+    return (
+        f"overhead-bound (CPU threads): {format_duration(c.call_us)} per call; with 1 thread "
+        f"{format_duration(one)} ({_ratio(c.call_us, one)})"
+    )
+
+
+def _faults_headline(c: CpuCosts) -> str:
+    cost = c.costs["page-faults"]
+    faults = f"{c.faults_per_call:.0f} page faults per call" if c.faults_per_call else "faults"
+    return (
+        f"overhead-bound (CPU page faults): {format_duration(c.call_us)} per call, {faults} ≈ "
+        f"{format_duration(cost)} ({format_share(min(1.0, cost / c.call_us))})"
+    )
+
+
+def _dispatch_headline(c: CpuCosts, share: float) -> str:
+    return (
+        f"overhead-bound (CPU): {format_duration(c.call_us)} per call, ~{format_share(share)} "
+        f"dispatch ({c.ops_per_call:g} ops × {format_duration(c.dispatch_floor_us)})"
+    )
+
+
+def _why_inefficient(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
+    """Why the compute is below the floor: the threads when one thread was faster, else the
+    cause ``low-efficiency-gemm`` names from the dominant GEMM's shapes and dtype."""
+    if c.costs["threads"] > 0 and c.one_thread_us is not None:
+        return (
+            f"the intra-op threads: with 1 thread {format_duration(c.one_thread_us)} per call "
+            f"({_ratio(c.call_us, c.one_thread_us)}); use torch.set_num_threads(1) for work "
+            "this size"
+        )
+    gemms = [i for i in eff.outer if eff.work[i].kind == "gemm"]
+    if not gemms:
+        return "no GEMM with recorded shapes to say why"
+    top = max(gemms, key=lambda i: eff.time_us.get(i, 0.0))
+    op = ctx.trace.ops[top]
+    dtype = eff.work[top].dtype
+    return likely_cause(op.name, op.args, dtype, eff.peak_key.get(top, dtype), ctx, eff)
+
+
+def _compute_verdict(
+    ctx: Context, eff: Efficiency, c: CpuCosts, hottest: str, base: Verdict
+) -> Verdict:
+    """``compute-bound`` at or above the floor (or with no peak to hold it to), else
+    ``low-efficiency`` with the reason."""
+    efficiency = compute_efficiency(eff, c)
+    peaks = eff.peaks
+    rates = name_rates(ctx, eff, hottest)
+    head = f"{format_duration(c.call_us)} per call in {hottest}"
+    if efficiency is None or peaks is None:
+        suffix = rate_suffix(rates, peaks)
+        return replace(
+            base,
+            id="compute-bound",
+            headline=f"compute-bound (CPU): {head}{suffix}",
+            efficiency=rates.efficiency if suffix else None,
+        )
+    floor = compute_floor("cpu", peaks.source)
+    achieved = f"{format_rate(c.gemm_flops / c.call_us / 1e3)}, {format_share(efficiency)} of "
+    achieved += peak_phrase(peaks, "CPU")
+    if efficiency >= floor:
+        return replace(
+            base,
+            id="compute-bound",
+            headline=f"compute-bound (CPU): {head} — {achieved}",
+            efficiency=efficiency,
+        )
+    return replace(
+        base,
+        id="low-efficiency",
+        headline=(
+            f"low-efficiency (CPU): {head} — {achieved} (compute-bound needs "
+            f"{format_share(floor)}): {_why_inefficient(ctx, eff, c)}"
+        ),
+        efficiency=efficiency,
+    )
+
+
+def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict:
+    """``memory-bound``: with the op's GB/s where a bandwidth is known."""
+    found = memory_verdict(ctx, eff, base, eff.peaks)
+    if found is not None:
+        return found
+    share = format_share(min(1.0, c.costs["bandwidth"] / c.call_us)) if c.call_us > 0 else "?"
+    return replace(
+        base,
+        id="memory-bound",
+        headline=(
+            f"memory-bound (CPU): {format_duration(c.call_us)} per call, ~{share} in ops that "
+            "move bytes (elementwise, copies)"
+        ),
+    )
+
+
+def cpu_cause_verdict(
+    ctx: Context,
+    metrics: list[StepMetrics],
+    ops: list[TopOp],
+    eff: Efficiency,
+    default_floor_us: float,
+) -> Verdict:
+    """The CPU verdict: the costliest cause, with its headline (see the module docstring)."""
+    c = cpu_costs(ctx, metrics, eff, default_floor_us)
+    causes = ranked(c.costs, c.call_us)
+    cause = causes[0].cause if causes else "dispatch"
+    measured = ctx.measurements is not None and bool(ctx.measurements.call_us)
+    share = min(1.0, c.ops_per_call * c.dispatch_floor_us / c.call_us) if c.call_us > 0 else 1.0
+    suffix = "" if measured else " [profiled times, no unprofiled timing]"
+    base = Verdict(
+        "overhead-bound",
+        "",
+        cpu_us=c.call_us,
+        device_us=0.0,
+        overhead_share=share,
+        basis="measurements" if measured else "profile",
+        cause=cause,
+        causes=causes,
+    )
+    hottest = max(ops, key=lambda o: o.self_cpu_us).name if ops else "its ops"
+    if cause == "threads":
+        verdict = replace(base, headline=_threads_headline(c))
+    elif cause == "page-faults":
+        verdict = replace(base, headline=_faults_headline(c))
+    elif cause == "dispatch":
+        verdict = replace(base, headline=_dispatch_headline(c, share))
+    else:
+        verdict = (
+            _memory(ctx, eff, c, base) if cause == "bandwidth" else None
+        ) or _compute_verdict(ctx, eff, c, hottest, base)
+    return replace(verdict, headline=verdict.headline + suffix)
+
+
+def with_gpu_causes(verdict: Verdict, metrics: list[StepMetrics], peaks: Peaks | None) -> Verdict:
+    """A GPU verdict with its causes per step and the cause its id names; ``compute-bound``
+    whose dominant op is known to run below ``COMPUTE_FLOOR`` becomes ``low-efficiency``."""
+    if not metrics:
+        return verdict
+    costs, wall = gpu_costs(metrics)
+    causes: list[Cause] = ranked(costs, wall)
+    out = replace(verdict, cause=GPU_CAUSE_OF.get(verdict.id, ""), causes=causes)
+    eff = out.efficiency
+    if out.id == "compute-bound" and eff is not None and peaks is not None:
+        floor = compute_floor("cuda", peaks.source)
+        if eff < floor:
+            rest = out.headline.removeprefix("compute-bound: ")
+            return replace(
+                out,
+                id="low-efficiency",
+                headline=(
+                    f"low-efficiency: {rest}, but the dominant op runs at {format_share(eff)} of "
+                    f"{peak_phrase(peaks, 'GPU')} (compute-bound needs {format_share(floor)}); "
+                    "see low-efficiency-gemm"
+                ),
+            )
+    return out

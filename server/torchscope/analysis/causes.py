@@ -1,0 +1,185 @@
+"""The causes of the time per call, each with its measured cost, costliest first.
+
+The verdict names the costliest cause (DESIGN.md §3, "The verdict"). Every cost comes from a
+number the findings use too, so the headline and the findings cannot disagree:
+
+- ``threads``: the timing pass's interleaved one-thread batches (``Measurements``
+  ``single_thread_us``, as ``thread-contention``): the median over pairs of (N threads − one
+  thread) when positive, the time the intra-op threads cost;
+- ``page-faults``: minor faults per call × the calibrated cost of one (``allocation-churn``);
+- ``dispatch``: top-level ops per call × the measured per-op floor;
+- ``compute`` / ``bandwidth``: the rest of the call, the ops' own bodies, split by the profiled
+  time of GEMM-like ops (and ops without a known work) against copy-like ops (``work.py``);
+- on a GPU trace: ``compute`` (kernels), ``bandwidth`` (memcpy), ``comm`` (collectives),
+  ``sync`` (CPU blocked in synchronising calls), ``input`` (device idle inside DataLoader) and
+  ``dispatch`` (the rest of the device's idle time: the CPU not launching fast enough).
+
+``compute-bound`` needs more than the most time in compute: the hardware must be doing the
+math near its peak (:data:`COMPUTE_FLOOR`). The efficiency is the call's GEMM FLOPs over its
+whole time per call, against the peak (measured on this machine, spec sheet otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .columns import median
+from .context import Context
+from .efficiency import Efficiency
+from .memory import page_fault_numbers
+from .results import Cause, Measurements, StepMetrics
+
+CAUSES = ("dispatch", "threads", "page-faults", "bandwidth", "compute", "sync", "input", "comm")
+"""Every cause a verdict can name; on a tie the earlier one wins (the overheads come first:
+they are the cheaper fix)."""
+
+COMPUTE_FLOOR = {
+    ("cpu", "measured"): 0.30,
+    ("cpu", "spec-sheet"): 0.20,
+    ("cuda", "measured"): 0.30,
+    ("cuda", "spec-sheet"): 0.20,
+}
+"""(device kind, peak source) → the least efficiency (achieved FLOP/s / peak) ``compute-bound``
+needs. A measured peak is the best this machine did on a large GEMM, which a well-shaped GEMM
+reaches at 60-90 %: 30 % is the line ``low-efficiency-gemm`` draws, and it leaves room for a
+shared machine (a 2-core CPU with one core taken halves what a 2-thread GEMM can reach). A
+spec-sheet peak is the vendor's best case, which dense GEMMs reach at 50-70 %: 20 %."""
+
+
+@dataclass(frozen=True)
+class CpuCosts:
+    """The CPU causes of one call and the numbers the headlines quote."""
+
+    call_us: float
+    dispatch_floor_us: float
+    ops_per_call: float
+    costs: dict[str, float]
+    one_thread_us: float | None
+    """Median time per call at one intra-op thread (None: not measured)."""
+    threads: int
+    faults_per_call: float | None
+    gemm_flops: float
+    """FLOPs per call of the GEMM-like ops (0: none with recorded shapes)."""
+
+
+def ranked(costs: dict[str, float], total: float) -> list[Cause]:
+    """The causes with a cost, costliest first (``CAUSES`` order on ties)."""
+    order = {c: k for k, c in enumerate(CAUSES)}
+    kept = [(c, us) for c, us in costs.items() if us > 0]
+    kept.sort(key=lambda cu: (-cu[1], order[cu[0]]))
+    return [Cause(c, us, min(1.0, us / total) if total > 0 else 0.0) for c, us in kept]
+
+
+def threads_cost(m: Measurements) -> float:
+    """Median over the interleaved pairs of (N threads − one thread), when positive."""
+    if m.threads <= 1 or not m.single_thread_us:
+        return 0.0
+    diffs = [c - s for c, s in zip(m.call_us, m.single_thread_us)]
+    return max(0.0, median(diffs)) if diffs else 0.0
+
+
+def _body_split(ctx: Context, eff: Efficiency, metrics: list[StepMetrics]) -> tuple[float, float]:
+    """(share of the ops' profiled time that is copy-like, GEMM FLOPs per step)."""
+    steps = max(1, len(ctx.steps))
+    outer = list(eff.outer)
+    memory = eff.totals([i for i in outer if eff.work[i].kind == "memory"])
+    gemm = eff.totals([i for i in outer if eff.work[i].kind == "gemm"])
+    op_time = median([s.cpu_op_us for s in metrics]) if metrics else 0.0
+    total = max(op_time, (memory.time_us + gemm.time_us) / steps)
+    share = min(1.0, memory.time_us / steps / total) if total > 0 else 0.0
+    return share, gemm.flops / steps
+
+
+def cpu_costs(
+    ctx: Context, metrics: list[StepMetrics], eff: Efficiency, default_floor_us: float
+) -> CpuCosts:
+    """The CPU causes, from the unprofiled measurements when there are some (else from the
+    profiled op times, with ``default_floor_us`` per op)."""
+    ops_per_call = median([float(s.ops) for s in metrics])
+    m = ctx.measurements
+    if m is not None and m.call_us:
+        call_us, floor = median(m.call_us), m.dispatch_floor_us
+        threads = min(call_us, threads_cost(m))
+        _, fault_cost, _, _ = page_fault_numbers(ctx)
+        faults = min(call_us - threads, fault_cost or 0.0)
+        faults_per_call = median(m.page_faults) if m.page_faults else None
+        one = median(m.single_thread_us) if m.single_thread_us and m.threads > 1 else None
+        n_threads = m.threads
+    else:
+        call_us = median([s.cpu_op_us for s in metrics]) or median([s.wall_us for s in metrics])
+        floor, threads, faults, faults_per_call, one, n_threads = (
+            default_floor_us,
+            0.0,
+            0.0,
+            None,
+            None,
+            0,
+        )
+    dispatch = min(max(0.0, call_us - threads - faults), ops_per_call * floor)
+    body = max(0.0, call_us - threads - faults - dispatch)
+    memory_share, gemm_flops = _body_split(ctx, eff, metrics)
+    costs = {
+        "dispatch": dispatch,
+        "threads": threads,
+        "page-faults": faults,
+        "bandwidth": body * memory_share,
+        "compute": body * (1.0 - memory_share),
+    }
+    return CpuCosts(
+        call_us, floor, ops_per_call, costs, one, n_threads, faults_per_call, gemm_flops
+    )
+
+
+def compute_efficiency(eff: Efficiency, costs: CpuCosts) -> float | None:
+    """The call's GEMM FLOP/s over its whole time per call, against the matmul peak of the
+    dominant GEMM's dtype (None: no GEMM with shapes, or no peak)."""
+    if eff.peaks is None or costs.gemm_flops <= 0 or costs.call_us <= 0:
+        return None
+    gemms = [i for i in eff.outer if eff.work[i].kind == "gemm"]
+    if not gemms:
+        return None
+    key = eff.peak_key.get(gemms[0], eff.work[gemms[0]].dtype)
+    peak = eff.peaks.matmul_gflops.get(key)
+    if not peak:
+        return None
+    return min(1.0, costs.gemm_flops / costs.call_us / 1e3 / peak)
+
+
+def compute_floor(device_kind: str, source: str) -> float:
+    """The ``COMPUTE_FLOOR`` of a device class (an unknown source is held to the spec-sheet
+    line)."""
+    kind = "cuda" if device_kind == "cuda" else "cpu"
+    return COMPUTE_FLOOR.get((kind, source), COMPUTE_FLOOR[(kind, "spec-sheet")])
+
+
+def gpu_costs(metrics: list[StepMetrics]) -> tuple[dict[str, float], float]:
+    """The GPU causes per step (medians over steps) and the step's wall time."""
+    wall = median([s.wall_us for s in metrics])
+    busy = median([s.device_busy_us for s in metrics])
+    memcpy = median([s.memcpy_us for s in metrics])
+    comm = median([s.comm_us for s in metrics])
+    sync = median([s.sync_us for s in metrics])
+    wait = median([s.input_wait_us for s in metrics])
+    costs = {
+        "compute": max(0.0, busy - memcpy - comm),
+        "bandwidth": memcpy,
+        "comm": comm,
+        "sync": sync,
+        "input": wait,
+        "dispatch": max(0.0, wall - busy - wait - sync),
+    }
+    return costs, wall
+
+
+GPU_CAUSE_OF = {
+    "compute-bound": "compute",
+    "input-bound": "input",
+    "sync-bound": "sync",
+    "copy-bound": "bandwidth",
+    "overhead-bound": "dispatch",
+    "no-kernels": "dispatch",
+}
+"""A GPU verdict id → the cause it names. On a GPU the device and the CPU run at once, so the
+device's own busy time is the floor of the step: while the device sits idle for more than
+20 % of it (``verdict.COMPUTE_BOUND_BUSY``) the verdict names what keeps it idle (input, sync,
+copies, the CPU's dispatch) even where the kernels' total is larger."""

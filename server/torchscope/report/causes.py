@@ -1,0 +1,47 @@
+"""The verdict's causes as one short table: the costliest first, then the runners-up.
+
+The CLI prints it under the verdict line and the ``def`` hover shows it as Markdown, so the
+user sees what else costs time and how much (``analysis/causes.py`` measures them).
+"""
+
+from __future__ import annotations
+
+from torchscope.analysis.formatting import format_duration, format_share
+from torchscope.analysis.results import Verdict
+
+MAX_ROWS = 4
+"""The costliest cause and up to three runners-up: the rest are a few per cent at most."""
+
+
+def cause_rows(verdict: Verdict) -> list[tuple[str, str, str]]:
+    """(cause, cost, share) per cause, costliest first; empty with fewer than two causes
+    (the headline already says everything)."""
+    if len(verdict.causes) < 2:
+        return []
+    per = "per step" if verdict.device_us > 0 or verdict.id.endswith("kernels") else "per call"
+    return [
+        (c.cause, f"{format_duration(c.us_per_call)} {per}", format_share(c.share))
+        for c in verdict.causes[:MAX_ROWS]
+    ]
+
+
+def causes_text(verdict: Verdict) -> list[str]:
+    """``causes:`` and one aligned row per cause for the terminal report."""
+    rows = cause_rows(verdict)
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    out = ["causes (costliest first):"]
+    for name, cost, share in rows:
+        out.append(f"  {name:<{widths[0]}}  {cost:>{widths[1]}}  {share:>{widths[2]}}")
+    return out
+
+
+def causes_markdown(verdict: Verdict) -> str | None:
+    """The same rows as a Markdown table for the hover (None: fewer than two causes)."""
+    rows = cause_rows(verdict)
+    if not rows:
+        return None
+    lines = ["| cause | cost | share |", "|---|---:|---:|"]
+    lines += [f"| {name} | {cost} | {share} |" for name, cost, share in rows]
+    return "\n".join(lines)
