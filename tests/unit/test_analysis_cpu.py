@@ -126,6 +126,21 @@ def test_compute_below_the_floor_is_not_compute_bound(cpu_traces: dict[str, Any]
         assert (v.efficiency >= floor) == (expected == "compute-bound")
 
 
+def test_a_small_gemm_below_the_floor_is_overhead_bound(cpu_traces: dict[str, Any]) -> None:
+    """The guide's lesson: an 8×8 matmul far from the peak is its fixed cost per call, so the
+    verdict is overhead-bound (small shapes) with the cause still in the ops' bodies; the same
+    efficiency on a 512×512 matmul is low-efficiency (see the test above)."""
+    from torchscope.analysis.results import Peaks
+
+    floor = 1.0
+    call = 20 * floor / OVERHEAD_BOUND_DISPATCH_SHARE  # the bodies cost far more than dispatch
+    m = Measurements(0.0, [call] * 3, floor, peaks=Peaks({"float32": 50.0}, 10.0, "measured"))
+    v = analyze_trace(cpu_traces["fn8"], m).verdict
+    assert v.cause == "compute" and v.id == "overhead-bound", v
+    assert v.headline.startswith("overhead-bound (CPU, small shapes): "), v.headline
+    assert "aten::mm" in v.headline and "thin matrix" in v.headline
+
+
 def test_real_measurements_give_the_same_share_formula(cpu_traces: dict[str, Any]) -> None:
     raw = cpu_traces["fn8_measured"]
     report = analyze_trace(cpu_traces["fn8"], measured(raw))

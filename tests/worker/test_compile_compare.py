@@ -122,7 +122,7 @@ CAUSE_IDS = {
     "dispatch": {"overhead-bound"},
     "threads": {"overhead-bound"},
     "page-faults": {"overhead-bound"},
-    "compute": {"compute-bound", "low-efficiency"},
+    "compute": {"compute-bound", "low-efficiency", "overhead-bound"},  # small shapes
     "bandwidth": {"memory-bound"},
 }
 

@@ -2,9 +2,12 @@
 
 CPU: the costliest cause names the verdict. ``dispatch``, ``threads`` and ``page-faults`` are
 ``overhead-bound`` (the headline says which overhead), ``bandwidth`` is ``memory-bound``, and
-``compute`` is ``compute-bound`` only at an efficiency of at least ``COMPUTE_FLOOR``; below it
-the verdict is ``low-efficiency`` and names why the math is slow (the intra-op threads, the
-shapes, the dtype or the layout), from the numbers the findings measured. A GPU verdict keeps
+``compute`` is ``compute-bound`` only at an efficiency of at least ``COMPUTE_FLOOR``. Below it the
+verdict names why the math is slow, from the numbers the findings measured: a thin or small GEMM
+(``low_efficiency_gemm.is_small``) is ``overhead-bound (CPU, small shapes)`` — its time is the
+fixed cost per call, the guide's "too little work per call" — and a large one is
+``low-efficiency`` (the intra-op threads, the dtype or the layout). The cause stays ``compute``:
+the time is in the ops' bodies; the id says what kind of fix it needs. A GPU verdict keeps
 its id (``verdict.device_verdict``) and gains the causes and the cause its id names.
 """
 
@@ -26,7 +29,7 @@ from .efficiency import Efficiency, name_rates
 from .formatting import format_duration, format_share
 from .results import Cause, Peaks, StepMetrics, TopOp, Verdict
 from .roofline import format_rate, memory_verdict, peak_phrase, rate_suffix
-from .rules.low_efficiency_gemm import likely_cause
+from .rules.low_efficiency_gemm import is_small, likely_cause
 
 
 def _ratio(slow: float, fast: float) -> str:
@@ -57,6 +60,12 @@ def _dispatch_headline(c: CpuCosts, share: float) -> str:
     )
 
 
+def _top_gemm(eff: Efficiency) -> int | None:
+    """The GEMM-like op with the most profiled time (None: no GEMM with recorded shapes)."""
+    gemms = [i for i in eff.outer if eff.work[i].kind == "gemm"]
+    return max(gemms, key=lambda i: eff.time_us.get(i, 0.0)) if gemms else None
+
+
 def _why_inefficient(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
     """Why the compute is below the floor: the threads when one thread was faster, else the
     cause ``low-efficiency-gemm`` names from the dominant GEMM's shapes and dtype."""
@@ -66,20 +75,25 @@ def _why_inefficient(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
             f"({_ratio(c.call_us, c.one_thread_us)}); use torch.set_num_threads(1) for work "
             "this size"
         )
-    gemms = [i for i in eff.outer if eff.work[i].kind == "gemm"]
-    if not gemms:
+    top = _top_gemm(eff)
+    if top is None:
         return "no GEMM with recorded shapes to say why"
-    top = max(gemms, key=lambda i: eff.time_us.get(i, 0.0))
     op = ctx.trace.ops[top]
     dtype = eff.work[top].dtype
     return likely_cause(op.name, op.args, dtype, eff.peak_key.get(top, dtype), ctx, eff)
 
 
+def _small_shapes(ctx: Context, eff: Efficiency) -> bool:
+    """The dominant GEMM is thin or small (``low_efficiency_gemm.is_small``)."""
+    top = _top_gemm(eff)
+    return top is not None and is_small(ctx.trace.ops[top].name, ctx.trace.ops[top].args)
+
+
 def _compute_verdict(
     ctx: Context, eff: Efficiency, c: CpuCosts, hottest: str, base: Verdict
 ) -> Verdict:
-    """``compute-bound`` at or above the floor (or with no peak to hold it to), else
-    ``low-efficiency`` with the reason."""
+    """``compute-bound`` at or above the floor (or with no peak to hold it to); below it
+    ``overhead-bound`` for a small GEMM, else ``low-efficiency``, with the reason."""
     efficiency = compute_efficiency(eff, c)
     peaks = eff.peaks
     rates = name_rates(ctx, eff, hottest)
@@ -102,11 +116,15 @@ def _compute_verdict(
             headline=f"compute-bound (CPU): {head} — {achieved}",
             efficiency=efficiency,
         )
+    # Below the floor: a small GEMM's time is its fixed cost per call (the guide's lesson:
+    # too little work per call is overhead); a large one is slow math (dtype, layout, threads).
+    small = _small_shapes(ctx, eff)
+    vid, label = ("overhead-bound", "CPU, small shapes") if small else ("low-efficiency", "CPU")
     return replace(
         base,
-        id="low-efficiency",
+        id=vid,
         headline=(
-            f"low-efficiency (CPU): {head} — {achieved} (compute-bound needs "
+            f"{vid} ({label}): {head} — {achieved} (compute-bound needs "
             f"{format_share(floor)}): {_why_inefficient(ctx, eff, c)}"
         ),
         efficiency=efficiency,

@@ -173,14 +173,16 @@ class ProfileJob:
 
     def _cold_and_warm(self, prepared: PreparedCall, side: str = "") -> tuple[float, float]:
         """The cold call, timed alone, then the warmup calls; returns the cold time and the
-        last warmup call's time (the estimate the timing pass sizes its batches by)."""
+        fastest warmup call's time (the estimate the timing pass sizes its batches by: on a
+        shared machine any one call can be descheduled, and a batch sized by a call that waited
+        10× too long has 10× too few calls to hide the clock's cost)."""
         self._stage("cold", f"first {side}call (cold start)")
         cold_s = self._call_once(prepared, "first call")
         self._stage("warmup", f"{self.request.options.warmup} {side}warmup calls")
-        estimate_s = cold_s
-        for _ in range(self.request.options.warmup):
-            estimate_s = self._call_once(prepared, "warmup call")
-        return cold_s, estimate_s
+        warm = [
+            self._call_once(prepared, "warmup call") for _ in range(self.request.options.warmup)
+        ]
+        return cold_s, min(warm, default=cold_s)
 
     def run(self) -> ProfileResult:
         request = self.request

@@ -29,6 +29,11 @@ never what the step waits for."""
 
 THIN = 64
 
+SMALL = 512
+"""A GEMM whose every dimension is under 512 is too small to keep a device's matrix units (or a
+CPU's cores) busy: its fixed cost per call (packing, thread start-up, the launch) is a large part
+of its time."""
+
 MIN_GEMM_FLOPS = 1e6
 """GEMMs under 1 MFLOP per call (an 8×8 matmul is 1 kFLOP) are dispatch, not math: the verdict
 (overhead-bound) already says what to do about them."""
@@ -39,11 +44,14 @@ def _dims(args: object) -> list[list[int]]:
     return [d for d in dims if isinstance(d, list) and d] if isinstance(dims, list) else []
 
 
-def _cause(
-    name: str, dims: list[list[int]], dtype: str, peak_key: str, ctx: Context, eff: Efficiency
-) -> str:
+def operand_sizes(name: str, args: object) -> list[int]:
+    """The two matrix dimensions of each GEMM operand, from the recorded input shapes."""
+    dims = _dims(args)
     operands = dims[1:3] if name in ("aten::addmm", "aten::baddbmm") else dims[:2]
-    sizes = [x for d in operands for x in d[-2:]]
+    return [x for d in operands for x in d[-2:]]
+
+
+def _cause(sizes: list[int], dtype: str, peak_key: str, ctx: Context, eff: Efficiency) -> str:
     if sizes and min(sizes) < THIN:
         return (
             f"a thin matrix (a dimension of {min(sizes)}): too little work per byte moved; "
@@ -55,9 +63,16 @@ def _cause(
     fp32 = ctx.device_run and dtype == "float32" and peak_key == "float32"
     if fp32 and peaks is not None and "tfloat32" in peaks.matmul_gflops:
         return "fp32 without tensor cores: torch.set_float32_matmul_precision('high')"
-    if sizes and max(sizes) < 512:
+    if sizes and max(sizes) < SMALL:
         return "matrices too small to keep the device busy: batch them"
     return "check the thread count, the dtype and non-contiguous (transposed) inputs"
+
+
+def is_small(name: str, args: object) -> bool:
+    """Thin (a dimension under ``THIN``) or small (every dimension under ``SMALL``): the GEMM's
+    work per call is too little to amortise its fixed cost, whatever the dtype or layout."""
+    sizes = operand_sizes(name, args)
+    return bool(sizes) and (min(sizes) < THIN or max(sizes) < SMALL)
 
 
 def likely_cause(
@@ -65,7 +80,7 @@ def likely_cause(
 ) -> str:
     """Why one GEMM call is far from the peak, from its recorded shapes and dtype (the
     verdict's ``low-efficiency`` headline names the same cause as this rule)."""
-    return _cause(name, _dims(args), dtype, peak_key, ctx, eff)
+    return _cause(operand_sizes(name, args), dtype, peak_key, ctx, eff)
 
 
 class LowEfficiencyGemm(Rule):
@@ -109,13 +124,14 @@ class LowEfficiencyGemm(Rule):
             dtype = eff.work[idx[0]].dtype
             peak = eff.peaks.matmul_gflops[peak_key]
             file, line = op_location(ctx, idx[0])
+            cause = _cause(operand_sizes(name, ops[idx[0]].args), dtype, peak_key, ctx, eff)
             findings.append(
                 self.finding(
                     f"{name} {shapes} ({dtype}) runs at {format_rate(rates.gflops)}, "
                     f"{format_share(rates.efficiency)} of "
                     f"{peak_phrase(eff.peaks, 'GPU' if ctx.device_run else 'CPU')} "
                     f"({format_rate(peak)}), {format_duration(per_step)} per step; likely "
-                    f"cause: {_cause(name, dims, dtype, peak_key, ctx, eff)}",
+                    f"cause: {cause}",
                     per_step * (1.0 - rates.efficiency),
                     line=line,
                     file=file,
