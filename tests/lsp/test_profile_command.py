@@ -12,6 +12,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import EXAMPLES, FIXTURES
+from torchscope.analysis.causes import CAUSES
 from torchscope.analysis.results import VERDICT_IDS
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -67,7 +68,10 @@ async def test_profile_publishes_the_verdict_on_the_def_line(client: LanguageCli
     assert result["ok"], result
     [diagnostic] = [d for d in diagnostics if d.source == "torchscope"]
     assert diagnostic.code == "overhead-bound"
-    assert diagnostic.message == result["report"]["verdict"]["headline"]
+    verdict = result["report"]["verdict"]
+    # The headline, then the cause the verdict names and its share of the call (issue 30).
+    assert diagnostic.message.startswith(verdict["headline"] + f" · cause: {verdict['cause']} (")
+    assert verdict["cause"] in CAUSES and diagnostic.message.endswith(" of the call)")
     assert diagnostic.message.startswith("overhead-bound")
     assert diagnostic.range.start.line == line
     assert diagnostic.severity == types.DiagnosticSeverity.Warning

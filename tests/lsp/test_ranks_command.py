@@ -38,7 +38,7 @@ async def test_profile_ranks_names_the_slowest_rank(client: LanguageClient) -> N
     diagnostics = [d for d in client.diagnostics[uri] if d.source == "torchscope"]
     [verdict] = [d for d in diagnostics if d.range.start.line == line]
     assert verdict.message.startswith("slowest of 2 ranks: rank 1")
-    assert verdict.message == report["verdict"]["headline"]
+    assert verdict.message.startswith(report["verdict"]["headline"] + " · cause: ")
 
     text = await hover_text(client, uri, line)
     assert "| rank | wall | compute | comm | waiting | exposed | hidden |" in text

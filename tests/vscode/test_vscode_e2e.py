@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from torchscope.analysis.causes import CAUSES
 from torchscope.analysis.results import VERDICT_IDS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -197,6 +198,9 @@ def test_profile_this_function_in_vscode() -> None:
     _report_first_click(result["firstClick"])
     checks = result["checks"]
     assert any(v in checks["problemsRow"] for v in VERDICT_IDS), checks["problemsRow"]
+    # The def-line diagnostic names the verdict's cause (issue 30), as the Problems panel shows.
+    cause = checks["problemsRow"].split(" · cause: ")[-1].split(" ")[0]
+    assert " · cause: " in checks["problemsRow"] and cause in CAUSES, checks["problemsRow"]
     # Edited in the editor, then Compare with last commit: the verdict against HEAD.
     assert "faster than HEAD" in checks["diff"], checks["diff"]
     # Profile memory: the lens runs the memory pass and the allocating line gets `+N MB · k alloc`.

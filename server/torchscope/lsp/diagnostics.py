@@ -14,6 +14,7 @@ from torchscope.lsp.compare_presentation import compare_diagnostic
 from torchscope.lsp.constants import SOURCE
 from torchscope.lsp.ranks_presentation import headline
 from torchscope.lsp.results import Profile, ProfiledFunction
+from torchscope.report.causes import cause_phrase
 
 #: Verdicts that say "this is as fast as the hardware allows" are information, not warnings.
 INFORMATIONAL_VERDICTS = ("compute-bound",)
@@ -83,7 +84,7 @@ def verdict_diagnostic(
         if verdict.id in INFORMATIONAL_VERDICTS
         else types.DiagnosticSeverity.Warning
     )
-    message = headline(result.report)
+    message = headline(result.report) + cause_phrase(verdict)
     if result.stale:
         message += " (stale: the function changed — re-profile)"
     return types.Diagnostic(

@@ -45,3 +45,14 @@ def causes_markdown(verdict: Verdict) -> str | None:
     lines = ["| cause | cost | share |", "|---|---:|---:|"]
     lines += [f"| {name} | {cost} | {share} |" for name, cost, share in rows]
     return "\n".join(lines)
+
+
+def cause_phrase(verdict: Verdict) -> str:
+    """`` · cause: threads (62 % of the call)``: what the ``def``-line diagnostic adds to the
+    headline, so the Problems panel names the cause too (``""`` when no cause was measured)."""
+    if not verdict.cause:
+        return ""
+    share = next((c.share for c in verdict.causes if c.cause == verdict.cause), None)
+    whole = "step" if verdict.device_us > 0 or verdict.id.endswith("kernels") else "call"
+    cost = f" ({format_share(share)} of the {whole})" if share is not None else ""
+    return f" · cause: {verdict.cause}{cost}"
