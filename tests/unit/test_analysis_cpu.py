@@ -264,3 +264,38 @@ def test_line_stats_from_fast_markers(cpu_traces: dict[str, Any]) -> None:
     assert line.hits == pytest.approx(1.0)
     names = {op.name for op in line.ops}
     assert {"aten::matmul", "aten::mm", "aten::add"} <= names
+
+
+def _add_dominated_trace(kineto: Any, path: Path, n: int) -> Path:
+    """A CPU trace of three steps, each a small matmul and an ``n``×``n`` add that takes most
+    of the op time (the add's bytes: three fp32 ``n``×``n`` tensors)."""
+    k = kineto(gpu=False)
+    dims = [[n, n], [n, n], []]
+    for step in range(3):
+        t0 = 1000.0 * step
+        k.step(step, t0, 900.0)
+        mm = {"Input Dims": [[16, 16], [16, 16]], "Input type": ["float", "float"]}
+        add = {"Input Dims": dims, "Input type": ["float", "float", "Scalar"]}
+        k.op("aten::mm", t0 + 10, 50.0, **mm)
+        k.op("aten::add", t0 + 100, 700.0, **add)
+    return k.write(path)
+
+
+def test_a_cache_resident_add_is_overhead_not_bandwidth(kineto: Any, tmp_path: Path) -> None:
+    """A 64×64 add (48 KiB per call) cannot wait on main memory: its cost is bandwidth by kind,
+    but the verdict is overhead-bound (small tensors); a 1024×1024 add (12 MiB) is memory-bound."""
+    from torchscope.analysis.results import Peaks
+    from torchscope.analysis.roofline import CACHE_RESIDENT_BYTES
+
+    peaks = Peaks({"float32": 100.0}, 10.0, "measured")
+    seen: dict[int, Any] = {}
+    for n in (64, 1024):
+        trace = _add_dominated_trace(kineto, tmp_path / f"add{n}.json", n)
+        v = analyze_trace(trace, Measurements(0.0, [800.0] * 3, 1.0, peaks=peaks)).verdict
+        assert v.cause == "bandwidth", v
+        seen[n] = v
+    assert 3 * 64 * 64 * 4 < CACHE_RESIDENT_BYTES <= 3 * 1024 * 1024 * 4
+    assert seen[64].id == "overhead-bound", seen[64]
+    assert seen[64].headline.startswith("overhead-bound (CPU, small tensors): ")
+    assert "aten::add on 48.0 KiB per call" in seen[64].headline, seen[64].headline
+    assert seen[1024].id == "memory-bound", seen[1024]

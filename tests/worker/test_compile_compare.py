@@ -123,7 +123,7 @@ CAUSE_IDS = {
     "threads": {"overhead-bound"},
     "page-faults": {"overhead-bound"},
     "compute": {"compute-bound", "low-efficiency", "overhead-bound"},  # small shapes
-    "bandwidth": {"memory-bound"},
+    "bandwidth": {"memory-bound", "overhead-bound"},  # cache-resident tensors
 }
 
 

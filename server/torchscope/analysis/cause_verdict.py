@@ -1,7 +1,9 @@
 """The verdict from the ranked causes (``causes.py``): its id and headline per cause.
 
 CPU: the costliest cause names the verdict. ``dispatch``, ``threads`` and ``page-faults`` are
-``overhead-bound`` (the headline says which overhead), ``bandwidth`` is ``memory-bound``, and
+``overhead-bound`` (the headline says which overhead), ``bandwidth`` is ``memory-bound`` (but
+``overhead-bound (CPU, small tensors)`` when the op's data fits the caches:
+``roofline.CACHE_RESIDENT_BYTES``), and
 ``compute`` is ``compute-bound`` only at an efficiency of at least ``COMPUTE_FLOOR``. Below it the
 verdict names why the math is slow, from the numbers the findings measured: a thin or small GEMM
 (``low_efficiency_gemm.is_small``) is ``overhead-bound (CPU, small shapes)`` — its time is the
@@ -26,9 +28,16 @@ from .causes import (
 )
 from .context import Context
 from .efficiency import Efficiency, name_rates
-from .formatting import format_duration, format_share
+from .formatting import format_bytes, format_duration, format_share
 from .results import Cause, Peaks, StepMetrics, TopOp, Verdict
-from .roofline import format_rate, memory_verdict, peak_phrase, rate_suffix
+from .roofline import (
+    CACHE_RESIDENT_BYTES,
+    dominant_memory_op,
+    format_rate,
+    memory_verdict,
+    peak_phrase,
+    rate_suffix,
+)
 from .rules.low_efficiency_gemm import is_small, likely_cause
 
 
@@ -131,8 +140,35 @@ def _compute_verdict(
     )
 
 
+def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict | None:
+    """``overhead-bound (CPU, small tensors)`` when the costliest copy-like op moves under
+    ``CACHE_RESIDENT_BYTES`` per call: its data sits in the caches, so main-memory bandwidth
+    is not what it waits for; its fixed cost per call is (None: a larger op)."""
+    dominant = dominant_memory_op(ctx, eff)
+    if dominant is None:
+        return None
+    name, calls = dominant
+    moved = max(eff.work[i].bytes for i in calls)
+    if moved <= 0 or moved >= CACHE_RESIDENT_BYTES:
+        return None
+    share = format_share(min(1.0, c.costs["bandwidth"] / c.call_us)) if c.call_us > 0 else "?"
+    return replace(
+        base,
+        id="overhead-bound",
+        headline=(
+            f"overhead-bound (CPU, small tensors): {format_duration(c.call_us)} per call, "
+            f"~{share} in {name} on {format_bytes(moved)} per call — cache-resident, so not "
+            "memory bandwidth: its fixed cost per call dominates; give each call more work"
+        ),
+    )
+
+
 def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict:
-    """``memory-bound``: with the op's GB/s where a bandwidth is known."""
+    """``memory-bound``: with the op's GB/s where a bandwidth is known; a cache-resident op
+    is overhead (``_cache_resident``)."""
+    small = _cache_resident(ctx, eff, c, base)
+    if small is not None:
+        return small
     found = memory_verdict(ctx, eff, base, eff.peaks)
     if found is not None:
         return found

@@ -39,6 +39,24 @@ def bandwidth_phrase(peaks: Peaks) -> str:
     return "measured bandwidth" if peaks.source == "measured" else "spec-sheet bandwidth"
 
 
+CACHE_RESIDENT_BYTES = 1 << 20
+"""A copy-like op that moves under 1 MiB per call works in the CPU's caches (a core's L2 is
+1-2 MiB on current x86 and Arm server parts, and the measured bandwidth is main memory's): the
+bandwidth cannot be what limits it, so its time is its fixed cost per call."""
+
+
+def dominant_memory_op(ctx: Context, eff: Efficiency) -> tuple[str, list[int]] | None:
+    """The copy-like op name with the most time and its calls (None: no copy-like op)."""
+    by_name: dict[str, list[int]] = {}
+    for i in eff.outer:
+        if eff.work[i].kind == "memory":
+            by_name.setdefault(ctx.trace.ops[i].name, []).append(i)
+    if not by_name:
+        return None
+    name = max(by_name, key=lambda n: eff.totals(by_name[n]).time_us)
+    return name, by_name[name]
+
+
 def memory_verdict(
     ctx: Context, eff: Efficiency, verdict: Verdict, peaks: Peaks | None
 ) -> Verdict | None:
@@ -50,14 +68,11 @@ def memory_verdict(
         return None
     outer = eff.totals(eff.outer)
     peak_flops = max(peaks.matmul_gflops.values(), default=0.0)
-    by_name: dict[str, list[int]] = {}
-    for i in eff.outer:
-        if eff.work[i].kind == "memory":
-            by_name.setdefault(ctx.trace.ops[i].name, []).append(i)
-    if not by_name:
+    dominant = dominant_memory_op(ctx, eff)
+    if dominant is None:
         return None
-    name = max(by_name, key=lambda n: eff.totals(by_name[n]).time_us)
-    rates = eff.rates(eff.totals(by_name[name]))
+    name, calls = dominant
+    rates = eff.rates(eff.totals(calls))
     if rates.gbps is None:
         return None
     intensity = outer.flops / outer.bytes if outer.bytes else 0.0
