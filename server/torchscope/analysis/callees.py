@@ -60,7 +60,10 @@ def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[Cal
     n_steps = len(ctx.steps)
     root_time = sum(pys[r].end - pys[r].start for r in roots if step_of[r] >= 0) / n_steps
     totals: dict[tuple[str, int, str], list[float]] = {}
-    line_weight = _line_weights(ctx, lines or [], n_steps)
+    line_weight = _line_weights(ctx, lines or [])
+    # Per step, as the lines' shares are medians over steps (a mean would let one step that
+    # the OS slowed down move the callee and not its line).
+    weighted: dict[tuple[str, int, str], list[float]] = {}
     parent = nest.py_parent
     for i, frame in enumerate(pys):
         if i in roots or step_of[i] < 0:
@@ -80,27 +83,26 @@ def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[Cal
             up = parent[up]
         if not under_root:
             continue
-        entry = totals.setdefault(parsed, [0.0, 0.0, 0.0])
+        entry = totals.setdefault(parsed, [0.0, 0.0])
         entry[0] += 1
         entry[1] += frame.end - frame.start
-        entry[2] += (frame.end - frame.start) * line_weight(frame.start, frame.end)
+        steps = weighted.setdefault(parsed, [0.0] * n_steps)
+        steps[step_of[i]] += (frame.end - frame.start) * line_weight(frame.start, frame.end)
     # As for lines: profiled times carry the profiler's cost (with_stack makes it large), so a
     # callee gets its share of the unprofiled time per call when that was measured.
     measured = ctx.measurements.call_us if ctx.measurements is not None else []
     per_call = median(measured) if measured else root_time
     found = []
-    for (file, line, name), (count, total, weighted) in totals.items():
+    for (file, line, name), (count, total) in totals.items():
         share = (total / n_steps) / root_time if root_time > 0 else 0.0
         if lines:
-            share = weighted / n_steps
+            share = median(weighted[file, line, name])
         found.append(CalleeStats(file, line, name, count / n_steps, share * per_call, share))
     found.sort(key=lambda c: -c.cpu_us)
     return found
 
 
-def _line_weights(
-    ctx: Context, lines: list[LineStats], n_steps: int
-) -> Callable[[float, float], float]:
+def _line_weights(ctx: Context, lines: list[LineStats]) -> Callable[[float, float], float]:
     """``weight(start, end)``: the share per profiled µs of the innermost line marker around a
     frame (the line's share ÷ its profiled µs per call; 0 outside every marker)."""
     per_us = {s.line: s.share / s.profiled_cpu_us for s in lines if s.profiled_cpu_us > 0}
