@@ -2,7 +2,7 @@
 
 Under ``torch.profiler`` each recorded op and marker costs microseconds, so a line of several
 small ops looks several times slower than it is, next to a line of one long op
-(``examples/lines.py::hot_and_cold``: the 4-element add's line was 0.13-0.33 ms profiled and
+(``examples/lines.py::hot_and_cold``: the 4-element add's line was 0.17-0.32 ms profiled and
 0.10-0.24 ms unprofiled). These tests run the real analysis on a hand-built trace of that shape,
 and the worker's real line clock on a real marked copy with a stepping clock (no wall time).
 """

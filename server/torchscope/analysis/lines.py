@@ -10,7 +10,7 @@ function; counts and device times are totals over the profiled steps divided by 
 
 Shares. Profiled times carry the profiler's own cost per recorded op and marker (µs each), so a
 line of a few small ops looks several times slower than it is next to a line of one long op
-(``examples/lines.py::hot_and_cold``: the 4-element add's line 0.20-0.32 ms profiled, 0.10-0.24
+(``examples/lines.py::hot_and_cold``: the 4-element add's line 0.17-0.32 ms profiled, 0.10-0.24
 ms without the profiler). So when the worker timed each line without the profiler
 (``Measurements.line_us``, ``worker/line_timing.py``: the same marked copy, its markers replaced
 by a clock, the same exclusive-time rule) a line's share is its median over those calls divided
