@@ -289,6 +289,9 @@ class ProfileResult(Message):
     page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
     page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
     cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
+    line_us: dict[str, list[float]] = field(default_factory=dict)
+    """Per line (its number as text), exclusive CPU µs in each call of the marked copy without
+    the profiler (``worker/line_timing.py``); empty when not measured."""
 
 
 @dataclass

@@ -207,11 +207,29 @@ def test_to_dict_schema_is_json_ready(cpu_traces: dict[str, Any]) -> None:
         assert s["launches"] == 0 and s["device_busy_us"] == 0
 
 
-def test_cold_start_finding_from_measurements(cpu_traces: dict[str, Any]) -> None:
-    slow_first = analyze_trace(cpu_traces["fn8"], Measurements(5000.0, [2.7] * 5, 1.1))
+def fn8_shaped_trace(kineto: Any, path: Path) -> Path:
+    """Fixed data shaped like the recorded ``fn8`` profile (five steps of ``torchscope:L12``
+    around aten::matmul > aten::mm and aten::add, with the times such a step took): the
+    findings then follow from the measurements alone, not from one live run's timings (a live
+    recording once gave a ``dispatch-gap`` as well)."""
+    b = kineto(gpu=False)
+    for step in range(5):
+        t = step * 100.0
+        b.step(step + 1, t, 40)
+        b.annotation("torchscope:L12", t + 2, 34)
+        b.op("aten::matmul", t + 4, 18, **{"Input Dims": [[8, 8], [8, 8]]})
+        b.op("aten::mm", t + 6, 14, **{"Input Dims": [[8, 8], [8, 8]]})
+        b.op("aten::add", t + 24, 9, **{"Input Dims": [[8, 8], [8]]})
+    written: Path = b.write(path)
+    return written
+
+
+def test_cold_start_finding_from_measurements(kineto: Any, tmp_path: Path) -> None:
+    trace = fn8_shaped_trace(kineto, tmp_path / "fn8.json")
+    slow_first = analyze_trace(trace, Measurements(5000.0, [2.7] * 5, 1.1))
     assert [f.rule for f in slow_first.findings] == ["cold-start"]
     assert slow_first.findings[0].cost_us == pytest.approx(5000.0 - 2.7)
-    steady = analyze_trace(cpu_traces["fn8"], Measurements(3.0, [2.7] * 5, 1.1))
+    steady = analyze_trace(trace, Measurements(3.0, [2.7] * 5, 1.1))
     assert "cold-start" not in [f.rule for f in steady.findings]
 
 

@@ -9,12 +9,18 @@ of ``fn`` it costs. Frames carry the function's def line (kineto#630), which is 
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ingest import LINE_MARKER_PREFIX
 from .columns import median
 from .context import Context
 from .source import is_library, parse_frame
+
+if TYPE_CHECKING:
+    from .lines import LineStats
 
 
 @dataclass
@@ -29,11 +35,15 @@ class CalleeStats:
     calls: float
     cpu_us: float
     share: float
-    """Of the profiled function's own frame time."""
+    """Of the profiled function: measured like its lines (see ``callee_stats``)."""
 
 
-def callee_stats(ctx: Context) -> list[CalleeStats]:
-    """Callees of the line-marked function, most expensive first; empty without stacks."""
+def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[CalleeStats]:
+    """Callees of the line-marked function, most expensive first; empty without stacks.
+
+    With ``lines`` (``line_stats``), a callee's share is, per line that called it, its part of
+    that line's profiled time times the line's share, so it is measured like the lines (whose
+    shares come from unprofiled times when the worker measured them)."""
     trace, nest = ctx.trace, ctx.nest
     pys = trace.python
     if not pys or not ctx.steps:
@@ -50,6 +60,10 @@ def callee_stats(ctx: Context) -> list[CalleeStats]:
     n_steps = len(ctx.steps)
     root_time = sum(pys[r].end - pys[r].start for r in roots if step_of[r] >= 0) / n_steps
     totals: dict[tuple[str, int, str], list[float]] = {}
+    line_weight = _line_weights(ctx, lines or [])
+    # Per step, as the lines' shares are medians over steps (a mean would let one step that
+    # the OS slowed down move the callee and not its line).
+    weighted: dict[tuple[str, int, str], list[float]] = {}
     parent = nest.py_parent
     for i, frame in enumerate(pys):
         if i in roots or step_of[i] < 0:
@@ -72,6 +86,8 @@ def callee_stats(ctx: Context) -> list[CalleeStats]:
         entry = totals.setdefault(parsed, [0.0, 0.0])
         entry[0] += 1
         entry[1] += frame.end - frame.start
+        steps = weighted.setdefault(parsed, [0.0] * n_steps)
+        steps[step_of[i]] += (frame.end - frame.start) * line_weight(frame.start, frame.end)
     # As for lines: profiled times carry the profiler's cost (with_stack makes it large), so a
     # callee gets its share of the unprofiled time per call when that was measured.
     measured = ctx.measurements.call_us if ctx.measurements is not None else []
@@ -79,6 +95,31 @@ def callee_stats(ctx: Context) -> list[CalleeStats]:
     found = []
     for (file, line, name), (count, total) in totals.items():
         share = (total / n_steps) / root_time if root_time > 0 else 0.0
+        if lines:
+            share = median(weighted[file, line, name])
         found.append(CalleeStats(file, line, name, count / n_steps, share * per_call, share))
     found.sort(key=lambda c: -c.cpu_us)
     return found
+
+
+def _line_weights(ctx: Context, lines: list[LineStats]) -> Callable[[float, float], float]:
+    """``weight(start, end)``: the share per profiled µs of the innermost line marker around a
+    frame (the line's share ÷ its profiled µs per call; 0 outside every marker)."""
+    per_us = {s.line: s.share / s.profiled_cpu_us for s in lines if s.profiled_cpu_us > 0}
+    markers = sorted(
+        (a.start, a.end, int(a.name[len(LINE_MARKER_PREFIX) :]))
+        for a in ctx.trace.annotations
+        if a.name.startswith(LINE_MARKER_PREFIX) and a.name[len(LINE_MARKER_PREFIX) :].isdigit()
+    )
+    starts = [m[0] for m in markers]
+
+    def weight(start: float, end: float) -> float:
+        i = bisect_right(starts, start) - 1
+        while i >= 0:  # the latest-starting marker that holds the frame is the innermost
+            _, m_end, line = markers[i]
+            if m_end >= end:
+                return per_us.get(line, 0.0)
+            i -= 1
+        return 0.0
+
+    return weight

@@ -79,6 +79,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         if metrics:
             overhead = median([s.wall_us for s in metrics]) - timing.median_us
     device, devices = _devices(ctx)
+    lines = line_stats(ctx)
     notes: list[str] = []
     for rule_id, why in skipped.items():
         if why.startswith("failed:"):
@@ -101,10 +102,8 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes=notes,
         rules_skipped=skipped,
         top_kernels=top_kernels(ctx),
-        lines=attach_line_memory(
-            annotate_lines(ctx, measured.efficiency, line_stats(ctx)), measured.memory
-        ),
-        callees=callee_stats(ctx),
+        lines=attach_line_memory(annotate_lines(ctx, measured.efficiency, lines), measured.memory),
+        callees=callee_stats(ctx, lines),
         peaks=measured.efficiency.peaks,
         memory=memory_summary(ctx, measured.memory),
     )

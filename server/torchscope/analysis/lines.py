@@ -6,10 +6,17 @@ runtime call's correlation — each kernel and copy is given to the *innermost* 
 so a loop body's ops go to the body's lines and a call into another function counts for the
 calling line. A line's CPU time is its markers' time minus the time of markers nested inside
 (a ``for`` header keeps only what the header itself cost). Everything is per call of the
-function: a line's share is its median CPU time over the profiled steps; its ``cpu_us`` is that
-share of the unprofiled time per call (when the worker measured it — profiled times carry the
-profiler's own cost per op), and counts and device times are totals over the steps divided by
-their number.
+function; counts and device times are totals over the profiled steps divided by their number.
+
+Shares. Profiled times carry the profiler's own cost per recorded op and marker (µs each), so a
+line of a few small ops looks several times slower than it is next to a line of one long op
+(``examples/lines.py::hot_and_cold``: the 4-element add's line 0.17-0.32 ms profiled, 0.10-0.24
+ms without the profiler). So when the worker timed each line without the profiler
+(``Measurements.line_us``, ``worker/line_timing.py``: the same marked copy, its markers replaced
+by a clock, the same exclusive-time rule) a line's share is its median over those calls divided
+by the sum of all lines' medians, and min/median/max are over those calls; otherwise (a trace
+analysed on its own) the profiled medians over steps. ``cpu_us`` is the share of the unprofiled
+time per call when the worker measured it; ``profiled_cpu_us`` keeps the profiled median.
 """
 
 from __future__ import annotations
@@ -241,20 +248,15 @@ def _per_call(ctx: Context, acc: dict[int, _Acc]) -> list[LineStats]:
     n_steps = max(1, len(ctx.steps))
     # Medians across steps, not means: one step where the OS took the CPU away (shared
     # machines) would otherwise make a 15 µs line look like 40 ms.
-    per_line = {
+    profiled = {
         line: [entry.cpu_by_step.get(s, 0.0) for s in range(n_steps)] for line, entry in acc.items()
     }
-    typical = {line: median(steps) for line, steps in per_line.items()}
+    profiled_typical = {line: median(steps) for line, steps in profiled.items()}
+    per_line, typical, scale = _cpu_times(ctx, profiled, profiled_typical)
     total_cpu = sum(typical.values()) or 1.0
-    # Profiled times include the profiler's own cost per op; when the worker measured the
-    # call without the profiler, lines share out that true time in proportion instead.
-    scale = 1.0
-    measured = ctx.measurements.call_us if ctx.measurements is not None else []
-    if measured:
-        scale = median(measured) / total_cpu
     lines: list[LineStats] = []
     for line, entry in acc.items():
-        per_step = per_line[line]
+        per_call = per_line[line]
         lines.append(
             LineStats(
                 line=line,
@@ -262,10 +264,10 @@ def _per_call(ctx: Context, acc: dict[int, _Acc]) -> list[LineStats]:
                 cpu_us=typical[line] * scale,
                 device_us=entry.device_us / n_steps,
                 hits=entry.hits / n_steps,
-                cpu_us_min=min(per_step) * scale,
-                cpu_us_median=median(per_step) * scale,
-                cpu_us_max=max(per_step) * scale,
-                profiled_cpu_us=typical[line],
+                cpu_us_min=min(per_call) * scale,
+                cpu_us_median=median(per_call) * scale,
+                cpu_us_max=max(per_call) * scale,
+                profiled_cpu_us=profiled_typical[line],
                 syncs=entry.syncs / n_steps,
                 sync_us=entry.sync_us / n_steps,
                 **_contents(entry, n_steps),
@@ -273,6 +275,29 @@ def _per_call(ctx: Context, acc: dict[int, _Acc]) -> list[LineStats]:
         )
     lines.sort(key=lambda s: -s.share)
     return lines
+
+
+def _cpu_times(
+    ctx: Context, profiled: dict[int, list[float]], profiled_typical: dict[int, float]
+) -> tuple[dict[int, list[float]], dict[int, float], float]:
+    """Each line's CPU times per call, their median, and the factor that turns them into µs
+    of the unprofiled call.
+
+    Profiled times include the profiler's own cost per recorded op and marker, which makes a
+    line of a few small ops look several times slower than one long op. When the worker timed
+    the lines without the profiler (``Measurements.line_us``), those times are used; else the
+    profiled ones. When it timed the call, the lines share out that time in proportion."""
+    m = ctx.measurements
+    per_line = profiled
+    if m is not None and m.line_us:
+        per_line = {line: list(m.line_us.get(line, ())) or [0.0] for line in profiled}
+    typical = {line: median(times) for line, times in per_line.items()}
+    if per_line is profiled:
+        typical = profiled_typical
+    scale = 1.0
+    if m is not None and m.call_us:
+        scale = median(m.call_us) / (sum(typical.values()) or 1.0)
+    return per_line, typical, scale
 
 
 def _contents(entry: _Acc, n_steps: int) -> dict[str, Any]:

@@ -48,6 +48,9 @@ class Measurements:
     """The calibrated cost of one minor fault on the machine that ran the calls."""
     cuda_memory: dict[str, Any] = field(default_factory=dict)
     """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
+    line_us: dict[int, list[float]] = field(default_factory=dict)
+    """Per source line, its exclusive CPU µs in each call of the line-marked copy run without
+    the profiler (``worker/line_timing.py``); empty when not measured."""
 
 
 @dataclass(frozen=True)

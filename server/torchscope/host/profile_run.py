@@ -126,6 +126,7 @@ def measurements_of(result: ProfileResult) -> Measurements:
         page_faults=list(result.page_faults),
         page_fault_us=result.page_fault_us,
         cuda_memory=dict(result.cuda_memory),
+        line_us={int(line): list(times) for line, times in result.line_us.items()},
     )
 
 

@@ -23,6 +23,7 @@ from torchscope.worker.call_expression import (
     prepare_call,
 )
 from torchscope.worker.cuda_memory import memory_recording
+from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
@@ -77,6 +78,7 @@ class ProfileJob:
         self.module: Any = None
         self.target: Any = None
         self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
+        self.line_us: dict[str, list[float]] = {}  # per line, unprofiled µs per call
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
@@ -217,6 +219,7 @@ class ProfileJob:
             page_faults=samples.page_faults,
             page_fault_us=fault_us,
             cuda_memory=cuda_memory,
+            line_us=self.line_us,
         )
 
     def _profile(self, prepared: PreparedCall) -> str:
@@ -241,6 +244,7 @@ class ProfileJob:
                         with_stack=request.options.with_stack,
                         profile_memory=request.options.memory,
                     )
+                    self.line_us = self._time_lines(marked.invoke)
                 return ""
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
@@ -258,6 +262,14 @@ class ProfileJob:
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
             ) from exc
         return note
+
+    def _time_lines(self, invoke: Callable[[], Any]) -> dict[str, list[float]]:
+        """Each line's unprofiled time per call (``worker/line_timing.py``), over as many
+        calls as were profiled; empty when a call raises (the shares are then profiled)."""
+        try:
+            return time_lines(invoke, self.target, self.request.options.steps, self.use_cuda)
+        except Exception:
+            return {}
 
 
 def _needs_arguments(func: Any) -> bool:

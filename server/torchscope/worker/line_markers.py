@@ -15,9 +15,11 @@ functions are not instrumented (a marker would stay open across each ``yield``).
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import linecache
 import types
+from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
 from torchscope.protocol import LINE_MARKER_PREFIX as MARKER_PREFIX
@@ -46,6 +48,19 @@ def marker_factory() -> Callable[[str], Any]:
 
         marker = record_function
     return marker
+
+
+@contextlib.contextmanager
+def markers_as(func: Callable[..., Any], factory: Callable[[str], Any]) -> Iterator[None]:
+    """Inside, the marked copies of functions in ``func``'s module call ``factory`` for their
+    markers (``worker/line_timing.py``'s clock); the marker before is put back afterwards."""
+    namespace = inspect.unwrap(func).__globals__
+    before = namespace.get(_MARK_NAME)
+    namespace[_MARK_NAME] = factory
+    try:
+        yield
+    finally:
+        namespace[_MARK_NAME] = before
 
 
 def _marked(statement: ast.stmt) -> ast.With:
