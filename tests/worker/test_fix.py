@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import math
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -84,9 +86,10 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def benchmark_speedup(original: Path, rewritten: Path) -> float:
-    """original / rewrite per call of ``attention`` by ``torch.utils.benchmark``, the two
-    versions in alternating rounds at ``torch.get_num_threads()``."""
+def benchmark_speedups(original: Path, rewritten: Path) -> list[float]:
+    """original / rewrite per call of ``attention`` by ``torch.utils.benchmark``, one ratio per
+    round: the two versions alternate (A B, B A, …) at ``torch.get_num_threads()``, so each
+    round's pair saw the same load."""
     import torch
     from torch.utils import benchmark
 
@@ -100,11 +103,13 @@ def benchmark_speedup(original: Path, rewritten: Path) -> float:
         )
         for path, name in ((original, "_fix_original"), (rewritten, "_fix_rewrite"))
     ]
-    times: list[list[float]] = [[], []]
-    for _ in range(6):
-        for i, timer in enumerate(timers):
-            times[i].append(timer.timeit(3).median)
-    return sorted(times[0])[3] / sorted(times[1])[3]
+    ratios = []
+    for r in range(8):
+        times = [0.0, 0.0]
+        for i in (0, 1) if r % 2 == 0 else (1, 0):
+            times[i] = timers[i].timeit(3).median
+        ratios.append(times[0] / times[1])
+    return sorted(ratios)
 
 
 def test_sdpa_is_faster_with_the_same_outputs_and_agrees_with_torch_benchmark(
@@ -123,11 +128,17 @@ def test_sdpa_is_faster_with_the_same_outputs_and_agrees_with_torch_benchmark(
     assert rewrite is not None
     rewritten = samples.parent / "rewritten.py"
     rewritten.write_text(rewrite.source)
-    expected = benchmark_speedup(samples, rewritten)
-    print(f"sdpa: torchscope {data['ratio']:.2f}× [{lo:.2f}, {hi:.2f}], benchmark {expected:.2f}×")
-    assert expected > 1.3
-    # Same direction, and within a factor of two of each other on this loaded 2-core box.
-    assert 0.5 < data["ratio"] / expected < 2.0
+    rounds = benchmark_speedups(samples, rewritten)
+    expected = statistics.median(rounds)
+    # The two measurements may disagree by their own spread (the benchmark's middle rounds,
+    # torchscope's interval), and never by more than a factor of two.
+    spread = max(1.25, rounds[-2] / rounds[1], hi / lo)
+    print(
+        f"sdpa: torchscope {data['ratio']:.2f}× [{lo:.2f}, {hi:.2f}], torch.utils.benchmark "
+        f"{expected:.2f}× (rounds {rounds[0]:.2f}–{rounds[-1]:.2f}); allowed factor {spread:.2f}"
+    )
+    assert expected > 1 and rounds[1] > 1  # the benchmark says faster too, in all but one round
+    assert abs(math.log(data["ratio"] / expected)) <= math.log(min(spread, 2.0))
 
 
 def test_each_fix_runs_matches_and_is_faster_on_this_cpu(
