@@ -26,7 +26,7 @@ def _rewrite(fix_id: str, body: str, function: str = "f", device: str = "cpu") -
 def test_fix_ids_follow_the_contract_order() -> None:
     ids = [f.id for f in FIXES]
     assert ids == [i for i in ORDER if i in ids]
-    built = {"sdpa", "sync-in-loop", "foreach", "inference-mode", "zero-grad-none"}
+    built = {"sdpa", "sync-in-loop", "foreach", "inference-mode", "zero-grad-none", "out-variant"}
     assert built | {"fused-optimizer"} <= set(ids)
 
 
@@ -210,3 +210,43 @@ def test_foreach_turns_a_loop_of_in_place_ops_into_one_call_per_op() -> None:
     generator = "def f(m):\n    for p in m.parameters():\n        p.mul_(2)\n"
     for other in (reads_itself, not_in_place, generator):
         assert _rewrite("foreach", other) is None, other
+
+
+def test_out_variant_updates_a_private_buffer_in_place() -> None:
+    body = (
+        "def f(xs, b):\n"
+        "    acc = torch.zeros_like(xs[0])\n"
+        "    for x in xs:\n"
+        "        acc = acc + x  # sum\n"
+        "        acc = acc - (x * b)\n"
+        "    return acc / acc.sum()\n"
+    )
+    assert _rewrite("out-variant", body) == (
+        "def f(xs, b):\n"
+        "    acc = torch.zeros_like(xs[0])\n"
+        "    for x in xs:\n"
+        "        acc += x  # sum\n"
+        "        acc -= x * b\n"
+        "    return acc / acc.sum()\n"
+    )
+    lines = [site.line for site in fix_by_id("out-variant").sites(HEAD + body, "f", "cpu")]  # type: ignore[union-attr]
+    assert lines == [11, 12]
+
+
+def test_out_variant_leaves_a_buffer_anything_else_can_see() -> None:
+    loop = "    for x in xs:\n        acc = acc + x\n"
+    fresh = "def f(xs):\n    acc = torch.zeros(4)\n"
+    not_offered = {
+        "the caller's tensor": "def f(acc, xs):\n" + loop + "    return acc\n",
+        "not made by an allocator": "def f(xs):\n    acc = xs[0]\n" + loop,
+        "appended": fresh + "    out = []\n" + loop + "        out.append(acc)\n",
+        "a view": fresh + "    v = torch.narrow(acc, 0, 0, 1)\n" + loop + "    return v\n",
+        "a second name": fresh + "    keep = acc\n" + loop,
+        "a closure": fresh + "    get = lambda: acc\n" + loop + "    return get\n",
+        "yielded": fresh + loop + "        yield acc\n",
+        "read on the right": fresh + "    for x in xs:\n        acc = acc + acc * x\n",
+        "not the left operand": fresh + "    for x in xs:\n        acc = acc - x - 1\n",
+        "outside a loop": fresh + "    acc = acc + xs[0]\n",
+    }
+    for why, body in not_offered.items():
+        assert _rewrite("out-variant", body) is None, why

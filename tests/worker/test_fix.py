@@ -153,6 +153,7 @@ def test_each_fix_runs_matches_and_is_faster_on_this_cpu(
         ("train_step", "zero-grad-none"),
         ("optimizer_step", "fused-optimizer"),
         ("decay", "foreach"),
+        ("running_sum", "out-variant"),
     ]
     trials = _trials(samples, trace_dir, cases)
     for (qualname, fix_id), trial in zip(cases, trials):
