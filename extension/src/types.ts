@@ -110,6 +110,16 @@ export interface Finding {
   docs: string;
   step: string | null;
   details: Record<string, unknown>;
+  /** Absent (or null) when no measured fix applies; see FixOffer. */
+  fix?: FixOffer | null;
+}
+
+/** analysis.results.FixOffer: `rule` is the fix id (`torchscope fix --try RULE`). */
+export interface FixOffer {
+  rule: string;
+  title: string;
+  /** null until the fix was tried; then FixTrial.measured(). */
+  measured: Record<string, unknown> | null;
 }
 
 /** analysis.multi.comparison.CopyRow */

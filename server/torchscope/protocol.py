@@ -357,12 +357,18 @@ class DiffRequest(JobRequest):
     versions coexist, evaluates the same call expression for each, times them in interleaved
     rounds and profiles both (the earlier side's trace goes to ``before_trace_path``). The
     options are ``JobOptions``' (``timing_budget_s`` is per side: the rounds take twice it).
+
+    ``check_outputs`` (a measured fix, ``host/fix_run.py``: ``before_source`` is then the
+    rewrite) first calls each side once from the same seed and compares what they return and
+    the gradients they leave (``DiffResult.outputs``); a rewrite that raises fails the job
+    with the kind ``rewrite-raised``; the profile passes are skipped (only the rounds count).
     """
 
     TYPE: ClassVar[str] = "diff"
     before_source: str = ""
     before_label: str = "HEAD"
     before_trace_path: str = ""
+    check_outputs: bool = False
 
 
 @dataclass
@@ -375,6 +381,9 @@ class DiffResult(Message):
     before: dict[str, Any]
     after: dict[str, Any]
     before_label: str = "HEAD"
+    outputs: dict[str, Any] = field(default_factory=dict)
+    """With ``check_outputs``: ``same`` (bool), ``compared`` (how many tensors and numbers)
+    and ``detail`` (the first difference, "" when the same)."""
 
 
 @dataclass

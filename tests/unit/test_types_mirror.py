@@ -24,7 +24,7 @@ from torchscope.analysis.multi.comparison import (
 )
 from torchscope.analysis.multi.rank_model import RankSummary
 from torchscope.analysis.multi.sweep import Sweep, SweepPoint
-from torchscope.analysis.results import Borderline
+from torchscope.analysis.results import Borderline, FixOffer
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
 _INTERFACE = re.compile(r"export interface (\w+) \{\n(.*?)\n\}", re.S)
@@ -42,6 +42,7 @@ MIRRORS: dict[str, set[str]] = {
     "Borderline": _fields(Borderline),
     "Timing": _fields(Timing),
     "Finding": _fields(Finding),
+    "FixOffer": _fields(FixOffer),
     "CompareCopy": _fields(CopyRow),
     "CompareOp": _fields(OpRow),
     "CompareGraph": _fields(Graph),

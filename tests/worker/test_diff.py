@@ -210,7 +210,7 @@ def test_comment_only_edit_is_no_difference(tmp_path: Path, trace_dir: Path) -> 
     ratios = ", ".join(f"{v.ratio:.3f}" for v in verdicts)
     print(
         f"\n(b) false positives: {len(wrong)}/{repetitions}; ratios {ratios}; "
-        f"bands {min(v.band for v in verdicts):.3f}–{max(v.band for v in verdicts):.3f}; "
+        f"noise {min(v.noise for v in verdicts):.3f}–{max(v.noise for v in verdicts):.3f}; "
         f"rounds {min(v.rounds for v in verdicts)}–{max(v.rounds for v in verdicts)}"
     )
     assert len(wrong) <= 1, wrong

@@ -150,6 +150,17 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class FixOffer:
+    """A finding's fix: ``rule`` is the fix's id (``torchscope fix --try RULE``), ``measured``
+    None until it was tried, then ``FixTrial.measured()`` (verdict, ratio, interval,
+    same_outputs, refused, message)."""
+
+    rule: str
+    title: str
+    measured: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
     """One rule match. ``line``/``file`` locate it in source where the trace allows."""
 
@@ -165,6 +176,9 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict)
     """Rule-specific numbers; ``once: True`` marks a one-time cost (cold start) rather than
     a cost per step."""
+    fix: FixOffer | None = None
+    """A measured fix whose rewrite applies to the profiled function (``analysis/fixes/``);
+    left out of the report's JSON when None."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +305,9 @@ class Report:
         for line in out["lines"]:
             if line.get("memory") is None:
                 line.pop("memory", None)
+        for finding in out["findings"]:  # only findings with a fix say so
+            if finding.get("fix") is None:
+                finding.pop("fix", None)
         return out
 
 

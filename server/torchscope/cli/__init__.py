@@ -1,9 +1,10 @@
-"""``torchscope profile | analyze | diff | check | calibrate | serve | mcp``: the terminal's way
-into the same code paths.
+"""``torchscope profile | analyze | diff | fix | check | calibrate | serve | mcp``: the
+terminal's way into the same code paths.
 
 Thin on purpose: argument parsing and printing live here, one module per subcommand
 (``profile``, ``compare`` for ``profile --compare-compile`` and ``--sweep``, ``analyze``,
-``diff``, ``check``, ``calibrate``, ``serve``, ``mcp``), each with ``add_parser`` and ``run``;
+``diff``, ``fix``, ``check``, ``calibrate``, ``serve``, ``mcp``), each with ``add_parser`` and
+``run``;
 what two of them share is in ``common``, and no subcommand module imports another.
 Profiling lives in ``host``, trace reading in ``analysis``, the language server in ``lsp``:
 each subcommand imports them inside the functions that run it, so building the parser stays
@@ -24,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from torchscope import __version__
-    from torchscope.cli import analyze, calibrate, check, compare, diff, mcp, profile, serve
+    from torchscope.cli import analyze, calibrate, check, compare, diff, fix, mcp, profile, serve
 
     parser = argparse.ArgumentParser(
         prog="torchscope",
@@ -33,13 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torchscope {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     compare.add_compare_arguments(profile.add_parser(commands))
-    for command in (analyze, diff, check, calibrate, serve, mcp):
+    for command in (analyze, diff, fix, check, calibrate, serve, mcp):
         command.add_parser(commands)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from torchscope.cli import analyze, calibrate, check, compare, diff, mcp, profile, serve
+    from torchscope.cli import analyze, calibrate, check, compare, diff, fix, mcp, profile, serve
 
     args = build_parser().parse_args(argv)
     if args.command == "profile" and args.sweep:  # one call template at each size
@@ -48,6 +49,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "profile": profile.run,
         "analyze": analyze.run,
         "diff": diff.run,
+        "fix": fix.run,
         "check": check.run,
         "calibrate": calibrate.run,
         "serve": serve.run,

@@ -130,6 +130,18 @@ def measurements_of(result: ProfileResult) -> Measurements:
     )
 
 
+def with_fixes(report: Report, target: Target, result: ProfileResult) -> Report:
+    """The report with ``fix`` on the findings a measured fix answers in ``target``'s source
+    (``analysis/fixes/offers.py``); unchanged when the file cannot be read."""
+    from torchscope.analysis.fixes.offers import attach_fixes
+
+    try:
+        source = Path(target.file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return report
+    return attach_fixes(report, source, target.qualname, result.device_kind)
+
+
 def peaks_of(data: dict[str, Any]) -> Optional[Peaks]:
     """The worker's calibration (``worker/calibrate.py``), as the analysis takes it."""
     gflops = data.get("matmul_gflops")
@@ -213,7 +225,7 @@ class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
         self, target: Target, call: Optional[str], reply: ProfileResult, output: list[str]
     ) -> ProfileOutcome:
         report = analyze_trace(reply.trace_path, measurements_of(reply))
-        return ProfileOutcome(target, call, reply, report, output)
+        return ProfileOutcome(target, call, reply, with_fixes(report, target, reply), output)
 
     def cli_report(self, outcome: ProfileOutcome, verbose: bool) -> CliReport:
         return CliReport(outcome)

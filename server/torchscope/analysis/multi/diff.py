@@ -7,11 +7,16 @@ reports, an :class:`~.compare.Inventory` of each trace, and the two sources. Pur
 Statistics (README "Before and after"): the ratio is median(after) / median(before) over the
 rounds; its 95 % interval is a paired bootstrap — rounds are resampled with replacement as
 pairs (a load spike hits both sides of a round), and the ratio of medians recomputed each
-time. The verdict is ``no-difference`` when that interval reaches into 1.0 ± the noise band
-(±5 %, or the measured noise of the per-round ratios when that is larger: bursts of load
-longer than a round are not independent, which the bootstrap assumes). The band is capped at
-±``MAX_NOISE_BAND``: one long burst on a shared machine can make the two halves of the rounds
-disagree by more than 100 %, and a 2× change must still be reported as one.
+time. The measured noise of the per-round ratios (``compare.measured_noise``: how far the
+median ratio could be off, *relative to it*; bursts of load longer than a round are not
+independent, which the bootstrap assumes) widens that interval around the ratio to at least
+ratio ÷ (1 + noise) … ratio × (1 + noise). The noise is capped at ``MAX_NOISE_BAND``: one long
+burst on a shared machine can make the two halves of the rounds disagree by more than 100 %,
+and a 2× change must still be reported as one. The verdict follows the widened interval:
+``faster`` when all of it is below 1 / (1 + 5 %), ``slower`` when all of it is above 1 + 5 %,
+else ``no-difference`` (it reaches into the band). The noise is an uncertainty of the ratio,
+so it widens the interval, not the band around 1.0: widening both counted it twice, and a
+4.3× speed-up whose interval was 1.4–4.9× came out as "no difference".
 """
 
 from __future__ import annotations
@@ -31,8 +36,9 @@ from .inventory import Inventory
 
 VERDICTS = ("faster", "slower", "no-difference")
 
-#: The widest no-difference band the measured noise may set (a ratio beyond 1.5× or below
-#: 1/1.5 with its whole interval is always a verdict).
+#: The most the measured noise may widen the interval by, relative to the ratio (a ratio
+#: beyond 1.5 × 1.05 or below 1 / (1.5 × 1.05) whose bootstrap interval clears the band is
+#: always a verdict).
 MAX_NOISE_BAND = 0.5
 
 CONFIDENCE = 0.95
@@ -108,10 +114,18 @@ class DiffVerdict:
     confidence: float = CONFIDENCE
 
 
+def widened(interval: RatioInterval) -> tuple[float, float, float]:
+    """``(ratio, low, high)``: the bootstrap interval, widened to the ratio ± its measured noise
+    (relative, capped at ``MAX_NOISE_BAND``) where that is wider."""
+    noise = min(interval.noise, MAX_NOISE_BAND)
+    ratio = interval.ratio
+    return ratio, min(interval.low, ratio / (1 + noise)), max(interval.high, ratio * (1 + noise))
+
+
 def decide(interval: RatioInterval, label: str, before_us: float, after_us: float) -> DiffVerdict:
     """``faster`` / ``slower`` / ``no-difference`` with its headline; see the module docstring."""
-    band = max(NO_DIFFERENCE_BAND, min(interval.noise, MAX_NOISE_BAND))
-    ratio, low, high = interval.ratio, interval.low, interval.high
+    band = NO_DIFFERENCE_BAND
+    ratio, low, high = widened(interval)
     times = f"{format_duration(before_us)} → {format_duration(after_us)} per call"
     plus_minus = (high - low) / 2 * 100
     if high < 1 / (1 + band):
@@ -123,7 +137,7 @@ def decide(interval: RatioInterval, label: str, before_us: float, after_us: floa
     if vid == "no-difference":
         headline = (
             f"no difference from {label} ({times}; ratio {ratio:.2f}, {CONFIDENCE:.0%} interval "
-            f"{low:.2f}–{high:.2f}, within ±{format_share(band)})"
+            f"{low:.2f}–{high:.2f}, reaches into ±{format_share(band)})"
         )
     elif abs(math.log(ratio)) >= math.log(1.5):
         near, far = (high, low) if vid == "faster" else (low, high)

@@ -33,11 +33,12 @@ from torchscope.worker.call_expression import (
     prepare_call,
 )
 from torchscope.worker.compile_tools import time_interleaved
-from torchscope.worker.job import ProfileJob, _cpu_name, _def_line
+from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _def_line
 from torchscope.worker.jobs import job_kind
 from torchscope.worker.loader import TargetNotFound, resolve_qualname
 
-DIFF_STAGES = ("setup", "cold", "warmup", "timing", "profile", "profile-before")
+DIFF_STAGES = ("setup", "check", "cold", "warmup", "timing", "profile", "profile-before")
+"""``check`` runs only for a measured fix (``DiffRequest.check_outputs``)."""
 
 SEED = 0
 """Both sides' call expressions are evaluated after ``torch.manual_seed(SEED)``: the same
@@ -84,7 +85,11 @@ class DiffJob(ProfileJob):
 
         torch.manual_seed(SEED)
         after, after_def = self._setup()
-        before, before_def = self._setup_before()
+        try:
+            before, before_def = self._setup_before()
+        except JobFailed as failed:
+            raise self._as_rewrite_failure(failed) from failed
+        outputs = self._check_outputs(after, before) if request.check_outputs else {}
         after_cold, after_estimate = self._cold_and_warm(after, side="current ")
         before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
         self._stage("timing", "timing both versions in alternating rounds")
@@ -100,10 +105,7 @@ class DiffJob(ProfileJob):
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
             ) from exc
-        self._stage("profile", f"profiling {options.steps} calls of the current version")
-        after_note = self._profile(after)
-        self._stage("profile-before", f"profiling {options.steps} calls of {request.before_label}")
-        before_note = self.before._profile(before)
+        after_note, before_note = self._profiles(after, before)
         common: dict[str, Any] = {
             "job_id": request.job_id,
             "dispatch_floor_us": statistics.median(floor_us),
@@ -132,7 +134,49 @@ class DiffJob(ProfileJob):
             before=dataclasses.asdict(before_result),
             after=dataclasses.asdict(after_result),
             before_label=request.before_label,
+            outputs=outputs,
         )
+
+    def _profiles(self, after: PreparedCall, before: PreparedCall) -> tuple[str, str]:
+        """The profile pass of each side (their attribution notes); none for a measured fix,
+        which needs only the rounds."""
+        request, steps = self.request, self.request.options.steps
+        if request.check_outputs:
+            skipped = "not profiled: a measured fix needs only the rounds"
+            return skipped, skipped
+        self._stage("profile", f"profiling {steps} calls of the current version")
+        after_note = self._profile(after)
+        self._stage("profile-before", f"profiling {steps} calls of {request.before_label}")
+        return after_note, self.before._profile(before)
+
+    def _as_rewrite_failure(self, failed: JobFailed) -> JobFailed:
+        """For a measured fix, the earlier side is the rewrite: its failure is the fix's."""
+        if not self.request.check_outputs:
+            return failed
+        return JobFailed(dataclasses.replace(failed.error, kind="rewrite-raised"))
+
+    def _check_outputs(self, original: PreparedCall, rewrite: PreparedCall) -> dict[str, Any]:
+        """Call each side once from the same seed and compare (``worker/outputs.py``)."""
+        import torch
+
+        from torchscope.worker.outputs import compare, parameters_of
+
+        self._stage("check", "calling the original and the rewrite once and comparing results")
+        torch.manual_seed(SEED)
+        try:
+            result = original.invoke()
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"`{original.source}` raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        torch.manual_seed(SEED)
+        try:
+            rewritten = rewrite.invoke()
+        except Exception as exc:
+            raise self._fail(
+                "rewrite-raised", f"the rewrite raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        return compare(result, rewritten, parameters_of(original), parameters_of(rewrite))
 
     def _setup_before(self) -> tuple[PreparedCall, int]:
         """Load the earlier source beside today's module and evaluate the call in it."""
@@ -140,6 +184,11 @@ class DiffJob(ProfileJob):
         tag = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:40] or "before"
         # Named after the file and the revision: it shows in tracebacks and in the trace.
         path = self.folder / f"{Path(request.file).stem}@{tag}.py"
+        import torch
+
+        # As today's side: seed, import, evaluate the call — so module-level random state
+        # (a model built on import) and the call's inputs are the same on both sides.
+        torch.manual_seed(SEED)
         try:
             module = import_source(request.before_source, path, self.private_name, self.module)
         except (Exception, SystemExit) as exc:
@@ -160,9 +209,6 @@ class DiffJob(ProfileJob):
                 f"to compare it with; compare with a revision that has it (--rev)",
             ) from exc
         self.before.module, self.before.target = module, target
-        import torch
-
-        torch.manual_seed(SEED)
         if request.call:
             try:
                 prepared = prepare_call(request.call, vars(module))

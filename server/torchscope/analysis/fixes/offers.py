@@ -1,0 +1,47 @@
+"""A finding that has a fix says so: ``Finding.fix`` (``FixOffer``) on the findings a fix
+answers (``Fix.answers``), when its rewrite applies to the profiled function on its device
+and the finding is on one of the function's lines (or on none). One fix per finding: the
+first in ``ORDER``. ``measured`` stays None until a face tries the fix."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Optional
+
+from ..results import FixOffer, Report
+from . import offered
+from ._source import find_function
+
+
+def _lines(source: str, function: str) -> Optional[range]:
+    try:
+        func = find_function(ast.parse(source), function)
+    except SyntaxError:
+        return None
+    if func is None or func.end_lineno is None:
+        return None
+    first = min([func.lineno, *(d.lineno for d in func.decorator_list)])
+    return range(first, func.end_lineno + 1)
+
+
+def attach_fixes(report: Report, source: str, function: str, device: str) -> Report:
+    """``report`` with ``fix`` set on the findings a fix answers (the same object, changed)."""
+    if not report.findings:
+        return report
+    lines = _lines(source, function)
+    fixes = [fix for fix, _ in offered(source, function, device)]
+    if lines is None or not fixes:
+        return report
+    changed = []
+    for finding in report.findings:
+        fix = next((f for f in fixes if finding.rule in f.answers), None)
+        if (
+            fix is not None
+            and finding.fix is None
+            and (finding.line is None or finding.line in lines)
+        ):
+            finding = dataclasses.replace(finding, fix=FixOffer(fix.id, fix.title))
+        changed.append(finding)
+    report.findings = changed
+    return report

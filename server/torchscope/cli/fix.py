@@ -1,0 +1,128 @@
+"""``torchscope fix FILE::fn --list | --try ID [--apply]``: measured fixes.
+
+``--list`` names the fixes whose rewrite applies to the function on its device (pure source
+work, ``analysis/fixes/``). ``--try ID`` rewrites a scratch copy, times it against the
+original in one ``diff`` job with an output check (``host/fix_run.py``) and prints the
+measured line and the patch; ``--apply`` writes the file only when the rewrite is faster with
+the same outputs. Exit 0 when it applied or would apply, 1 otherwise, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from torchscope.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_arguments,
+    job_options,
+    make_profiler,
+    print_failure,
+    progress_printer,
+    read_target,
+)
+
+if TYPE_CHECKING:
+    from torchscope.cli.common import Commands
+    from torchscope.host.profile_run import Profiler
+    from torchscope.targets import Target
+
+
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
+    fix = commands.add_parser(
+        "fix",
+        help="list, measure and apply rewrites of FILE::FUNCTION (measured before applied)",
+        description="--list: the fixes that apply to FILE::FUNCTION. --try ID: rewrite a "
+        "scratch copy, time it against the original interleaved in one process, compare "
+        "their outputs, and print the measured speed-up and the patch; --apply writes the "
+        "file only when the rewrite is faster with the same outputs. Exit 0 when it applied "
+        "or would apply, 1 otherwise.",
+    )
+    fix.add_argument("target", help="FILE::QUALNAME, e.g. model.py::Attention.forward")
+    what = fix.add_mutually_exclusive_group(required=True)
+    what.add_argument("--list", action="store_true", help="list the fixes that apply")
+    what.add_argument("--try", dest="try_id", metavar="ID", help="measure one fix (an id)")
+    fix.add_argument(
+        "--apply", action="store_true", help="with --try: write the file if faster, same outputs"
+    )
+    add_common_arguments(fix)
+    return fix
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.apply and not args.try_id:
+        print("torchscope: --apply goes with --try ID", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(run_fix_command(args))
+
+
+async def _device(profiler: Profiler, args: argparse.Namespace) -> str:
+    from torchscope.host.fix_run import device_of
+
+    if args.device == "cpu":
+        return "cpu"
+    return device_of(job_options(args, None), (await profiler.hello()).cuda_available)
+
+
+async def run_fix_command(args: argparse.Namespace) -> int:
+    from torchscope.host.profile_run import ProfileFailure
+
+    found = read_target(args.target)
+    if found is None:
+        return EXIT_USAGE
+    source, target = found
+    profiler = make_profiler(args)
+    try:
+        if args.list:
+            return await _list(profiler, args, source, target)
+        return await _try(profiler, args, target)
+    except ProfileFailure as failure:
+        return print_failure(target.file, failure)
+    finally:
+        await profiler.close()
+
+
+async def _list(profiler: Profiler, args: argparse.Namespace, source: str, target: Target) -> int:
+    from torchscope.analysis.fixes import offered
+    from torchscope.report.fix import render_fix_list
+
+    offers = offered(source, target.qualname, await _device(profiler, args))
+    if args.json:
+        rows = [{"id": f.id, "line": s.line, "title": f.title} for f, s in offers]
+        print(json.dumps({"fixes": rows}, ensure_ascii=False), flush=True)
+    else:
+        print(render_fix_list(target.qualname, offers))
+    return EXIT_OK
+
+
+async def _try(profiler: Profiler, args: argparse.Namespace, target: Target) -> int:
+    from pathlib import Path
+
+    from torchscope.analysis.fixes import ORDER, fix_by_id
+    from torchscope.host.fix_run import FixNotApplicable, apply_rewrite, try_fix
+    from torchscope.report.fix import render_trial
+
+    if fix_by_id(args.try_id) is None:
+        known = ", ".join(i for i in ORDER if fix_by_id(i) is not None)
+        print(f"torchscope: no fix {args.try_id!r} — fixes: {known}", file=sys.stderr)
+        return EXIT_USAGE
+    options = job_options(args, str(Path.cwd()))
+    try:
+        trial, rewrite = await try_fix(
+            profiler, target, args.call, options, args.try_id, progress_printer(args)
+        )
+    except FixNotApplicable as exc:
+        print(f"torchscope: {exc} (see --list)", file=sys.stderr)
+        return EXIT_FAILED
+    applied = args.apply and apply_rewrite(target, rewrite, trial)
+    if args.json:
+        print(json.dumps({**trial.to_dict(), "applied": applied}, ensure_ascii=False), flush=True)
+    else:
+        print(render_trial(trial, applied, args.apply))
+    return EXIT_OK if trial.offered and (applied or not args.apply) else EXIT_FAILED

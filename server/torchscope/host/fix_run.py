@@ -1,0 +1,140 @@
+"""Try a fix: rewrite a scratch copy, time it against the original in one ``diff`` job, check
+their outputs, and say whether the rewrite may be applied.
+
+The rewrite never touches the user's file: it travels as the ``diff`` job's earlier text
+(``DiffRequest.before_source``, loaded under a private module name from a folder of the job),
+with ``check_outputs`` set, so the worker first compares both sides' results
+(``worker/outputs.py``). The verdict is ``analysis/multi/diff.py``'s, with the original as
+*before* and the rewrite as *after*. Every face calls ``try_fix`` (the CLI's
+``torchscope fix --try``; an editor's or MCP's try-fix later) and applies
+``FixTrial.offered`` rewrites with ``apply_rewrite``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from torchscope.analysis.fixes import Rewrite, fix_by_id
+from torchscope.analysis.fixes.trial import FixTrial, measured_trial, raised_trial, unified_patch
+from torchscope.analysis.multi.diff import decide, ratio_interval
+from torchscope.host.diff_run import DiffJobKind, _result
+from torchscope.host.profile_run import HostJob, ProfileFailure
+from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress
+
+if TYPE_CHECKING:
+    from torchscope.host.profile_run import Profiler
+    from torchscope.host.trace_store import TraceStore
+    from torchscope.targets import Target
+
+
+class FixNotApplicable(Exception):
+    """The fix does not apply to this function on this device (the message says why)."""
+
+
+@dataclass(frozen=True)
+class FixJobKind(HostJob[DiffResult, DiffResult]):
+    """The ``diff`` job with the rewrite as its earlier side and the output check on."""
+
+    rewrite_source: str
+    label: str
+    kind = DiffRequest.TYPE
+    reply_type = DiffResult
+
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        request = DiffJobKind(self.rewrite_source, self.label).request(fields, target, store)
+        assert isinstance(request, DiffRequest)
+        return dataclasses.replace(request, check_outputs=True)
+
+    def outcome(
+        self, target: Target, call: Optional[str], reply: DiffResult, output: list[str]
+    ) -> DiffResult:
+        return reply  # only the rounds and the output check count: no trace is read
+
+
+def device_of(options: JobOptions, cuda_available: bool) -> str:
+    """``cuda`` where the job would run on the GPU, else ``cpu``."""
+    if options.device == "cpu":
+        return "cpu"
+    return "cuda" if cuda_available else "cpu"
+
+
+def plan_rewrite(source: str, target: Target, fix_id: str, device: str) -> Rewrite:
+    """The rewritten file; ``FixNotApplicable`` when the fix is unknown or does not apply."""
+    fix = fix_by_id(fix_id)
+    if fix is None:
+        raise FixNotApplicable(f"no fix {fix_id!r}")
+    if device not in fix.devices:
+        raise FixNotApplicable(
+            f"fix {fix_id} gains only on {' or '.join(fix.devices)}; the code runs on {device}"
+        )
+    rewrite = fix.rewrite(source, target.qualname, device)
+    if rewrite is None:
+        raise FixNotApplicable(f"fix {fix_id} does not apply to {target.qualname}")
+    return rewrite
+
+
+async def try_fix(
+    profiler: Profiler,
+    target: Target,
+    call: Optional[str],
+    options: JobOptions,
+    fix_id: str,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+) -> tuple[FixTrial, Rewrite]:
+    """Rewrite, measure and check one fix on ``target``; raises ``FixNotApplicable``, or
+    ``ProfileFailure`` when the original itself cannot run."""
+    hello = await profiler.hello()
+    source = Path(target.file).read_text(encoding="utf-8")
+    rewrite = plan_rewrite(source, target, fix_id, device_of(options, hello.cuda_available))
+    trial = await measure_rewrite(profiler, target, call, options, rewrite, on_progress)
+    return trial, rewrite
+
+
+async def measure_rewrite(
+    profiler: Profiler,
+    target: Target,
+    call: Optional[str],
+    options: JobOptions,
+    rewrite: Rewrite,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+) -> FixTrial:
+    """Time ``rewrite`` against the file on disk in one job and check their outputs."""
+    patch = unified_patch(_patch_path(target.file), rewrite.original, rewrite.source)
+    kind = FixJobKind(rewrite.source, f"fix {rewrite.fix}")
+    try:
+        reply = await profiler.run_job(kind, target, call, options, on_progress)
+    except ProfileFailure as failure:
+        if failure.kind != "rewrite-raised":
+            raise
+        return raised_trial(rewrite.fix, failure.message, patch)
+    original, rewritten = _result(reply.after), _result(reply.before)
+    interval = ratio_interval(list(original.call_us), list(rewritten.call_us))
+    verdict = decide(
+        interval,
+        "the original",
+        statistics.median(original.call_us),
+        statistics.median(rewritten.call_us),
+    )
+    return measured_trial(rewrite.fix, verdict, reply.outputs, patch)
+
+
+def _patch_path(file: str) -> str:
+    """The file as the patch names it: relative to the working folder when inside it (so
+    ``git apply`` takes it there), else its name."""
+    relative = os.path.relpath(Path(file).resolve(), Path.cwd())
+    return Path(file).name if relative.startswith("..") else relative
+
+
+def apply_rewrite(target: Target, rewrite: Rewrite, trial: FixTrial) -> bool:
+    """Write the rewrite to the user's file when the trial offered it and the file is still
+    what was measured; True when written."""
+    path = Path(target.file)
+    if not trial.offered or path.read_text(encoding="utf-8") != rewrite.original:
+        return False
+    path.write_text(rewrite.source, encoding="utf-8")
+    return True

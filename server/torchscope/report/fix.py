@@ -1,0 +1,36 @@
+"""Measured fixes in words: the fixes that apply to a function (``torchscope fix --list``) and
+the outcome of trying one (``--try``): the measured line, then the patch."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchscope.analysis.fixes import Fix, Site
+    from torchscope.analysis.fixes.trial import FixTrial
+
+
+def render_fix_list(qualname: str, offers: list[tuple[Fix, Site]]) -> str:
+    """One line per fix and place: ``line 14  sdpa  use F.scaled_dot_product_attention``."""
+    if not offers:
+        return f"no fix applies to {qualname}"
+    lines = [f"fixes for {qualname} (try one with --try ID):"]
+    for fix, site in offers:
+        lines.append(f"  line {site.line:<5} {fix.id:<16} {fix.title}")
+    return "\n".join(lines)
+
+
+def render_trial(trial: FixTrial, applied: bool, apply_asked: bool) -> str:
+    """The measured line, what happened to the file, and the patch."""
+    lines = [f"{trial.id}: {trial.message}"]
+    if applied:
+        lines.append("applied: the file now holds the rewrite")
+    elif trial.offered:
+        lines.append(
+            "not applied (add --apply to write it)"
+            if not apply_asked
+            else ("not applied: the file changed while the fix was measured")
+        )
+    lines.append("")
+    lines.append(trial.patch.rstrip("\n"))
+    return "\n".join(lines)
