@@ -223,3 +223,8 @@ def hidden_comm(path: Path) -> tuple[float, float] | None:
         for a, b in mine:
             hidden += _length(_clip(compute, a, b))
     return total, hidden
+
+
+def steps_wall(path: Path) -> float:
+    """The step windows' summed length (µs)."""
+    return sum(hi - lo for lo, hi in _windows(events(path)))

@@ -1,7 +1,7 @@
 """The analysis against an independent recomputation (``oracle.py``) on every vendored GPU
 trace (issue 29): per-step busy shares, kernel sums and launch delays by launch, the
-top-kernels table's per-step sums by launch, and the hidden share of the communication,
-within 0.5 %."""
+top-kernels table's per-step sums by launch, the hidden share of the communication and
+comm-heavy's all-steps shares, within 0.5 %."""
 
 from __future__ import annotations
 
@@ -83,3 +83,10 @@ def _hidden_communication(name: str, trace: Trace) -> None:
     comm, hidden = expected
     assert sum(stats.comm) == pytest.approx(comm, rel=TOLERANCE)
     assert sum(stats.hidden) / sum(stats.comm) == pytest.approx(hidden / comm, abs=TOLERANCE)
+    # comm-heavy: all steps' communication and its exposed part over all steps' time
+    heavy = [f for f in stats.report.findings if f.rule == "comm-heavy"]
+    if heavy:
+        wall = oracle.steps_wall(TRACES / name)
+        assert heavy[0].details["comm_share"] == pytest.approx(comm / wall, abs=TOLERANCE)
+        exposed = (comm - hidden) / wall
+        assert heavy[0].details["exposed_share"] == pytest.approx(exposed, abs=TOLERANCE)
