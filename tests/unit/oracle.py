@@ -10,6 +10,8 @@ to these numbers (issue 29). What it computes, per step:
   call (same ``correlation``) started inside the step's window; without one, the CPU op with
   the same ``External id``; without either, where the device span started;
 - ``kernel_us``: the kernels' summed duration; ``busy_us``: the union of the device spans;
+  per kernel name, its summed duration in each step (the top-kernels table); the launch
+  delays (kernel start minus its runtime call's start) of the kernels a step launched;
 - the span: from the CPU start (or where the previous step's span ended, if later) to the
   later of the CPU end and the last device end; ``busy_share = min(1, busy_us / span)``;
 - hidden communication: per step window, the union of NCCL kernels (else of the backends'
@@ -122,37 +124,49 @@ def _primary(device: list[dict[str, Any]]) -> object:
     return max(time, key=lambda d: time[d])
 
 
-def steps(path: Path) -> list[dict[str, float]]:
-    """Per step: ``kernel_us``, ``busy_us``, ``span_us`` and ``busy_share``, by launch."""
+def _launched(path: Path) -> tuple[list[tuple[float, float]], list[list[dict[str, Any]]]]:
+    """The step windows, and per step the device spans (primary device) it launched, each
+    with ``launch_ts``: the start of its runtime call, when the trace has it."""
     evs = events(path)
     windows = _windows(evs)
     device = [e for e in evs if e.get("cat") in DEVICE]
+    members: list[list[dict[str, Any]]] = [[] for _ in windows]
     if not device:
-        return []
+        return windows, members
     primary = _primary(device)
-    launch_step = {}
+    launch = {}
     for e in evs:
         corr = e.get("args", {}).get("correlation")
         if e.get("cat") in RUNTIME and corr is not None:
-            launch_step[corr] = _step_at(windows, e["ts"])
+            launch[corr] = e["ts"]
     by_ext = {}
     for e in evs:
         ext = e.get("args", {}).get("External id")
         if e.get("cat") in CPU_NAMED and ext is not None:
             by_ext[ext] = e["ts"]
-    members: list[list[dict[str, Any]]] = [[] for _ in windows]
     for e in device:
         if e["pid"] != primary:
             continue
         args = e.get("args", {})
-        if args.get("correlation") in launch_step:
-            k = launch_step[args["correlation"]]
+        if args.get("correlation") in launch:
+            e["launch_ts"] = launch[args["correlation"]]
+            k = _step_at(windows, e["launch_ts"])
         elif args.get("External id") in by_ext:
             k = _step_at(windows, by_ext[args["External id"]])
         else:
             k = _step_at(windows, e["ts"])
         if k >= 0:
             members[k].append(e)
+    return windows, members
+
+
+def steps(path: Path) -> list[dict[str, Any]]:
+    """Per step: ``kernel_us``, ``busy_us``, ``span_us`` and ``busy_share``, by launch, and
+    ``launch_delays``: kernel start minus its runtime call's start, for each kernel it
+    launched whose call the trace has."""
+    windows, members = _launched(path)
+    if not any(e.get("cat") in DEVICE for e in events(path)):
+        return []
     out, previous = [], float("-inf")
     for (lo, hi), mine in zip(windows, members):
         start = max(lo, previous)
@@ -160,15 +174,31 @@ def steps(path: Path) -> list[dict[str, float]]:
         previous = end
         busy = _length(_union([(e["ts"], e["end"]) for e in mine]))
         span = end - start
+        kernels = [e for e in mine if e.get("cat") in KERNEL]
         out.append(
             {
-                "kernel_us": sum(e["end"] - e["ts"] for e in mine if e.get("cat") in KERNEL),
+                "kernel_us": sum(e["end"] - e["ts"] for e in kernels),
                 "busy_us": busy,
                 "span_us": span,
                 "busy_share": min(1.0, busy / span) if span > 0 else 0.0,
+                "launch_delays": [e["ts"] - e["launch_ts"] for e in kernels if "launch_ts" in e],
             }
         )
     return out
+
+
+def kernel_rows(path: Path) -> dict[str, tuple[list[float], int]]:
+    """Kernel name → its summed duration in each step that launched it, and its calls over
+    all steps (the top-kernels table's ``min``/``median``/``max`` and ``calls``)."""
+    windows, members = _launched(path)
+    rows: dict[str, tuple[list[float], int]] = {}
+    for k, mine in enumerate(members):
+        for e in mine:
+            if e.get("cat") in KERNEL:
+                row, calls = rows.get(e["name"], ([0.0] * len(windows), 0))
+                row[k] += e["end"] - e["ts"]
+                rows[e["name"]] = (row, calls + 1)
+    return rows
 
 
 def hidden_comm(path: Path) -> tuple[float, float] | None:
@@ -193,3 +223,8 @@ def hidden_comm(path: Path) -> tuple[float, float] | None:
         for a, b in mine:
             hidden += _length(_clip(compute, a, b))
     return total, hidden
+
+
+def steps_wall(path: Path) -> float:
+    """The step windows' summed length (µs)."""
+    return sum(hi - lo for lo, hi in _windows(events(path)))

@@ -506,6 +506,26 @@ def test_comm_heavy_share(kineto: Any, tmp_path: Path) -> None:
     assert f.severity == "warning"
 
 
+def test_comm_heavy_counts_each_steps_own_exposed_part(kineto: Any, tmp_path: Path) -> None:
+    # Three 1 ms steps: 400 µs of NCCL hidden under compute, 400 µs exposed, none. Medians
+    # of different steps said 400 µs of communication with 0 µs exposed; the steps' totals
+    # are 800 µs of communication (27 %), 400 µs of it exposed (13 %: 0 to 40 % per step).
+    b = kineto()
+    for k, (compute_us, nccl_at) in enumerate([(900, 100), (100, 500), (500, None)]):
+        ts = 10_000.0 * k
+        b.step(k + 1, ts, 1000)
+        b.launch(ts + 10, 5, "void compute()", ts + 20, compute_us)
+        if nccl_at is not None:
+            b.launch(ts + 30, 5, NCCL, ts + nccl_at, 400, stream=20)
+    f = only(run(b, tmp_path), "comm-heavy")
+    assert f.details["comm_share"] == pytest.approx(800 / 3000)
+    assert f.details["exposed_share"] == pytest.approx(400 / 3000)
+    assert f.details["exposed_us"] == pytest.approx(400 / 3)
+    assert (f.details["exposed_share_min"], f.details["exposed_share_max"]) == (0.0, 0.4)
+    assert f.severity == "warning"
+    assert "(13 % of the steps, 0 %–40 % per step)" in f.message
+
+
 def test_little_comm_is_fine(kineto: Any, tmp_path: Path) -> None:
     assert "comm-heavy" not in rules(run(comm(kineto(), 50), tmp_path))
 

@@ -101,3 +101,25 @@ def test_a_step_opening_with_python_names_the_functions(tmp_path: Path) -> None:
     (f,) = [f for f in run(b, tmp_path).findings if f.rule == "gpu-idle"]
     assert f.details["functions"] == ["train.py(10): preprocess", "numpy/core.py(5): stack"]
     assert "the step opens with it, in Python: train.py(10): preprocess (2.0 ms)" in f.message
+
+
+def test_a_step_opening_with_ops_names_their_call_stack_frames(tmp_path: Path) -> None:
+    # torch 1.8-1.9 ``with_stack``: no python_function events, a ``Call stack`` arg on each
+    # op (innermost frame first); the innermost frame outside torch is the one named.
+    torch_frame = "/env/lib/python3.7/site-packages/torch/tensor.py(40): numpy"
+    b = KinetoBuilder()
+    for k in range(3):
+        ts = 10_000.0 * k
+        b.step(k + 1, ts, 3000)
+        stack = f"{torch_frame};data.py(7): augment;train.py(30): <module>"
+        b.op("aten::copy_", ts + 100, 1200, **{"Call stack": stack})
+        b.op("aten::empty", ts + 150, 100, **{"Call stack": stack})  # nested: counted once
+        b.op("aten::cat", ts + 1400, 400, **{"Call stack": "train.py(31): <module>"})
+        b.op("aten::add", ts + 1900, 50)  # no stack: not named
+        b.launch(ts + 2000, 5, "sgemm", ts + 2010, 980)
+    (f,) = [f for f in run(b, tmp_path).findings if f.rule == "gpu-idle"]
+    assert f.details["functions"] == ["data.py(7): augment", "train.py(31): <module>"]
+    assert (
+        "the step opens with it, in ops called from: data.py(7): augment (1.2 ms), "
+        "train.py(31): <module> (400 µs)" in f.message
+    )

@@ -132,26 +132,6 @@ class Context:
         found: list[float] = self._columns[key]
         return found
 
-    def kernel_table(self) -> dict[str, list[float]]:
-        """Kernel name → its device time in each step (built once; the kernel table and
-        kernel-variance read it)."""
-        key = (id(self.trace.kernels), "table")
-        if key not in self._columns:
-            n = len(self.steps)
-            table: dict[str, list[float]] = {}
-            durations = self.durations(self.trace.kernels)
-            for k, (lo, hi) in enumerate(self.ranges(self.trace.kernels)):
-                kernels = self.trace.kernels
-                for i in range(lo, hi):
-                    name = kernels[i][2]
-                    row = table.get(name)
-                    if row is None:
-                        row = table[name] = [0.0] * n
-                    row[k] += durations[i]
-            self._columns[key] = table
-        found: dict[str, list[float]] = self._columns[key]
-        return found
-
     def ranges(self, spans: list[Span]) -> list[tuple[int, int]]:
         """Per step, the slice of ``spans`` (one of the trace's lists) starting in it."""
         key = (id(spans), "ranges")

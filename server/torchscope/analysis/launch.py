@@ -75,6 +75,16 @@ def _launch_step(ctx: Context, spans: list[Span], kind: str) -> list[int]:
     return out
 
 
+def launch_steps(ctx: Context, spans: list[Span], kind: str) -> list[int]:
+    """Per span of ``spans`` (``kind``: ``kernel``/``memcpy``/``memset``), the step that
+    launched it (-1: none); computed once per list."""
+    key = (id(spans), "launch.steps")
+    found: list[int] | None = ctx._columns.get(key)
+    if found is None:
+        found = ctx._columns[key] = _launch_step(ctx, spans, kind)
+    return found
+
+
 def launch_runs(ctx: Context, spans: list[Span], kind: str) -> Runs:
     """Per step, the slices of ``spans`` (``kind``: ``kernel``/``memcpy``/``memset``) that
     its calls launched; computed once per list."""
@@ -83,7 +93,7 @@ def launch_runs(ctx: Context, spans: list[Span], kind: str) -> Runs:
     if found is None:
         found = [[] for _ in ctx.steps]
         lo = 0
-        for k, run in groupby(_launch_step(ctx, spans, kind)):
+        for k, run in groupby(launch_steps(ctx, spans, kind)):
             hi = lo + len(list(run))
             if k >= 0:
                 found[k].append((lo, hi))

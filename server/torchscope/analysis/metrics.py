@@ -26,7 +26,7 @@ from .columns import DATALOADER, ByName, all_linked, median, top_level
 from .context import Context
 from .cpu_index import CpuIndex, cpu_index
 from .efficiency import annotate_ops, measure_efficiency
-from .launch import launched_work, step_spans
+from .launch import launch_runs, launched_work, step_spans
 from .link import is_launch
 from .memory import memory_analysis
 from .op_table import op_table
@@ -60,34 +60,30 @@ def measure(ctx: Context) -> Metrics:
 
 
 def _launch_delays(ctx: Context) -> list[list[float]]:
-    """Per step, launch call start → kernel start for every linked kernel in the step."""
+    """Per step, launch call start → kernel start for every linked kernel the step launched
+    (in kernel order, over the step's :func:`~.launch.launch_runs`)."""
     out: list[list[float]] = [[] for _ in ctx.steps]
-    kernels, runtime = ctx.trace.kernels, ctx.trace.runtime
+    kernels = ctx.trace.kernels
     rts = ctx.links.kernel_rt
-    if not ctx.ranges_hold_steps(kernels, ctx.step_of_kernel):  # overlapping steps
-        for kernel, r, step in zip(kernels, rts, ctx.step_of_kernel):
-            if r >= 0 and step >= 0:
-                out[step].append(kernel.start - runtime[r].start)
-        return out
-    slices = ctx.ranges(kernels)
-    k_starts, r_starts = ctx.starts(kernels), ctx.starts(runtime)
+    k_starts, r_starts = ctx.starts(kernels), ctx.starts(ctx.trace.runtime)
     aligned = True
     every_linked = all_linked(ctx, rts)
-    for (lo, hi), delays in zip(slices, out):
-        launched = rts[lo:hi]
-        if every_linked or hi == lo or min(launched) >= 0:  # all linked, the usual case
-            delays.extend(map(sub, k_starts[lo:hi], map(r_starts.__getitem__, launched)))
-            continue
-        aligned = False
-        linked = list(map(le, repeat(0, hi - lo), launched))
-        delays.extend(
-            map(
-                sub,
-                compress(k_starts[lo:hi], linked),
-                map(r_starts.__getitem__, compress(launched, linked)),
+    for runs, delays in zip(launch_runs(ctx, kernels, "kernel"), out):
+        for lo, hi in runs:
+            launched = rts[lo:hi]
+            if every_linked or min(launched) >= 0:  # all linked, the usual case
+                delays.extend(map(sub, k_starts[lo:hi], map(r_starts.__getitem__, launched)))
+                continue
+            aligned = False
+            linked = list(map(le, repeat(0, hi - lo), launched))
+            delays.extend(
+                map(
+                    sub,
+                    compress(k_starts[lo:hi], linked),
+                    map(r_starts.__getitem__, compress(launched, linked)),
+                )
             )
-        )
-    if aligned:  # one delay per kernel of each step's slice: the kernel table reuses them
+    if aligned:  # one delay per kernel each step launched: the kernel table reuses them
         ctx._columns[(id(kernels), "metrics.delays")] = out
     return out
 

@@ -7,6 +7,7 @@ from operator import and_, itemgetter, le
 
 from .columns import Ids, column, median, name_ids
 from .context import Context
+from .launch import launch_runs
 from .results import KernelStat, TopOp
 
 _NAME = itemgetter(2)
@@ -15,13 +16,47 @@ TOP_KERNELS = 10
 """Rows in the kernel table."""
 
 
+def kernel_table(ctx: Context) -> dict[str, list[float]]:
+    """Kernel name → its device time in each step, by the step that launched it (built once;
+    the kernel table and kernel-variance read it)."""
+    return _kernel_rows(ctx)[0]
+
+
+def kernel_calls(ctx: Context) -> dict[str, list[int]]:
+    """Kernel name → how many of it each step launched (the rows of :func:`kernel_table`)."""
+    return _kernel_rows(ctx)[1]
+
+
+def _kernel_rows(ctx: Context) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    kernels = ctx.trace.kernels
+    key = (id(kernels), "kernel_table")
+    found: tuple[dict[str, list[float]], dict[str, list[int]]] | None = ctx._columns.get(key)
+    if found is None:
+        n = len(ctx.steps)
+        time: dict[str, list[float]] = {}
+        calls: dict[str, list[int]] = {}
+        durations = ctx.durations(kernels)
+        for k, runs in enumerate(launch_runs(ctx, kernels, "kernel")):
+            for lo, hi in runs:
+                for name, dur in zip(map(_NAME, kernels[lo:hi]), durations[lo:hi]):
+                    row = time.get(name)
+                    if row is None:
+                        row = time[name] = [0.0] * n
+                        calls[name] = [0] * n
+                    row[k] += dur
+                    calls[name][k] += 1
+        found = ctx._columns[key] = (time, calls)
+    return found
+
+
 def top_kernels(ctx: Context, limit: int = TOP_KERNELS) -> list[KernelStat]:
-    """Kernels by median device time per step, with min / median / max across steps."""
+    """Kernels by median device time per step (by the step that launched them), with min /
+    median / max across steps."""
     n = len(ctx.steps)
     kernels = ctx.trace.kernels
     if n == 0 or not kernels:
         return []
-    per = ctx.kernel_table()
+    per = kernel_table(ctx)
     medians = {name: median(row) for name, row in per.items()}
     ranked = sorted(per, key=lambda k: -medians[k])[:limit]
     row_of = {name: j for j, name in enumerate(ranked)}
@@ -31,17 +66,18 @@ def top_kernels(ctx: Context, limit: int = TOP_KERNELS) -> list[KernelStat]:
     delays: list[list[float]] = [[] for _ in ranked]
     k_starts, r_starts = ctx.starts(kernels), ctx.starts(ctx.trace.runtime)
     rts = ctx.links.kernel_rt
-    # Launch delays of every kernel in each step's slice, when the step numbers found them.
+    # Launch delays of every kernel each step launched, when the step numbers found them.
     per_step: list[list[float]] | None = column(ctx, kernels, "metrics.delays")
-    for k, (lo, hi) in enumerate(ctx.ranges(kernels)):
-        rows = list(map(row_of_id.__getitem__, ids[lo:hi]))
+    for k, runs in enumerate(launch_runs(ctx, kernels, "kernel")):
+        members = [i for lo, hi in runs for i in range(lo, hi)]
+        rows = list(map(row_of_id.__getitem__, map(ids.__getitem__, members)))
         in_table = list(map(le, repeat(0), rows))
         if per_step is not None:
             for row, value in compress(zip(rows, per_step[k]), in_table):
                 count[row] += 1
                 delays[row].append(value)
             continue
-        for i, row in compress(zip(range(lo, hi), rows), in_table):
+        for i, row in compress(zip(members, rows), in_table):
             count[row] += 1
             r = rts[i]
             if r >= 0:

@@ -59,15 +59,22 @@ def marker_line(name: str) -> tuple[str | None, int] | None:
     return m.group("file"), int(m.group("line"))
 
 
-def _from_call_stack(args: Any) -> tuple[str, int] | None:
+def user_frame(args: Any) -> tuple[str, tuple[str, int, str]] | None:
+    """The innermost frame outside torch and installed packages in an event's ``Call stack``
+    arg (``'a.py(3): f;train.py(10): step;…'``, innermost first): its text and its parts."""
     stack = args.get("Call stack") if isinstance(args, Mapping) else None
     if not isinstance(stack, str) or not stack:
         return None
     for frame in stack.split(";"):
         parsed = parse_frame(frame)
         if parsed is not None and not is_library(parsed[0]):
-            return parsed[0], parsed[1]
+            return frame.strip(), parsed
     return None
+
+
+def _from_call_stack(args: Any) -> tuple[str, int] | None:
+    found = user_frame(args)
+    return None if found is None else (found[1][0], found[1][1])
 
 
 class SourceMap:

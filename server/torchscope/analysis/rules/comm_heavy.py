@@ -5,6 +5,10 @@ above 10 % of a step are worth a look, and what hurts is the part not overlapped
 (exposed communication). Remedies: DDP bucket sizes (``bucket_cap_mb``), gradient
 accumulation with ``no_sync()``, overlapping optimizer work, or finding the straggler rank.
 
+Over one trace, communication and its exposed part are computed per step and reported as
+all-steps totals (shares of all steps' time; µs per step as the total over the steps), with
+the per-step range of the exposed share: never medians of different steps.
+
 The same id is judged twice, with one threshold: ``RULE`` over one trace (its steps' NCCL
 kernels), ``RANK_RULE`` over every rank of a multi-process run (``RankSummary.comm_us``, which
 also counts a CPU backend's collectives such as gloo's). A single-trace report only ever holds
@@ -91,7 +95,9 @@ class CommHeavy(Rule):
             return "no communication (NCCL) kernels in the trace"
         return None
 
-    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+    def _per_step(self, ctx: Context) -> tuple[list[float], list[float]]:
+        """Per step (CPU window), the union of its communication kernels and the part of it
+        not overlapped with compute kernels."""
         kernels = ctx.trace.kernels
         is_comm = list(map(ByName(is_comm_kernel).__getitem__, map(_NAME, kernels)))
         pick = picker(list(compress(range(len(kernels)), is_comm)))  # kernels sorted by start
@@ -123,24 +129,37 @@ class CommHeavy(Rule):
                     overlap += compute_tl.busy(a, b)
             comm.append(c)
             exposed.append(max(0.0, c - overlap))
-        wall = median([s.wall_us for s in measured.steps])
-        c, e = median(comm), median(exposed)
-        if wall <= 0 or c / wall < COMM_HEAVY_SHARE:
+        return comm, exposed
+
+    def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
+        comm, exposed = self._per_step(ctx)
+        walls = [s.wall_us for s in ctx.steps]
+        wall = sum(walls)
+        # all steps' totals, so communication and its exposed part come from the same steps
+        if wall <= 0 or sum(comm) / wall < COMM_HEAVY_SHARE:
             return []
+        n = len(walls)
+        comm_share, exposed_share = sum(comm) / wall, sum(exposed) / wall
+        c, e = sum(comm) / n, sum(exposed) / n  # per step: the all-steps totals over n
+        shares = [x / w for x, w in zip(exposed, walls) if w > 0]
+        low, high = format_share(min(shares)), format_share(max(shares))
+        spread = "" if low == high else f", {low}–{high} per step"
+        steps, time = ("the step", "the step") if n == 1 else ("the steps", "the steps' time")
         return [
             self.finding(
-                f"NCCL communication takes {format_share(c / wall)} of each step "
-                f"({format_duration(c)}), "
-                f"{format_duration(e)} of it ({format_share(e / wall)} of the step) not "
-                "overlapped with "
+                f"NCCL communication takes {format_share(comm_share)} of {time} "
+                f"({format_duration(c)} per step), {format_duration(e)} of it "
+                f"({format_share(exposed_share)} of {steps}{spread}) not overlapped with "
                 "compute: tune DDP bucket_cap_mb, accumulate gradients under no_sync(), or "
                 "look for a slow rank",
                 e,
-                severity="warning" if e / wall >= COMM_WARNING_EXPOSED else "information",
-                comm_share=c / wall,
-                exposed_share=e / wall,
+                severity="warning" if exposed_share >= COMM_WARNING_EXPOSED else "information",
+                comm_share=comm_share,
+                exposed_share=exposed_share,
                 comm_us=c,
                 exposed_us=e,
+                exposed_share_min=min(shares),
+                exposed_share_max=max(shares),
             )
         ]
 

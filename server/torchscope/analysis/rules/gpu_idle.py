@@ -5,7 +5,9 @@ a synchronising call to ``sync``/``pageable-copy``, gaps under profiler overhead
 (``Activity Buffer Request``) to ``profiler-buffer``; what is left is the device waiting for the
 CPU to do something else: Python work, host-side preprocessing, logging. When the largest gap
 opens its step (no device work from the step's start), the finding names the Python functions
-(``python_function`` events, recorded with ``with_stack=True``) that occupied it.
+(``python_function`` events, recorded with ``with_stack=True``) that occupied it; a trace with
+none there (torch 1.8-1.9 ``with_stack`` wrote a ``Call stack`` arg on each op instead) names
+the innermost user frames of the ops that ran in it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
 from ..intervals import Timeline, union_length
 from ..results import Finding
+from ..source import user_frame
 from ..stages import Metrics
 from ._common import distinct_names, gap_lengths
 from .base import Rule
@@ -51,10 +54,41 @@ def opening_functions(ctx: Context, k: int, a: float, b: float) -> list[tuple[st
         if p.end <= a or p.start >= b or (p.start <= step.start and p.end >= step.end):
             continue
         parts.setdefault(p.name, []).append((max(p.start, a), min(p.end, b)))
+    return _ranked(parts)
+
+
+def opening_frames(ctx: Context, a: float, b: float) -> list[tuple[str, float]]:
+    """For a trace without ``python_function`` events in ``[a, b]``: the innermost user frame
+    of the ``Call stack`` of each op that ran there, by its ops' time inside, the most first.
+    Only ops carry these stacks, so Python between ops is not counted."""
+    ops = ctx.trace.ops
+    parts: dict[str, list[tuple[float, float]]] = {}
+    # ops enclosing ``a`` may start long before it: scan every op that starts before ``b``
+    for op in ops[: bisect_left(ctx.starts(ops), b)]:
+        if op.end <= a:
+            continue
+        found = user_frame(op.args)
+        if found is not None:
+            parts.setdefault(found[0], []).append((max(op.start, a), min(op.end, b)))
+    return _ranked(parts)
+
+
+def _ranked(parts: dict[str, list[tuple[float, float]]]) -> list[tuple[str, float]]:
+    """Names by the union of their intervals, the longest first (``OPENING_FUNCTIONS``)."""
     # a recursive frame (``_call_impl``) nests in itself: its time is the union of its calls
     time = {name: union_length(sorted(iv)) for name, iv in parts.items()}
     ranked = sorted(time.items(), key=lambda kv: -kv[1])
     return [(name, us) for name, us in ranked if us > 0][:OPENING_FUNCTIONS]
+
+
+def _opening(ctx: Context, k: int, a: float, b: float) -> tuple[str, list[tuple[str, float]]]:
+    """What the message says about ``[a, b]`` opening step ``k``, and the functions named."""
+    functions = opening_functions(ctx, k, a, b)
+    where = "in Python"
+    if not functions:
+        functions, where = opening_frames(ctx, a, b), "in ops called from"
+    named = ", ".join(f"{n} ({format_duration(us)})" for n, us in functions)
+    return f"; the step opens with it, {where}: {named}", functions
 
 
 def _long_gaps(
@@ -139,10 +173,9 @@ class GpuIdle(Rule):
         what = f" while the CPU runs {under}" if under else " while the CPU records no op"
         details: dict[str, Any] = {}  # only when there is something to name
         if start <= ctx.steps[k].start:  # the step opens with it: name the Python behind it
-            functions = opening_functions(ctx, k, start, start + dur)
+            said, functions = _opening(ctx, k, start, start + dur)
             if functions:
-                named = ", ".join(f"{n} ({format_duration(us)})" for n, us in functions)
-                what += f"; the step opens with it, in Python: {named}"
+                what += said
                 details["functions"] = [n for n, _ in functions]
         return [
             self.finding(

@@ -1,8 +1,9 @@
 """``kernel-variance``: the same kernel takes very different time from step to step.
 
-Per kernel name we sum its device time in each step and compare min and max across steps
-(DESIGN.md §3: min / median / max, never a mean alone). A wide spread points at clock
-throttling, contention with another process, data-dependent work or allocator effects.
+Per kernel name we sum its device time in each step (by the step that launched it) and compare
+min and max across steps (DESIGN.md §3: min / median / max, never a mean alone). A wide spread
+points at clock throttling, contention with another process, data-dependent work or allocator
+effects. A kernel that some step launched more often than another is other work, not variance.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from ..columns import median
 from ..context import Context
 from ..formatting import format_duration
+from ..op_table import kernel_calls, kernel_table
 from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
@@ -44,12 +46,17 @@ class KernelVariance(Rule):
 
     def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         n = len(ctx.steps)
-        per = ctx.kernel_table()
+        per = kernel_table(ctx)
+        calls = kernel_calls(ctx)
         out: list[Finding] = []
         for name, row in per.items():
             lo, hi = min(row), max(row)
             if lo <= 0:
                 continue  # missing from a step: different work (another algorithm), not variance
+            if min(calls[name]) != max(calls[name]):
+                # launched more often in some steps: other work, not the same work slower (the
+                # first step also holds kernels launched before the recording began)
+                continue
             mid = median(row)
             if mid < KERNEL_VARIANCE_MIN_US or (hi - lo) / mid < KERNEL_VARIANCE_SPREAD:
                 continue

@@ -15,6 +15,7 @@ from operator import lt
 
 from ..context import Context
 from ..formatting import format_duration
+from ..launch import launch_steps
 from ..results import Finding
 from ..stages import Metrics
 from ._common import (
@@ -67,12 +68,13 @@ class LaunchDelay(LinkedKernelRule):
         opening.sort()  # kernel order
         rts = ctx.links.kernel_rt
         call_start = ctx.starts(trace.runtime)
+        step_of = launch_steps(ctx, kernels, "kernel")
         delayed: list[tuple[int, float]] = []
         worst = (0.0, -1)
         for i, prev_end in opening:
-            step, r = ctx.step_of_kernel[i], rts[i]
+            step, r = step_of[i], rts[i]
             if step < 0 or r < 0:
-                continue  # outside the steps, or not linked
+                continue  # launched outside the steps, or not linked
             delay = kernel_start[i] - call_start[r]
             if delay <= LAUNCH_DELAY_US:
                 continue
