@@ -154,7 +154,7 @@ static PySequenceMethods args_as_sequence = {.sq_contains = args_contains};
 
 PyTypeObject ArgsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.analysis._native.Args",
+    .tp_name = "torchscope.ingest._native.Args",
     .tp_basicsize = sizeof(Args),
     .tp_dealloc = args_dealloc,
     .tp_repr = args_repr,
