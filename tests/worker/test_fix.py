@@ -141,7 +141,9 @@ def test_sdpa_is_faster_with_the_same_outputs_and_agrees_with_torch_benchmark(
     assert abs(math.log(data["ratio"] / expected)) <= math.log(min(spread, 2.0))
 
 
-def reference_rounds(samples: Path, qualname: str, fix_id: str) -> list[float]:
+def reference_rounds(
+    samples: Path, qualname: str, fix_id: str, device: str = "cpu"
+) -> list[float]:
     """original / rewrite per call of ``qualname`` on its directive's arguments, by
     ``torch.utils.benchmark`` at one thread (as the worker runs here), one ratio per round,
     the two versions alternating so each round's pair saw the same load; sorted."""
@@ -149,7 +151,7 @@ def reference_rounds(samples: Path, qualname: str, fix_id: str) -> list[float]:
     from torch.utils import benchmark
 
     source = samples.read_text()
-    rewrite = fix_by_id(fix_id).rewrite(source, qualname, "cpu")  # type: ignore[union-attr]
+    rewrite = fix_by_id(fix_id).rewrite(source, qualname, device)  # type: ignore[union-attr]
     assert rewrite is not None, fix_id
     rewritten = samples.parent / f"rewritten_{qualname}.py"
     rewritten.write_text(rewrite.source)
@@ -194,6 +196,7 @@ def test_each_fix_runs_matches_and_agrees_with_torch_benchmark(
         ("optimizer_step", "fused-optimizer"),
         ("decay", "foreach"),
         ("running_sum", "out-variant"),
+        ("conv_forward", "channels-last"),  # oneDNN's NHWC convolutions on this CPU
     ]
     trials = _trials(samples, trace_dir, cases)
     clear = 0
