@@ -112,6 +112,25 @@ async def test_try_fix_measures_then_apply_edits_the_function(
     assert said and said[-1].endswith("not offered: it changes the outputs"), said
     assert len(editor.questions) == 1 and editor.edits.empty()
 
+    broken = tmp_path / "broken.py"
+    broken.write_text(text.replace("def train_step(model, x):", "def train_step(model, x)"))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(
+                uri=broken.as_uri(), language_id="python", version=1, text=broken.read_text()
+            )
+        )
+    )
+    at = types.Position(line=line + 1, character=4)
+    none = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=broken.as_uri()),
+            range=types.Range(at, at),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert not none  # a syntax error while typing: no fix, and no error
+
     unknown = await try_fix(client, {"uri": uri, "line": line, "fix": "nope"})
     assert not unknown["ok"] and "'fix' must be a fix id" in unknown["error"]
     not_here = await try_fix(

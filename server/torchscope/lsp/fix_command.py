@@ -37,7 +37,7 @@ from torchscope.lsp.jobs import (
     report_failure,
 )
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.targets import function_at
+from torchscope.targets import TargetError, function_at
 
 APPLY = "Apply"
 DISCARD = "Discard"
@@ -62,7 +62,10 @@ def fix_actions(
         source = ls.workspace.get_text_document(uri).source
     except (OSError, UnicodeDecodeError):
         return []
-    target = function_at(source, to_fs_path(uri) or "", line + 1)
+    try:
+        target = function_at(source, to_fs_path(uri) or "", line + 1)
+    except TargetError:  # a syntax error while typing: no fixes, no error
+        return []
     if target is None:
         return []
     actions, seen = [], set()
