@@ -7,7 +7,8 @@
 // function", answers the input box if one shows, and checks: the Problems panel lists the
 // verdict from source `torchscope`; the hot line shows an inlay hint; hovering it shows
 // `aten::mm`; the **Profile memory** lens on alloc.py puts a memory inlay hint on its allocating
-// line. Screenshots, logs and result.json go to the output folder. Prerequisites come from
+// line; **Try fix** on fixme.py shows the measured line, Apply edits the buffer and undo restores
+// it. Screenshots, logs and result.json go to the output folder. Prerequisites come from
 // scripts/vscode/ensure-code-server.sh (cache folder: $TORCHSCOPE_TEST_CACHE or
 // ~/.cache/torchscope-test). code-server and Chromium are stopped when the test ends, pass or
 // fail. Exit code 0 = pass; the last stdout line is the JSON result.
