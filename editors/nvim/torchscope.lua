@@ -2,6 +2,10 @@
 --   :TorchscopeProfile [CALL]   profile the function under the cursor (torchscope.profile)
 --   :TorchscopeCompare [CALL]   eager vs torch.compile for it (torchscope.compareCompile)
 --   :TorchscopeClear            forget the results of this buffer (torchscope.clear)
+--   :TorchscopeFix [ID]         measure a fix of the function (torchscope.tryFix): without ID,
+--                               pick one of the "Try fix: … (measure)" code actions; a faster
+--                               rewrite with the same outputs asks Apply / Discard, and Apply
+--                               edits the buffer (undo with `u`)
 -- The verdict arrives as a diagnostic on the `def` line, hovers come from vim.lsp.buf.hover(),
 -- code lenses from vim.lsp.codelens (run one with vim.lsp.codelens.run()).
 --
@@ -97,6 +101,77 @@ local function run_command(command, bufnr, line, call, what)
     end, bufnr)
 end
 
+-- Measure one fix (an id) of the function at `line` (0-based); the server asks Apply / Discard
+-- itself (window/showMessageRequest) when the rewrite is faster with the same outputs.
+local function try_fix(bufnr, line, fix)
+  local client = client_for(bufnr)
+  if client == nil then
+    notify("the language server is not attached to this buffer (is it a Python file?)",
+      vim.log.levels.ERROR)
+    return
+  end
+  notify("measuring fix " .. fix .. "…")
+  local argument = { uri = vim.uri_from_bufnr(bufnr), line = line, fix = fix }
+  client.request("workspace/executeCommand", { command = "torchscope.tryFix", arguments = { argument } },
+    function(err, result)
+      if err ~= nil then
+        notify(err.message or vim.inspect(err), vim.log.levels.ERROR)
+      elseif result == nil or result.ok == false then
+        notify(tostring(result and result.error or "failed"), vim.log.levels.ERROR)
+      else
+        local level = result.offered and vim.log.levels.INFO or vim.log.levels.WARN
+        notify(fix .. ": " .. result.fix.message, level)
+      end
+    end, bufnr)
+end
+
+-- :TorchscopeFix without an id: the "Try fix: … (measure)" code actions at the cursor.
+local function pick_fix(bufnr, line)
+  local client = client_for(bufnr)
+  if client == nil then
+    return try_fix(bufnr, line, "")
+  end
+  local params = vim.lsp.util.make_range_params()
+  params.context = { diagnostics = {} }
+  client.request("textDocument/codeAction", params, function(err, actions)
+    local fixes = {}
+    for _, action in ipairs(err == nil and actions or {}) do
+      local command = action.command
+      if type(command) == "table" and command.command == "torchscope.tryFix" then
+        table.insert(fixes, action)
+      end
+    end
+    if #fixes == 0 then
+      notify("no fix applies to the function under the cursor")
+      return
+    end
+    vim.ui.select(fixes, {
+      prompt = "torchscope: measure which fix?",
+      format_item = function(action) return action.title end,
+    }, function(action)
+      if action ~= nil then
+        local arg = action.command.arguments[1]
+        try_fix(bufnr, arg.line, arg.fix)
+      end
+    end)
+  end, bufnr)
+end
+
+-- Apply / Discard after a measured fix: the choice through vim.ui.select (waited for, so an
+-- asynchronous vim.ui.select works too); nothing chosen is no action.
+local function show_message_request(_, params)
+  local titles = {}
+  for _, action in ipairs(params.actions or {}) do
+    table.insert(titles, action.title)
+  end
+  local chosen, answered = nil, false
+  vim.ui.select(titles, { prompt = params.message }, function(item)
+    chosen, answered = item, true
+  end)
+  vim.wait(600000, function() return answered end, 50)
+  return chosen and { title = chosen } or vim.NIL
+end
+
 local function cursor_line()
   return vim.api.nvim_win_get_cursor(0)[1] - 1
 end
@@ -140,6 +215,7 @@ local function start(bufnr)
         ["workspace/inlayHint/refresh"] = function()
           return vim.NIL
         end,
+        ["window/showMessageRequest"] = show_message_request,
       },
     })
     if id == nil then
@@ -180,6 +256,14 @@ function M.setup(opts)
     run_command("torchscope.compareCompile", vim.api.nvim_get_current_buf(), cursor_line(),
       args.args, "comparing with torch.compile")
   end, { nargs = "?", desc = "torchscope: eager vs torch.compile for the function [CALL]" })
+  vim.api.nvim_create_user_command("TorchscopeFix", function(args)
+    local bufnr = vim.api.nvim_get_current_buf()
+    if args.args ~= "" then
+      try_fix(bufnr, cursor_line(), args.args)
+    else
+      pick_fix(bufnr, cursor_line())
+    end
+  end, { nargs = "?", desc = "torchscope: measure a fix of the function [ID], then Apply / Discard" })
   vim.api.nvim_create_user_command("TorchscopeClear", function()
     local client = client_for(vim.api.nvim_get_current_buf())
     if client ~= nil then

@@ -25,6 +25,8 @@ export const ServerCommands = {
   diff: "torchscope.diff",
   /** `{uri, line, nproc, call?, backend?, …}` → `{ok, report (with ranks)?, error?}`: torchrun on this host. */
   profileRanks: "torchscope.profileRanks",
+  /** `{uri, line, fix, call?, …}` → `{ok, fix?, offered?, error?}`: the **Try fix** code action's command (Apply / Discard is a showMessageRequest, the edit a workspace/applyEdit). */
+  tryFix: "torchscope.tryFix",
 } as const;
 
 /** Custom requests. */

@@ -1,7 +1,8 @@
 """``torchscope mcp``: an MCP server on stdio, so a coding agent can profile the function the
 user points at.
 
-Tools: ``profile_function``, ``analyze_trace``, ``compare_compile`` and ``explain_finding``.
+Tools: ``profile_function``, ``analyze_trace``, ``compare_compile``, ``explain_finding`` and
+``try_fix`` (a measured fix, as ``torchscope fix --try ID --json``; it never writes a file).
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
 summary for the model (``report.mcp_summary``). The user's code runs only in the worker, through the
 host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
@@ -27,7 +28,10 @@ from pydantic import Field
 
 from torchscope import __version__
 from torchscope.analysis import TraceError
+from torchscope.analysis.fixes import FIXES, fix_by_id
 from torchscope.host.compare_run import COMPARE
+from torchscope.host.fix_run import FixNotApplicable
+from torchscope.host.fix_run import try_fix as run_try_fix
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import TraceStore
@@ -50,7 +54,9 @@ INSTRUCTIONS = (
     "in a separate worker process (file, qualname, and a call expression when the function "
     "needs arguments and has no `# torchscope:` directive above its def). compare_compile "
     "measures eager against torch.compile; analyze_trace reads a trace recorded elsewhere; "
-    "explain_finding(rule) returns the documentation of a finding or verdict id."
+    "explain_finding(rule) returns the documentation of a finding or verdict id. try_fix "
+    "measures one rewrite (a fix id: sdpa, zero-grad-none, …, named by a finding's fix.rule) "
+    "against the original and checks their outputs; it returns the patch and writes nothing."
 )
 
 
@@ -196,6 +202,35 @@ def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
         return await jobs.run(COMPARE, (file, qualname, call), options, compare_summary)
 
 
+def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
+    @server.tool()
+    async def try_fix(
+        file: File,
+        qualname: Qualname,
+        fix: Annotated[str, Field(description="a fix id: " + ", ".join(f.id for f in FIXES))],
+        call: Call = None,
+    ) -> CallToolResult:
+        """Measure one fix on a function: rewrite a scratch copy, time it against the original
+        interleaved in one worker job, compare their outputs. Returns {id, verdict, ratio
+        (times faster), interval, same_outputs, patch (unified diff), refused, message} (the
+        `torchscope fix --try ID --json` object). Writes no file: apply the patch yourself,
+        and only when refused is null (faster with the same outputs)."""
+        if fix_by_id(fix) is None:
+            return _error(f"no fix {fix!r} — fixes: {', '.join(f.id for f in FIXES)}")
+        try:
+            target = jobs.target(file, qualname)
+        except TargetError as exc:
+            return _error(str(exc))
+        try:
+            trial, _ = await run_try_fix(jobs.profiler, target, call, jobs.options(None, None), fix)
+        except FixNotApplicable as exc:
+            return _error(str(exc))
+        except ProfileFailure as failure:
+            return _failure(target, failure)
+        data = {**trial.to_dict(), "applied": False}
+        return _ok(data, f"{trial.id} on {qualname}: {trial.message}\n\n{trial.patch}")
+
+
 def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
     @server.tool()
     async def analyze_trace(
@@ -231,6 +266,7 @@ def build_server(jobs: Jobs) -> MCPServer:
         "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     _add_job_tools(server, jobs)
+    _add_fix_tool(server, jobs)
     _add_trace_tools(server, jobs)
     return server
 

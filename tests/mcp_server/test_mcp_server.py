@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters  # the dev extra installs the MCP SDK
 from mcp.types import CallToolResult
 
-from tests.conftest import REPO, SHARED_TRACES
+from tests.conftest import FIXTURES, REPO, SHARED_TRACES
 from torchscope.analysis.results import VERDICT_IDS
 
 SMALL = "fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))"
@@ -42,7 +43,7 @@ async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path
     boom.write_text("import torch\n\n\ndef boom():\n    x = torch.ones(2)\n    raise ValueError('no luck')\n")
     async with torchscope_mcp(trace_dir) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"profile_function", "analyze_trace", "compare_compile", "explain_finding"}
+        assert set(tools) == {"profile_function", "analyze_trace", "compare_compile", "explain_finding", "try_fix"}
         schema = tools["profile_function"].input_schema
         assert set(schema["properties"]) >= {"file", "qualname", "call", "steps"}
         assert schema["required"] == ["file", "qualname"]
@@ -114,3 +115,26 @@ async def test_compare_compile(trace_dir: Path) -> None:
             assert f"torch.compile (mode=default): {compare['verdict']['headline']}" in text(result)
         else:  # no C++ compiler for Inductor: the eager profile still comes back
             assert compare["error"]["message"] in text(result)
+
+
+@pytest.mark.slow
+async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_path: Path) -> None:
+    file = Path(shutil.copy(FIXTURES / "fix_samples.py", tmp_path / "fix_samples.py"))
+    before = file.read_text()
+    async with torchscope_mcp(trace_dir) as client:
+        unknown = await client.call_tool("try_fix", {"file": str(file), "qualname": "train_step", "fix": "nope"})
+        assert unknown.is_error and "no fix 'nope'" in text(unknown) and "zero-grad-none" in text(unknown)
+        not_here = await client.call_tool("try_fix", {"file": str(file), "qualname": "no_attention", "fix": "sdpa"})
+        assert not_here.is_error and "does not apply to no_attention" in text(not_here)
+
+        result = await client.call_tool("try_fix", {"file": str(file), "qualname": "train_step", "fix": "zero-grad-none"})
+        assert not result.is_error, text(result)
+        data = result.structured_content
+        assert set(data) == {"id", "verdict", "ratio", "interval", "same_outputs", "patch", "refused", "message", "detail", "applied"}
+        assert data["id"] == "zero-grad-none" and data["same_outputs"] is True and data["applied"] is False
+        assert data["verdict"] == "faster" and data["refused"] is None, data
+        lo, hi = data["interval"]
+        assert 1 < lo <= data["ratio"] <= hi
+        assert "+    model.zero_grad(set_to_none=True)" in data["patch"]
+        assert data["message"] in text(result) and data["patch"].strip() in text(result)
+    assert file.read_text() == before  # never writes the file

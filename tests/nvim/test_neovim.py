@@ -16,10 +16,11 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, FIXTURES, REPO
 from torchscope.analysis.causes import CAUSES
 from torchscope.analysis.results import VERDICT_IDS
 
@@ -47,10 +48,10 @@ def nvim_or_skip() -> str:
     return nvim
 
 
-def test_torchscope_profile_in_neovim(tmp_path: Path) -> None:
+def run_nvim(tmp_path: Path, file: Path, drive: str) -> tuple[dict[str, Any], str]:
+    """``nvim --headless`` on ``file`` running ``drive`` (a Lua file here): what it wrote and
+    nvim's stderr; fails when it wrote nothing."""
     nvim = nvim_or_skip()
-    example = tmp_path / "matmul_add.py"
-    shutil.copy(EXAMPLES / "matmul_add.py", example)
     (tmp_path / "pyproject.toml").write_text("")  # the workspace root the plugin finds
     out = tmp_path / "nvim-result.json"
     env = {
@@ -64,14 +65,21 @@ def test_torchscope_profile_in_neovim(tmp_path: Path) -> None:
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }
-    command = [nvim, "--headless", "-u", str(HERE / "init.lua"), str(example),
-               "-c", f"luafile {HERE / 'drive.lua'}"]
+    command = [nvim, "--headless", "-u", str(HERE / "init.lua"), str(file),
+               "-c", f"luafile {HERE / drive}"]
     run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=360)
     assert out.is_file(), f"nvim wrote nothing (rc {run.returncode}): {run.stderr[-2000:]}"
     result = json.loads(out.read_text())
     assert "error" not in result, result
     assert run.returncode == 0, run.stderr[-2000:]
+    return result, run.stderr
+
+
+def test_torchscope_profile_in_neovim(tmp_path: Path) -> None:
+    example = tmp_path / "matmul_add.py"
+    shutil.copy(EXAMPLES / "matmul_add.py", example)
+    result, _ = run_nvim(tmp_path, example, "drive.lua")
 
     def_line = result["def_line"]
     assert example.read_text().splitlines()[def_line].startswith("def fn(")
@@ -93,3 +101,19 @@ def test_torchscope_profile_in_neovim(tmp_path: Path) -> None:
     [again] = result["after_lens"]
     assert again["lnum"] == def_line and again["code"] in VERDICT_IDS, again
     assert len(list((tmp_path / "traces").glob("*.json.gz"))) == 2, "one trace per profile"
+
+
+def test_torchscope_fix_in_neovim(tmp_path: Path) -> None:
+    """:TorchscopeFix lists the fix from the code actions, measures it, Apply edits the buffer
+    and undo restores it (the file on disk is never written)."""
+    file = Path(shutil.copy(FIXTURES / "fix_samples.py", tmp_path / "fix_samples.py"))
+    result, _ = run_nvim(tmp_path, file, "drive_fix.lua")
+    [pick, question] = result["prompts"]
+    assert "Try fix: zero_grad(set_to_none=True) (measure)" in pick["items"], pick
+    assert question["items"] == ["Apply", "Discard"]
+    assert question["prompt"].startswith("torchscope: train_step: measured ")
+    assert question["prompt"].endswith(", same outputs") and " faster (95 % interval " in question["prompt"]
+    original = result["original"]
+    assert result["applied"] == original.replace("model.zero_grad(set_to_none=False)", "model.zero_grad(set_to_none=True)", 1)
+    assert result["undone"] == original
+    assert file.read_text() == (FIXTURES / "fix_samples.py").read_text()

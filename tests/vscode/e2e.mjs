@@ -7,7 +7,8 @@
 // function", answers the input box if one shows, and checks: the Problems panel lists the
 // verdict from source `torchscope`; the hot line shows an inlay hint; hovering it shows
 // `aten::mm`; the **Profile memory** lens on alloc.py puts a memory inlay hint on its allocating
-// line. Screenshots, logs and result.json go to the output folder. Prerequisites come from
+// line; **Try fix** on fixme.py shows the measured line, Apply edits the buffer and undo restores
+// it. Screenshots, logs and result.json go to the output folder. Prerequisites come from
 // scripts/vscode/ensure-code-server.sh (cache folder: $TORCHSCOPE_TEST_CACHE or
 // ~/.cache/torchscope-test). code-server and Chromium are stopped when the test ends, pass or
 // fail. Exit code 0 = pass; the last stdout line is the JSON result.
@@ -893,6 +894,32 @@ async function main() {
       await page.waitForTimeout(500);
     }
     throw new Error(`no memory inlay hint on '${alloc[allocLine].trim()}'; rendered: '${rendered}'`);
+  });
+
+  // A measured fix: the Try fix code action, the measured line with Apply, undo restores it.
+  const fixme = fs.readFileSync(path.join(WORKSPACE, "fixme.py"), "utf8").split("\n");
+  const fixLine = fixme.findIndex((l) => /set_to_none=False/.test(l));
+  await step("open fixme.py", () => openFileAtLine("fixme.py", fixLine, fixme[fixLine]));
+  result.checks.fix = await step("Try fix, the measured line, Apply, undo", async () => {
+    const offset = logSize();
+    await page.keyboard.press("Control+Period");
+    const action = page.locator(".action-widget .monaco-list-row", { hasText: "Try fix: zero_grad(set_to_none=True) (measure)" }).first();
+    await action.waitFor({ state: "visible", timeout: remaining(30000) });
+    await action.click();
+    const text = await waitForLog(/train_step: fix zero-grad-none: (measured .*)/, 180000, "the measured fix", offset);
+    const measured = /train_step: fix zero-grad-none: (measured .*)/.exec(text)[1];
+    const toast = page.locator(".notification-toast", { hasText: "same outputs" }).first();
+    await toast.waitFor({ state: "visible", timeout: remaining(30000) });
+    await screenshot("try-fix");
+    await toast.getByRole("button", { name: "Apply" }).click();
+    await editorLine("model.zero_grad(set_to_none=True)").waitFor({ timeout: remaining(30000) });
+    if (fs.readFileSync(path.join(WORKSPACE, "fixme.py"), "utf8").includes("set_to_none=True")) {
+      throw new Error("Apply wrote the file: it should edit the buffer");
+    }
+    await editorLine("model.zero_grad(set_to_none=True)").click();
+    await page.keyboard.press("Control+Z");
+    await editorLine("model.zero_grad(set_to_none=False)").waitFor({ timeout: remaining(15000) });
+    return measured;
   });
 
   // Cancel from the progress notification stops the job.

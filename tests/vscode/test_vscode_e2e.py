@@ -203,6 +203,7 @@ def test_profile_this_function_in_vscode() -> None:
     assert " · cause: " in checks["problemsRow"] and cause in CAUSES, checks["problemsRow"]
     # Edited in the editor, then Compare with last commit: the verdict against HEAD.
     assert "faster than HEAD" in checks["diff"], checks["diff"]
+    assert re.fullmatch(r"measured .* faster \(95 % interval .*\), same outputs", checks["fix"]), checks
     # Profile memory: the lens runs the memory pass and the allocating line gets `+N MB · k alloc`.
     assert re.fullmatch(r"\+\d[\d.]* [kMG]?B · \d+ allocs?", checks["memoryHint"]), checks
     if result.get("hotLinesChecked"):

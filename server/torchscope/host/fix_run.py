@@ -5,9 +5,10 @@ The rewrite never touches the user's file: it travels as the ``diff`` job's earl
 (``DiffRequest.before_source``, loaded under a private module name from a folder of the job),
 with ``check_outputs`` set, so the worker first compares both sides' results
 (``worker/outputs.py``). The verdict is ``analysis/multi/diff.py``'s, with the original as
-*before* and the rewrite as *after*. Every face calls ``try_fix`` (the CLI's
-``torchscope fix --try``; an editor's or MCP's try-fix later) and applies
-``FixTrial.offered`` rewrites with ``apply_rewrite``.
+*before* and the rewrite as *after*. Every face calls ``try_fix``: the CLI's
+``torchscope fix --try`` (it writes ``FixTrial.offered`` rewrites with ``apply_rewrite``), the
+LSP's ``torchscope.tryFix`` (Apply is the editor's ``workspace/applyEdit``) and the MCP tool
+``try_fix`` (it writes nothing).
 """
 
 from __future__ import annotations

@@ -268,6 +268,12 @@ class Profiler:
         assert worker.hello is not None
         return worker.hello
 
+    @property
+    def started_hello(self) -> Optional[Hello]:
+        """The running worker's handshake, without starting one (None before it started)."""
+        worker = self._worker
+        return worker.hello if worker is not None and worker.alive else None
+
     async def warm(self, timeout_s: float = WARM_TIMEOUT_S) -> bool:
         """Start the worker and wait until its start-up work (profiler warm-up, calibration)
         is done, so the first job pays none of it; jobs asked for meanwhile wait their turn."""

@@ -1,4 +1,5 @@
-"""Code actions on torchscope's diagnostics: open the trace in Perfetto, re-profile the function.
+"""Code actions on torchscope's diagnostics: open the trace in Perfetto, re-profile the function;
+and on any function a fix applies to, **Try fix: … (measure)** (``fix_command.fix_actions``).
 
 The actions run the client's commands (``torchscope.openTrace {path}``,
 ``torchscope.profileFunction {uri, line}``), the same ones the hover link and the code lenses
@@ -12,6 +13,7 @@ from typing import Any, Optional
 from lsprotocol import types
 
 from torchscope.lsp.constants import SOURCE
+from torchscope.lsp.fix_command import fix_actions
 from torchscope.lsp.presentation import CLIENT_OPEN_TRACE, CLIENT_PROFILE
 from torchscope.lsp.results import Profile
 from torchscope.lsp.server import TorchscopeServer
@@ -68,7 +70,8 @@ def code_actions(ls: TorchscopeServer, params: types.CodeActionParams) -> list[t
                 ),
                 diagnostic,
             )
-    return actions
+    ours = [d for d in params.context.diagnostics if d.source == SOURCE]
+    return actions + fix_actions(ls, uri, params.range.start.line, ours)
 
 
 def register(server: TorchscopeServer) -> None:

@@ -11,6 +11,7 @@ CMD_COMPARE_COMPILE = "torchscope.compareCompile"
 CMD_SWEEP = "torchscope.sweep"
 CMD_DIFF = "torchscope.diff"
 CMD_PROFILE_RANKS = "torchscope.profileRanks"
+CMD_TRY_FIX = "torchscope.tryFix"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"
