@@ -129,6 +129,28 @@ def test_a_finding_that_has_a_fix_says_so_and_others_are_unchanged() -> None:
     assert "fix" not in data[1] and "fix" not in data[2]  # outside f; no fix for the rule
 
 
+def test_a_tried_fix_says_what_it_measured_in_the_json_and_the_diagnostic() -> None:
+    from lsprotocol import types
+
+    from torchscope.analysis.fixes.offers import with_measured
+    from torchscope.lsp.diagnostics import finding_diagnostic
+
+    source = HEAD + "def f(m):\n    m.zero_grad(set_to_none=False)\n"
+    zero = Finding("zero-grad", "info", "zeroing", 10.0, line=9)
+    report = attach_fixes(_report(zero), source, "f", "cpu")
+    where = types.Range(types.Position(8, 0), types.Position(8, 1))
+    untried = finding_diagnostic(report.findings[0], where)
+    assert untried.message == "zeroing · fix: zero_grad(set_to_none=True) (Try fix to measure)"
+    trial = measured_trial("zero-grad-none", _verdict("faster", 0.4, 0.35, 0.5), {"same": True}, "")
+    tried = with_measured(report, "zero-grad-none", trial.measured())
+    assert report.findings[0].fix is not None and report.findings[0].fix.measured is None
+    measured = tried.to_dict()["findings"][0]["fix"]["measured"]
+    assert measured["verdict"] == "faster" and measured["same_outputs"] is True
+    message = finding_diagnostic(tried.findings[0], where).message
+    assert message == f"zeroing · fix zero-grad-none: {trial.message}"
+    assert trial.message.startswith("measured 2.5× faster")
+
+
 def test_offered_lists_each_place() -> None:
     source = HEAD + "def f(m, o):\n    m.zero_grad(set_to_none=False)\n    o.zero_grad(False)\n"
     assert [(f.id, s.line) for f, s in offered(source, "f", "cpu")] == [

@@ -15,6 +15,7 @@ from torchscope.lsp.constants import SOURCE
 from torchscope.lsp.ranks_presentation import headline
 from torchscope.lsp.results import Profile, ProfiledFunction
 from torchscope.report.causes import cause_phrase
+from torchscope.report.fix import fix_phrase
 
 #: Verdicts that say "this is as fast as the hardware allows" are information, not warnings.
 INFORMATIONAL_VERDICTS = ("compute-bound",)
@@ -45,7 +46,7 @@ def finding_diagnostic(
     place a finding becomes a ``Diagnostic``."""
     return types.Diagnostic(
         range=range_,
-        message=finding.message + suffix,
+        message=finding.message + fix_phrase(finding.fix) + suffix,
         severity=SEVERITY.get(finding.severity, types.DiagnosticSeverity.Information),
         source=SOURCE,
         code=finding.rule,

@@ -17,6 +17,7 @@ question runs on its own.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any, Optional
 
 from lsprotocol import types
@@ -24,6 +25,7 @@ from pygls.uris import to_fs_path
 
 from torchscope.analysis.fixes import fix_by_id, offered
 from torchscope.analysis.fixes.base import Rewrite
+from torchscope.analysis.fixes.offers import with_measured
 from torchscope.analysis.fixes.trial import FixTrial
 from torchscope.host.fix_run import FixNotApplicable, device_of, try_fix
 from torchscope.host.profile_run import ProfileFailure
@@ -105,6 +107,7 @@ def _publish(
     trial, rewrite = outcome
     qualname = located.target.qualname
     ls.log(f"{qualname}: fix {trial.id}: {trial.message}")
+    _record(ls, located, trial)
     if trial.offered:
         task = asyncio.ensure_future(_ask(ls, located, trial, rewrite))
         _ASKING.add(task)
@@ -112,6 +115,17 @@ def _publish(
     else:
         ls.show(types.MessageType.Warning, f"torchscope: {qualname}: {trial.message}")
     return {"ok": True, "fix": trial.to_dict(), "offered": trial.offered}
+
+
+def _record(ls: TorchscopeServer, located: Located, trial: FixTrial) -> None:
+    """The function's stored profile gains what the trial measured (its findings' diagnostics
+    say it), when there is one."""
+    result = ls.results.latest(located.args.uri, located.target.qualname)
+    if result is None or result.report is None:
+        return
+    report = with_measured(result.report.report, trial.id, trial.measured())
+    result.report = dataclasses.replace(result.report, report=report)
+    ls.publish(located.args.uri)
 
 
 async def _ask(ls: TorchscopeServer, located: Located, trial: FixTrial, rewrite: Rewrite) -> None:

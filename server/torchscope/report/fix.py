@@ -8,6 +8,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from torchscope.analysis.fixes import Fix, Site
     from torchscope.analysis.fixes.trial import FixTrial
+    from torchscope.analysis.results import FixOffer
+
+
+def fix_phrase(offer: FixOffer | None) -> str:
+    """What a finding's diagnostic adds about its fix: `` · fix: use F.scaled_dot_product_
+    attention (Try fix to measure)`` until it was tried, then `` · fix sdpa: measured 2.3×
+    faster (95 % interval 2.1×–2.5×), same outputs`` (``""`` without a fix)."""
+    if offer is None:
+        return ""
+    if offer.measured is None:
+        return f" · fix: {offer.title} (Try fix to measure)"
+    return f" · fix {offer.rule}: {offer.measured.get('message', '')}"
 
 
 def render_fix_list(qualname: str, offers: list[tuple[Fix, Site]]) -> str:

@@ -1,13 +1,13 @@
 """A finding that has a fix says so: ``Finding.fix`` (``FixOffer``) on the findings a fix
 answers (``Fix.answers``), when its rewrite applies to the profiled function on its device
 and the finding is on one of the function's lines (or on none). One fix per finding: the
-first in ``ORDER``. ``measured`` stays None until a face tries the fix."""
+first in ``ORDER``. ``measured`` stays None until a face tries the fix (``with_measured``)."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Optional
+from typing import Any, Optional
 
 from ..results import FixOffer, Report
 from . import offered
@@ -45,3 +45,15 @@ def attach_fixes(report: Report, source: str, function: str, device: str) -> Rep
         changed.append(finding)
     report.findings = changed
     return report
+
+
+def with_measured(report: Report, fix_id: str, measured: dict[str, Any]) -> Report:
+    """A new ``report`` whose findings answered by ``fix_id`` carry what its trial measured
+    (``FixTrial.measured()``); the report given is left as it was."""
+    findings = [
+        dataclasses.replace(f, fix=dataclasses.replace(f.fix, measured=measured))
+        if f.fix is not None and f.fix.rule == fix_id
+        else f
+        for f in report.findings
+    ]
+    return dataclasses.replace(report, findings=findings)
