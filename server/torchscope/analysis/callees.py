@@ -20,6 +20,7 @@ from .context import Context
 from .source import is_library, parse_frame
 
 if TYPE_CHECKING:
+    from ..ingest.model import Span
     from .lines import LineStats
 
 
@@ -71,17 +72,7 @@ def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[Cal
         parsed = parse_frame(frame.name)
         if parsed is None or is_library(parsed[0]):
             continue
-        # Under a root, and the outermost frame of this function on the way up (recursion
-        # and callbacks count once).
-        up, under_root = parent[i], False
-        while up >= 0:
-            if up in roots:
-                under_root = True
-                break
-            if pys[up].name == frame.name:
-                break
-            up = parent[up]
-        if not under_root:
+        if not _outermost_under_root(i, pys, parent, roots):
             continue
         entry = totals.setdefault(parsed, [0.0, 0.0])
         entry[0] += 1
@@ -100,6 +91,19 @@ def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[Cal
         found.append(CalleeStats(file, line, name, count / n_steps, share * per_call, share))
     found.sort(key=lambda c: -c.cpu_us)
     return found
+
+
+def _outermost_under_root(i: int, pys: list[Span], parent: list[int], roots: set[int]) -> bool:
+    """Frame ``i`` is under a root and the outermost frame of its function on the way up
+    (recursion and callbacks count once)."""
+    up = parent[i]
+    while up >= 0:
+        if up in roots:
+            return True
+        if pys[up].name == pys[i].name:
+            return False
+        up = parent[up]
+    return False
 
 
 def _line_weights(ctx: Context, lines: list[LineStats]) -> Callable[[float, float], float]:
