@@ -55,7 +55,8 @@ async def good_profile_works(client: LanguageClient, path: Path) -> None:
     assert result["ok"], result
     start = def_line(path, "good")
     [verdict] = [d for d in diagnostics if d.range.start.line == start]
-    assert verdict.message == result["report"]["verdict"]["headline"]
+    v = result["report"]["verdict"]
+    assert verdict.message.startswith(f"{v['headline']} · cause: {v['cause']} (")
 
 
 async def start_session(client: LanguageClient, repo: Path, trace_dir: Path) -> None:
