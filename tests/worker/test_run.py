@@ -290,3 +290,60 @@ def test_capture_refuses_what_cannot_be_saved(workspace: Path, trace_dir: Path) 
     assert not (workspace / ".torchscope" / "inputs" / "model").exists() or not any(
         (workspace / ".torchscope" / "inputs" / "model").glob("*.pt")
     )
+
+
+def test_module_entry_nested_decorated_and_installed_targets(tmp_path: Path, trace_dir: Path) -> None:
+    """``-m package.module``; a function under ``functools.wraps``, a function nested in it,
+    and ``nn.Linear.forward`` in the installed torch (patched where it lives)."""
+    import torch.nn.modules.linear as linear
+
+    (tmp_path / "pkg").mkdir()
+    _write(tmp_path / "pkg", "__init__.py", "")
+    _write(
+        tmp_path / "pkg",
+        "model.py",
+        """\
+        import functools
+        import torch
+
+
+        def logged(fn):
+            @functools.wraps(fn)
+            def wrapper(*args, **kwargs):
+                return fn(*args, **kwargs)
+            return wrapper
+
+
+        @logged
+        def step(lin, x):
+            def inner(y):
+                return torch.relu(y) * 2
+            return inner(lin(x)).sum()
+        """,
+    )
+    _write(
+        tmp_path / "pkg",
+        "main.py",
+        """\
+        import torch
+        from pkg.model import step
+
+        lin = torch.nn.Linear(16, 16)
+        for _ in range(4):
+            step(lin, torch.randn(8, 16))
+        """,
+    )
+    run = torchscope(
+        tmp_path, "run", "--target", "pkg/model.py::step",
+        "--target", "pkg/model.py::step.<locals>.inner",
+        "--target", f"{linear.__file__}::Linear.forward", "--calls", "2", "--json",
+        "--trace-dir", str(trace_dir), *FAST, "--", "-m", "pkg.main",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    step, inner, forward = _json_lines(run)
+    assert step["run"]["entry"] == "python -m pkg.main" and step["run"]["exit"] == "stopped"
+    assert step["run"]["callers"] == [{"file": "pkg/main.py", "line": 6, "calls": 2}]
+    assert inner["target"]["qualname"] == "step.<locals>.inner"
+    assert inner["run"]["callers"] == [{"file": "pkg/model.py", "line": 16, "calls": 2}]
+    assert any(line["line"] == 15 for line in inner["lines"])  # the nested def's own line
+    assert forward["run"]["callers"] == [{"file": "pkg/model.py", "line": 16, "calls": 2}]

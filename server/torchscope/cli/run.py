@@ -163,6 +163,8 @@ def _print_run(
 def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
     from statistics import median
 
+    from torchscope.analysis.formatting import format_duration
+
     lines = [f"run: `{outcome.entry}` {outcome.exit}"]
     if outcome.exit_code is not None:
         lines[0] += f" (exit code {outcome.exit_code})"
@@ -172,9 +174,10 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
     lines.append(f"calls seen: {part.calls_seen}, from {callers}")
     if part.cold_us is not None:
         steady = (
-            f", then median {median(part.in_run_us):.1f} µs over {len(part.in_run_us)} calls"
+            f", then median {format_duration(median(part.in_run_us))} over "
+            f"{len(part.in_run_us)} calls"
             if part.in_run_us
             else ""
         )
-        lines.append(f"in the run: first call {part.cold_us:.1f} µs{steady}")
+        lines.append(f"in the run: first call {format_duration(part.cold_us)}{steady}")
     return "\n".join(lines) + "\n"

@@ -214,7 +214,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
 
     def _not_called(self, done: RunOutcome, spec: Target, loaded: bool) -> ProfileFailure:
         """Why a target has no profile: the program never loaded its file, or never called it."""
-        how = {"stopped": "stopped", "finished": "finished", "failed": "failed"}[done.exit]
+        how = done.exit
         code = f" with exit code {done.exit_code}" if done.exit_code is not None else ""
         said = f" ({done.error})" if done.error else ""
         if not loaded:

@@ -7,7 +7,9 @@ at call ``calls`` the arguments are captured when asked, and the profile job's o
 (``ProfileJob.warmup`` and ``run_passes``: timing, profile with line markers, line timing,
 memory) run on that call's arguments — one code path for a call expression, a capture and a
 run. Then the program is stopped (``StopProgram``) once every target is done, unless
-``let_finish`` (or a pytest entry, whose pass/fail is part of the answer).
+``let_finish`` (or a pytest entry, whose pass/fail is part of the answer). A target called
+inside another's timed call (a nested function, a layer of a model) may be profiled there:
+the time of its passes is taken out of the enclosing call's time.
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class RunSession:
             for t in request.targets
         }
         self._profiling = False
+        self._profiling_s = 0.0  # spent in the passes: not part of an enclosing target's call
         self._skipped = _skipped_dirs()
 
     def _progress(self, stage: str, message: str) -> None:
@@ -182,10 +185,10 @@ class RunSession:
 
             sync = torch.cuda.synchronize
         sync()
-        start = time.perf_counter()
+        start, passes = time.perf_counter(), self._profiling_s
         result = fn(*args, **kwargs)
         sync()
-        return result, time.perf_counter() - start
+        return result, time.perf_counter() - start - (self._profiling_s - passes)
 
     def _profile(
         self,
@@ -214,6 +217,7 @@ class RunSession:
         prepared = PreparedCall(fn, args, kwargs, f"{target.qualname}(<the program's arguments>)")
         cold_s = (target.cold_us or 0.0) / 1e6
         self._profiling = True
+        start = time.perf_counter()
         try:
             estimate_s = job.warmup(prepared, min([cold_s, *(u / 1e6 for u in target.in_run_us)]))
             result = job.run_passes(prepared, def_line_of(fn), cold_s, estimate_s)
@@ -223,6 +227,7 @@ class RunSession:
             target.error = dataclasses.asdict(failed.error)
         finally:
             self._profiling = False
+            self._profiling_s += time.perf_counter() - start
             target.last = None
 
 
