@@ -53,9 +53,10 @@ class Entry:
         return shlex.join(words)
 
 
-def parse_entry(words: list[str]) -> Entry:
+def parse_entry(words: list[str], cwd: Optional[Path] = None) -> Entry:
     """``python script.py args…``, ``-m module args…`` or ``pytest args…`` (``python -m
-    pytest`` too); ValueError says what is accepted."""
+    pytest`` too), a script's path relative to ``cwd`` (default: this process's); ValueError
+    says what is accepted."""
     if words and words[0] == "--":
         words = words[1:]
     if words and Path(words[0]).name.startswith("python") and not words[0].endswith(".py"):
@@ -65,7 +66,7 @@ def parse_entry(words: list[str]) -> Entry:
     if words[:1] == ["-m"] and len(words) >= 2:
         return Entry("module", words[1], tuple(words[2:]))
     if words and words[0].endswith(".py"):
-        if not Path(words[0]).is_file():
+        if not (Path(cwd or Path.cwd()) / words[0]).is_file():
             raise ValueError(f"{words[0]}: no such script — check the path")
         return Entry("script", words[0], tuple(words[1:]))
     raise ValueError(
