@@ -1,8 +1,10 @@
 """``torchscope mcp``: an MCP server on stdio, so a coding agent can profile the function the
 user points at.
 
-Tools: ``profile_function``, ``analyze_trace``, ``compare_compile``, ``explain_finding`` and
-``try_fix`` (a measured fix, as ``torchscope fix --try ID --json``; it never writes a file).
+Tools: ``profile_function``, ``profile_in_run`` (``torchscope run``: the function on the
+arguments a real program passes it), ``analyze_trace``, ``compare_compile``,
+``explain_finding`` and ``try_fix`` (a measured fix, as ``torchscope fix --try ID --json``; it
+never writes a file).
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
 summary for the model (``report.mcp_summary``). The user's code runs only in the worker, through the
 host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
@@ -52,7 +54,9 @@ INSTRUCTIONS = (
     "verdict (compute-, overhead-, input-, sync- or copy-bound) with its numbers, findings "
     "sorted by cost, the hot lines and the trace file. profile_function runs the user's code "
     "in a separate worker process (file, qualname, and a call expression when the function "
-    "needs arguments and has no `# torchscope:` directive above its def). compare_compile "
+    "needs arguments and has no `# torchscope:` directive above its def). profile_in_run runs "
+    "a program (a script, a module or a pytest test) and profiles the function on the "
+    "arguments the program really passes it (a model's forward, a loss). compare_compile "
     "measures eager against torch.compile; analyze_trace reads a trace recorded elsewhere; "
     "explain_finding(rule) returns the documentation of a finding or verdict id. try_fix "
     "measures one rewrite (a fix id: sdpa, zero-grad-none, …, named by a finding's fix.rule) "
@@ -231,6 +235,76 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
         return _ok(data, f"{trial.id} on {qualname}: {trial.message}\n\n{trial.patch}")
 
 
+async def _run_program(
+    jobs: Jobs, targets: list[str], entry: list[str], calls: int, capture: bool
+) -> CallToolResult:
+    from torchscope.host.program_run import RunJobKind, parse_entry, run_program
+    from torchscope.targets import parse_spec
+
+    root = jobs.settings.workspace_root
+    try:
+        found = [jobs.target(str(f), q) for f, q in map(parse_spec, targets)]
+        program = parse_entry(entry, root)
+    except (TargetError, ValueError) as exc:
+        return _error(str(exc))
+    if not found:
+        return _error("name at least one target: FILE::QUALNAME")
+    kind = RunJobKind(found, program, calls, capture=capture)
+    try:
+        outcome = await run_program(jobs.profiler, kind, jobs.options(None, None))
+    except ProfileFailure as failure:
+        return _failure(found[0], failure)
+    parts, texts = [], []
+    for part in outcome.targets:
+        if part.outcome is not None:
+            parts.append(outcome.to_json(part))
+            texts.append(profile_summary(part.outcome))
+            texts.append(f"calls seen: {part.calls_seen}, in-run cold {part.cold_us:.0f} µs")
+        else:
+            assert part.failure is not None
+            where = part.failure.where(part.target.file)
+            parts.append(
+                {
+                    "target": {"file": part.target.file, "qualname": part.target.qualname},
+                    "error": {"kind": part.failure.kind, "message": part.failure.message},
+                }
+            )
+            texts.append(f"{part.failure.kind}: {where}: {part.failure.message}")
+    texts.append(
+        f"the program `{program}` {outcome.exit}"
+        + (f" (exit code {outcome.exit_code})" if outcome.exit_code is not None else "")
+        + (f", test {outcome.test}" if outcome.test else "")
+    )
+    return _ok({"targets": parts}, "\n\n".join(texts))
+
+
+def _add_run_tool(server: MCPServer, jobs: Jobs) -> None:
+    @server.tool()
+    async def profile_in_run(
+        targets: Annotated[
+            list[str],
+            Field(description="functions as FILE::QUALNAME, e.g. model.py::Attention.forward"),
+        ],
+        entry: Annotated[
+            list[str],
+            Field(
+                description="the program, as words: ['python', 'train.py', '--steps', '3'], "
+                "['-m', 'pkg.train'] or ['pytest', 'tests/test_x.py::test_y']"
+            ),
+        ],
+        calls: Annotated[
+            int, Field(ge=1, le=100, description="calls to see before profiling (default 5)")
+        ] = 5,
+        capture: Annotated[
+            bool, Field(description="save the call's arguments to .torchscope/inputs/")
+        ] = False,
+    ) -> CallToolResult:
+        """Run a program in a worker and profile each target on the arguments the program
+        really passes it; the program is stopped once every target is profiled (a pytest test
+        runs to its end). One `torchscope run --json` object per target, under `targets`."""
+        return await _run_program(jobs, targets, entry, calls, capture)
+
+
 def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
     @server.tool()
     async def analyze_trace(
@@ -267,6 +341,7 @@ def build_server(jobs: Jobs) -> MCPServer:
     )
     _add_job_tools(server, jobs)
     _add_fix_tool(server, jobs)
+    _add_run_tool(server, jobs)
     _add_trace_tools(server, jobs)
     return server
 

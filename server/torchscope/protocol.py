@@ -229,6 +229,10 @@ class JobRequest(Message):
     call: Optional[str]
     trace_path: str
     options: JobOptions = field(default_factory=JobOptions)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """Where the call's inputs come from: ``source`` ("call-expression" | "directive" |
+    "capture" | "run"), ``path`` (a capture file, which the worker then loads instead of
+    evaluating ``call``) and ``captured_at``; the worker echoes it in ``ProfileResult``."""
 
 
 @dataclass
@@ -292,6 +296,7 @@ class ProfileResult(Message):
     line_us: dict[str, list[float]] = field(default_factory=dict)
     """Per line (its number as text), exclusive CPU µs in each call of the marked copy without
     the profiler (``worker/line_timing.py``); empty when not measured."""
+    inputs: dict[str, Any] = field(default_factory=dict)  # the request's ``inputs``, echoed
 
 
 @dataclass
@@ -387,6 +392,44 @@ class DiffResult(Message):
 
 
 @dataclass
+class RunRequest(JobRequest):
+    """Run a program (``entry_kind`` "script" | "module" | "pytest") in the worker and profile
+    the targets on the arguments it really passes them (``worker/jobs/run.py``).
+
+    ``targets``: one map per target, ``file``, ``qualname``, ``trace_path`` and ``capture_path``
+    (where ``--capture`` writes its arguments; "" for none). ``calls``: calls of a target after
+    which it is profiled; the program is stopped once every target was, unless ``let_finish``.
+    """
+
+    TYPE: ClassVar[str] = "run"
+    entry_kind: str = "script"
+    entry_target: str = ""
+    entry_args: list[str] = field(default_factory=list)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    calls: int = 5
+    let_finish: bool = False
+    capture_limit: int = 1 << 30
+
+
+@dataclass
+class RunResult(Message):
+    """How the program ended and, per target (in ``RunRequest.targets``' order): ``calls_seen``,
+    ``callers`` (``[file, line, calls]``), ``loaded`` (its file was imported), ``cold_us`` and
+    ``in_run_us`` (the program's own calls, unprofiled), ``profile`` (``ProfileResult`` fields)
+    or ``error`` (``JobError`` fields), ``capture`` (``path``, ``written``, ``bytes``,
+    ``message``)."""
+
+    TYPE: ClassVar[str] = "run_result"
+    job_id: int
+    exit: str  # "stopped" | "finished" | "failed"
+    exit_code: Optional[int] = None
+    error: str = ""  # the program's uncaught exception, one line
+    stderr_tail: list[str] = field(default_factory=list)
+    test: Optional[str] = None  # pytest's outcome: "passed" | "failed" | …
+    targets: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Shutdown(Message):
     """Ask the worker to exit cleanly."""
 
@@ -394,7 +437,7 @@ class Shutdown(Message):
 
 
 JOB_KINDS: dict[str, type[JobRequest]] = {
-    cls.TYPE: cls for cls in (ProfileRequest, CompareRequest, DiffRequest)
+    cls.TYPE: cls for cls in (ProfileRequest, CompareRequest, DiffRequest, RunRequest)
 }
 """Job kind → its request type. The worker serves each kind with one module under
 ``worker/jobs/``; a sweep is not a kind (``host/sweep.py`` runs one profile job per size)."""
@@ -415,6 +458,8 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
         CompareResult,
         DiffRequest,
         DiffResult,
+        RunRequest,
+        RunResult,
         Shutdown,
     )
 }

@@ -43,7 +43,14 @@ async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path
     boom.write_text("import torch\n\n\ndef boom():\n    x = torch.ones(2)\n    raise ValueError('no luck')\n")
     async with torchscope_mcp(trace_dir) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-        assert set(tools) == {"profile_function", "analyze_trace", "compare_compile", "explain_finding", "try_fix"}
+        assert set(tools) == {
+            "profile_function",
+            "profile_in_run",
+            "analyze_trace",
+            "compare_compile",
+            "explain_finding",
+            "try_fix",
+        }
         schema = tools["profile_function"].input_schema
         assert set(schema["properties"]) >= {"file", "qualname", "call", "steps"}
         assert schema["required"] == ["file", "qualname"]
@@ -138,3 +145,25 @@ async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_p
         assert "+    model.zero_grad(set_to_none=True)" in data["patch"]
         assert data["message"] in text(result) and data["patch"].strip() in text(result)
     assert file.read_text() == before  # never writes the file
+
+
+async def test_profile_in_run(trace_dir: Path, tmp_path: Path) -> None:
+    """`profile_in_run`: a script's real call, then a clear error for a program that never calls."""
+    (tmp_path / "model.py").write_text("import torch\n\n\ndef scale(x):\n    return (x * 2).sum()\n")
+    (tmp_path / "main.py").write_text(
+        "import sys, torch\nsys.path.insert(0, __file__.rsplit('/', 1)[0])\nimport model\n"
+        "for _ in range(3):\n    model.scale(torch.ones(16))\n"
+    )
+    async with torchscope_mcp(trace_dir) as client:
+        spec = f"{tmp_path / 'model.py'}::scale"
+        args: dict[str, Any] = {"targets": [spec], "entry": ["python", str(tmp_path / "main.py")], "calls": 2}
+        result = await client.call_tool("profile_in_run", args)
+        assert not result.is_error, text(result)
+        [report] = result.structured_content["targets"]
+        assert report["run"]["calls_seen"] == 2 and report["run"]["exit"] == "stopped"
+        assert report["inputs"]["source"] == "run" and report["verdict"]["id"] in VERDICT_IDS
+        assert "the program `python" in text(result) and "stopped" in text(result)
+
+        args["entry"] = ["python", "-c"]
+        bad = await client.call_tool("profile_in_run", args)
+        assert bad.is_error and "give the program" in text(bad)

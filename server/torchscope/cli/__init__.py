@@ -25,7 +25,18 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
 
     from torchscope import __version__
-    from torchscope.cli import analyze, calibrate, check, compare, diff, fix, mcp, profile, serve
+    from torchscope.cli import (
+        analyze,
+        calibrate,
+        check,
+        compare,
+        diff,
+        fix,
+        mcp,
+        profile,
+        run,
+        serve,
+    )
 
     parser = argparse.ArgumentParser(
         prog="torchscope",
@@ -34,19 +45,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"torchscope {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     compare.add_compare_arguments(profile.add_parser(commands))
-    for command in (analyze, diff, fix, check, calibrate, serve, mcp):
+    for command in (run, analyze, diff, fix, check, calibrate, serve, mcp):
         command.add_parser(commands)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from torchscope.cli import analyze, calibrate, check, compare, diff, fix, mcp, profile, serve
+    from torchscope.cli import (
+        analyze,
+        calibrate,
+        check,
+        compare,
+        diff,
+        fix,
+        mcp,
+        profile,
+        run,
+        serve,
+    )
 
     args = build_parser().parse_args(argv)
     if args.command == "profile" and args.sweep:  # one call template at each size
         return compare.run(args)
-    run = {
+    commands = {
         "profile": profile.run,
+        "run": run.run,
         "analyze": analyze.run,
         "diff": diff.run,
         "fix": fix.run,
@@ -54,5 +77,5 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "calibrate": calibrate.run,
         "serve": serve.run,
         "mcp": mcp.run,
-    }[args.command]
-    return run(args)
+    }
+    return commands[args.command](args)

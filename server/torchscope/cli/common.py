@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeAlias
 
     from torchscope.host.diff_run import DiffOutcome
-    from torchscope.host.profile_run import CliReport, ProfileFailure, Profiler
+    from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
     from torchscope.protocol import Output, Progress
     from torchscope.targets import Target
 
@@ -55,6 +55,51 @@ def print_failure(file: str, failure: ProfileFailure) -> int:
     if failure.traceback:
         print(failure.traceback, file=sys.stderr)
     return EXIT_FAILED
+
+
+def render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
+    from torchscope.report import render_report
+
+    target = outcome.target
+    trace_path = outcome.result.trace_path
+    arguments = _ARGUMENTS.get(outcome.inputs()["source"], "()")
+    lines = [
+        f"== {target.qualname} ({target.file}:{target.def_line})",
+        f"   call: {outcome.call or target.qualname + arguments}",
+        *_inputs_line(outcome.inputs()),
+        render_report(outcome.report),
+    ]
+    if outcome.report.lines:
+        lines += ["", listing]
+    elif outcome.result.attribution_note:
+        lines += ["", outcome.result.attribution_note]
+    lines += ["", f"trace: {trace_path}"]
+    if open_hint:
+        lines.append(f"open it in Perfetto: {open_command(trace_path)}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+_ARGUMENTS = {
+    "capture": "(<captured inputs>)",
+    "run": "(<the program's arguments>)",
+    "call-expression": "()",
+    "directive": "()",
+}
+
+
+def _inputs_line(inputs: dict[str, Any]) -> list[str]:
+    """Where a replay's or a run's inputs came from (nothing for a call expression)."""
+    from torchscope.host.captures import age_text
+
+    if inputs.get("source") == "capture":
+        age = age_text(inputs.get("captured_at"))
+        when = f", {age}" if age else ""
+        return [f"   inputs: captured from a real call{when} ({inputs['path']})"]
+    if inputs.get("source") == "run":
+        saved = f", saved to {inputs['path']}" if inputs.get("path") else ""
+        return [f"   inputs: the program's own arguments{saved}"]
+    return []
 
 
 def say(quiet: bool, text: str) -> None:

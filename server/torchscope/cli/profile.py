@@ -21,12 +21,12 @@ from torchscope.cli.common import (
     add_open_arguments,
     job_options,
     make_profiler,
-    open_command,
     open_in_perfetto,
     output_printer,
     print_failure,
     progress_printer,
     read_target,
+    render_text,
     run_kind,
     say,
 )
@@ -34,7 +34,7 @@ from torchscope.cli.common import (
 # The profiling machinery is imported where it runs: building the parser must stay cheap.
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
-    from torchscope.host.profile_run import CliReport, ProfileOutcome
+    from torchscope.host.profile_run import CliReport
     from torchscope.protocol import Hello
     from torchscope.targets import Target
 
@@ -56,27 +56,6 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     return asyncio.run(run_profile_command(args))
-
-
-def render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
-    from torchscope.report import render_report
-
-    target = outcome.target
-    trace_path = outcome.result.trace_path
-    lines = [
-        f"== {target.qualname} ({target.file}:{target.def_line})",
-        f"   call: {outcome.call or target.qualname + '()'}",
-        render_report(outcome.report),
-    ]
-    if outcome.report.lines:
-        lines += ["", listing]
-    elif outcome.result.attribution_note:
-        lines += ["", outcome.result.attribution_note]
-    lines += ["", f"trace: {trace_path}"]
-    if open_hint:
-        lines.append(f"open it in Perfetto: {open_command(trace_path)}")
-    lines.append("")
-    return "\n".join(lines)
 
 
 def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: CliReport) -> Path:

@@ -79,6 +79,7 @@ class ProfileOutcome:
                 "line": self.target.def_line,
             },
             "call": self.call,
+            "inputs": self.inputs(),
         }
         data.update(self.report.to_dict())
         data["trace_path"] = self.result.trace_path
@@ -87,14 +88,39 @@ class ProfileOutcome:
         data["attribution_note"] = self.result.attribution_note
         return data
 
+    def inputs(self) -> dict[str, Any]:
+        """Where the call's inputs came from (``JobRequest.inputs``, echoed by the worker)."""
+        inputs = {"source": "call-expression", "path": None, "captured_at": None}
+        inputs.update(self.result.inputs)
+        return inputs
+
 
 def choose_call(target: Target, call: Optional[str], cuda_available: bool) -> Optional[str]:
     """The explicit call, else the first directive that applies here, else none if not needed."""
+    return choose_inputs(target, call, cuda_available, None, captures=False)[0]
+
+
+def choose_inputs(
+    target: Target,
+    call: Optional[str],
+    cuda_available: bool,
+    workspace_root: Optional[str],
+    captures: bool = True,
+) -> tuple[Optional[str], dict[str, Any]]:
+    """The call and where its inputs come from (``JobRequest.inputs``): the explicit call,
+    else the first directive that applies here, else a capture of a real call
+    (``torchscope run --capture``), else none if the function needs no arguments."""
     if call and call.strip():
-        return call.strip()
+        return call.strip(), {"source": "call-expression"}
     directive = target.directive_for(cuda_available)
     if directive is not None:
-        return directive.call
+        return directive.call, {"source": "directive"}
+    if captures:
+        from torchscope.host.captures import find_capture
+
+        capture = find_capture(workspace_root, target.file, target.qualname)
+        if capture is not None:
+            return None, capture
     if target.needs_call:
         example = (
             f"{target.name}("
@@ -105,10 +131,10 @@ def choose_call(target: Target, call: Optional[str], cuda_available: bool) -> Op
             "call-missing",
             f"{target.qualname} needs arguments: add a comment `# torchscope: {example}` "
             "directly above the def (or pass --call / answer the prompt) with real inputs, "
-            "e.g. torch.randn(64, 64)",
+            "e.g. torch.randn(64, 64), or capture a real call with torchscope run --capture",
             line=target.def_line,
         )
-    return None
+    return None, {"source": "call-expression"}
 
 
 def measurements_of(result: ProfileResult) -> Measurements:
@@ -181,6 +207,8 @@ class HostJob(Generic[ReplyT, OutcomeT]):
     kind: str
     """The request's ``TYPE`` (``protocol.JOB_KINDS``)."""
     reply_type: type[ReplyT]
+    #: The job needs a call expression (or a capture); ``run`` gets its calls from a program.
+    chooses_call = True
     #: Close the worker after the job: the kind leaves the process changed for later jobs.
     fresh_worker_after = False
 
@@ -201,10 +229,16 @@ class HostJob(Generic[ReplyT, OutcomeT]):
 
 
 def job_fields(
-    job_id: int, target: Target, call: Optional[str], options: JobOptions, store: TraceStore
+    job_id: int,
+    target: Target,
+    call: Optional[str],
+    options: JobOptions,
+    store: TraceStore,
+    inputs: Optional[dict[str, Any]] = None,
 ) -> dict[str, Any]:
     """The fields every ``JobRequest`` carries, with a fresh trace path."""
     return {
+        "inputs": dict(inputs or {}),
         "job_id": job_id,
         "file": str(Path(target.file).resolve()),
         "qualname": target.qualname,
@@ -315,8 +349,14 @@ class Profiler:
         async with self._lock:
             self._running = target.qualname
             hello = await self.hello()
-            chosen = choose_call(target, call, hello.cuda_available)
-            fields = job_fields(next(self._job_ids), target, chosen, options, self.trace_store)
+            chosen, inputs = (
+                choose_inputs(target, call, hello.cuda_available, options.workspace_root)
+                if kind.chooses_call
+                else (call, {})
+            )
+            fields = job_fields(
+                next(self._job_ids), target, chosen, options, self.trace_store, inputs
+            )
             request = kind.request(fields, target, self.trace_store)
             worker = await self._ensure_worker()
             try:

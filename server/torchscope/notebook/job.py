@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 from torchscope.protocol import CompareRequest, JobRequest, ProfileRequest, ProfileResult
 from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
-from torchscope.worker.job import ProfileJob, _def_line
+from torchscope.worker.job import ProfileJob, def_line_of
 from torchscope.worker.jobs.compare import CompareJob
 from torchscope.worker.loader import unwrap
 
@@ -76,7 +76,7 @@ class InProcessSetup:
         job._check_device()
         job.module = self.call_target.namespace
         job.target = self.call_target.function
-        return self.prepared, _def_line(self.call_target.function)
+        return self.prepared, def_line_of(self.call_target.function)
 
 
 def _request(

@@ -137,7 +137,7 @@ class ProfileReport:
 
     def text(self) -> str:
         """The CLI's text report (``torchscope profile``), with the in-process note."""
-        from torchscope.cli.profile import render_text
+        from torchscope.cli.common import render_text
         from torchscope.report.lines import source_with_margin
 
         target = self.outcome.target

@@ -22,6 +22,7 @@ from torchscope.worker.call_expression import (
     direct_call,
     prepare_call,
 )
+from torchscope.worker.captures import CaptureError, load_capture
 from torchscope.worker.cuda_memory import memory_recording
 from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
@@ -60,7 +61,7 @@ def _user_traceback(exc: BaseException) -> str:
     return f"Traceback (most recent call last):\n{text}{type(exc).__name__}: {exc}\n"
 
 
-def _def_line(func: Any) -> int:
+def def_line_of(func: Any) -> int:
     try:
         return inspect.getsourcelines(unwrap(func))[1]
     except (OSError, TypeError):
@@ -112,7 +113,12 @@ class ProfileJob:
         if not callable(target):
             raise self._fail("target", f"{request.qualname} is not a function")
         self.target = target
-        def_line = _def_line(target)
+        def_line = def_line_of(target)
+        if request.inputs.get("path"):  # a capture of a real call (``torchscope run --capture``)
+            try:
+                return load_capture(request.inputs["path"], module, target, self.use_cuda), def_line
+            except CaptureError as exc:
+                raise self._fail("capture", str(exc), exc.__cause__) from exc
         if request.call:
             try:
                 return prepare_call(request.call, vars(module)), def_line
@@ -180,16 +186,27 @@ class ProfileJob:
         10× too long has 10× too few calls to hide the clock's cost)."""
         self._stage("cold", f"first {side}call (cold start)")
         cold_s = self._call_once(prepared, "first call")
+        return cold_s, self.warmup(prepared, cold_s, side)
+
+    def warmup(self, prepared: PreparedCall, estimate_s: float, side: str = "") -> float:
+        """The warmup calls; the fastest one's time (``estimate_s`` when there are none)."""
         self._stage("warmup", f"{self.request.options.warmup} {side}warmup calls")
         warm = [
             self._call_once(prepared, "warmup call") for _ in range(self.request.options.warmup)
         ]
-        return cold_s, min(warm, default=cold_s)
+        return min(warm, default=estimate_s)
 
     def run(self) -> ProfileResult:
-        request = self.request
         prepared, def_line = self._setup()
         cold_s, estimate_s = self._cold_and_warm(prepared)
+        return self.run_passes(prepared, def_line, cold_s, estimate_s)
+
+    def run_passes(
+        self, prepared: PreparedCall, def_line: int, cold_s: float, estimate_s: float
+    ) -> ProfileResult:
+        """The timing, profile and line passes on ``prepared`` after its cold call (timed by
+        the caller: here, or in the user's program by ``worker/jobs/run.py``)."""
+        request = self.request
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
         floor = statistics.median(samples.floor_us)
@@ -220,6 +237,7 @@ class ProfileJob:
             page_fault_us=fault_us,
             cuda_memory=cuda_memory,
             line_us=self.line_us,
+            inputs=dict(request.inputs),
         )
 
     def _profile(self, prepared: PreparedCall) -> str:

@@ -33,7 +33,7 @@ from torchscope.worker.call_expression import (
     prepare_call,
 )
 from torchscope.worker.compile_tools import time_interleaved
-from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _def_line
+from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, def_line_of
 from torchscope.worker.jobs import job_kind
 from torchscope.worker.loader import TargetNotFound, resolve_qualname
 
@@ -216,7 +216,7 @@ class DiffJob(ProfileJob):
                 raise self._fail(exc.kind, f"at {label}: {exc}", exc.__cause__) from exc
         else:
             prepared = direct_call(target, request.qualname)
-        return prepared, _def_line(target)
+        return prepared, def_line_of(target)
 
 
 @job_kind(DiffRequest)

@@ -1,0 +1,183 @@
+"""``torchscope run --target FILE::QUALNAME -- ENTRY``: profile functions on the arguments a real
+program passes them (``host/program_run.py``, docs/real-inputs.md).
+
+Per target the ``profile`` report (text, or one ``--json`` object per target with ``run`` and
+``inputs`` added), then how the program ended. Exit codes are ``profile``'s: 0 when every target
+was profiled, 1 when one was not, 2 for a bad command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from torchscope.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_job_options,
+    job_options,
+    make_profiler,
+    output_printer,
+    print_failure,
+    progress_printer,
+    read_target,
+    render_text,
+    say,
+)
+from torchscope.protocol import parse_size
+
+if TYPE_CHECKING:
+    from torchscope.cli.common import Commands
+    from torchscope.host.program_run import RunOutcome, TargetRun
+    from torchscope.targets import Target
+
+DEFAULT_CALLS = 5
+
+
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
+    run = commands.add_parser(
+        "run",
+        help="profile functions on the arguments a real program passes them",
+        description="Run ENTRY (python script.py ARGS…, -m module ARGS… or pytest TEST) in a "
+        "worker; when it calls a --target, time its first call (cold) and the next ones, then "
+        "profile it on the real arguments and stop the program.",
+    )
+    run.add_argument(
+        "--target",
+        action="append",
+        required=True,
+        metavar="FILE::QUALNAME",
+        help="a function to profile, e.g. model.py::Attention.forward (repeatable)",
+    )
+    run.add_argument(
+        "--calls",
+        type=int,
+        default=DEFAULT_CALLS,
+        help=f"calls of a target to see before profiling it (default {DEFAULT_CALLS})",
+    )
+    run.add_argument(
+        "--let-finish",
+        action="store_true",
+        help="keep the program running after the profile (a pytest entry always finishes)",
+    )
+    run.add_argument(
+        "--capture",
+        action="store_true",
+        help="save the profiled call's arguments to .torchscope/inputs/ for `torchscope profile`",
+    )
+    run.add_argument(
+        "--capture-limit",
+        default="1G",
+        metavar="SIZE",
+        help="do not save a capture larger than this (default 1G)",
+    )
+    add_job_options(run)
+    run.add_argument("--python", default=sys.executable, help="interpreter to run the program in")
+    run.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
+    run.add_argument("--json", action="store_true", help="one JSON object per target")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument("entry", nargs=argparse.REMAINDER, help="-- python script.py ARGS…")
+    return run
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    return asyncio.run(run_command(args))
+
+
+def _read_targets(specs: list[str]) -> list[tuple[str, Target]] | None:
+    found = []
+    for spec in specs:
+        target = read_target(spec)
+        if target is None:
+            return None
+        found.append(target)
+    return found
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.program_run import RunJobKind, parse_entry, run_program
+
+    targets = _read_targets(args.target)
+    if targets is None:
+        return EXIT_USAGE
+    try:
+        entry = parse_entry(list(args.entry))
+        text = args.capture_limit.strip()
+        limit = int(text) if text.isdigit() else parse_size(text)  # bytes, or a size: 1G
+    except ValueError as exc:
+        print(f"torchscope: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.calls < 1:
+        print("torchscope: --calls must be 1 or more", file=sys.stderr)
+        return EXIT_USAGE
+    kind = RunJobKind(
+        [t for _, t in targets], entry, args.calls, args.let_finish, args.capture, limit
+    )
+    options = job_options(args, workspace_root=str(Path.cwd()))
+    profiler = make_profiler(args)
+    say(args.quiet, f"running `{entry}` in {args.python}")
+    try:
+        outcome = await run_program(
+            profiler, kind, options, progress_printer(args), output_printer(args)
+        )
+    except ProfileFailure as failure:
+        return print_failure(targets[0][1].file, failure)
+    finally:
+        await profiler.close()
+    sources = {(t.file, t.qualname): source for source, t in targets}
+    return _print_run(args, outcome, sources)
+
+
+def _print_run(
+    args: argparse.Namespace, outcome: RunOutcome, sources: dict[tuple[str, str], str]
+) -> int:
+    status = EXIT_OK
+    for part in outcome.targets:
+        if part.capture and part.capture.get("message"):
+            print(f"torchscope: {part.capture['message']}", file=sys.stderr)
+        if part.outcome is None:
+            assert part.failure is not None
+            status = print_failure(part.target.file, part.failure)
+            continue
+        if args.json:
+            print(json.dumps(outcome.to_json(part), ensure_ascii=False), flush=True)
+            continue
+        from torchscope.report import source_with_margin
+
+        target = part.target
+        source = sources[(target.file, target.qualname)]
+        listing = source_with_margin(
+            source, target.first_line, target.end_line, part.outcome.report
+        )
+        print(render_text(part.outcome, listing) + _run_text(outcome, part), flush=True)
+    return status if status == EXIT_OK else EXIT_FAILED
+
+
+def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
+    from statistics import median
+
+    from torchscope.analysis.formatting import format_duration
+
+    lines = [f"run: `{outcome.entry}` {outcome.exit}"]
+    if outcome.exit_code is not None:
+        lines[0] += f" (exit code {outcome.exit_code})"
+    if outcome.test is not None:
+        lines.append(f"test: {outcome.test}")
+    callers = ", ".join(f"{c['file']}:{c['line']} ({c['calls']})" for c in part.callers)
+    lines.append(f"calls seen: {part.calls_seen}, from {callers}")
+    if part.cold_us is not None:
+        steady = (
+            f", then median {format_duration(median(part.in_run_us))} over "
+            f"{len(part.in_run_us)} calls"
+            if part.in_run_us
+            else ""
+        )
+        lines.append(f"in the run: first call {format_duration(part.cold_us)}{steady}")
+    return "\n".join(lines) + "\n"

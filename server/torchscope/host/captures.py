@@ -1,0 +1,56 @@
+"""Where captured inputs live (``torchscope run --capture``) and how a profile finds them.
+
+A capture of ``FILE::QUALNAME`` is ``.torchscope/inputs/<module path>/<qualname>.pt`` under the
+workspace (the current directory on the CLI): ``<module path>`` is the file's path relative to
+the workspace without ``.py`` (``examples/real_inputs/train``), or, for a file outside it, the
+file's absolute path without its leading ``/``. The worker writes and reads the file
+(``worker/captures.py``); the host only names it, so this module never imports torch.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+INPUTS_DIR = Path(".torchscope") / "inputs"
+
+
+def capture_path(workspace: Optional[str], file: str, qualname: str) -> Path:
+    root = Path(workspace or Path.cwd()).resolve()
+    source = Path(file).resolve()
+    try:
+        module_path = source.relative_to(root).with_suffix("")
+    except ValueError:
+        module_path = Path(*source.with_suffix("").parts[1:])
+    return root / INPUTS_DIR / module_path / f"{qualname}.pt"
+
+
+def _iso(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="seconds")
+
+
+def find_capture(workspace: Optional[str], file: str, qualname: str) -> Optional[dict[str, Any]]:
+    """The ``inputs`` object of a replay (``source: capture``), or None without a capture."""
+    path = capture_path(workspace, file, qualname)
+    try:
+        stamp = path.stat().st_mtime
+    except OSError:
+        return None
+    return {"source": "capture", "path": str(path), "captured_at": _iso(stamp)}
+
+
+def age_text(captured_at: Optional[str], now: Optional[float] = None) -> str:
+    """``5 min ago`` from an ISO time; "" when unknown."""
+    if not captured_at:
+        return ""
+    try:
+        then = datetime.datetime.fromisoformat(captured_at).timestamp()
+    except ValueError:
+        return ""
+    seconds = max(0.0, (time.time() if now is None else now) - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return f"{int(seconds)} s ago"

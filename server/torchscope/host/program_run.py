@@ -1,0 +1,267 @@
+"""The host side of ``torchscope run``: run a program in the worker, profile the targets on the
+arguments it passes them (``worker/jobs/run.py``), and analyse each target's trace as
+``profile`` does.
+
+The program runs under the same isolation as every job (``Profiler.run_job``: the worker's
+marker, guardian, memory limit, timeout, output cap), in a worker that is closed afterwards
+(the program leaves the process changed). Each target's outcome is a ``ProfileOutcome`` plus
+the run's ``run`` and ``inputs`` objects (``RunOutcome.to_json``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from torchscope.analysis import TraceError, analyze_trace
+from torchscope.host.captures import capture_path
+from torchscope.host.profile_run import (
+    CliReport,
+    HostJob,
+    ProfileFailure,
+    ProfileOutcome,
+    Profiler,
+    measurements_of,
+    with_fixes,
+)
+from torchscope.host.trace_store import TraceStore
+from torchscope.protocol import (
+    JobOptions,
+    JobRequest,
+    Output,
+    ProfileResult,
+    Progress,
+    RunRequest,
+    RunResult,
+)
+from torchscope.targets import Target
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The program: ``kind`` "script" | "module" | "pytest", what to run, its arguments."""
+
+    kind: str
+    target: str
+    args: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        head = {"script": ["python", self.target], "module": ["python", "-m", self.target]}
+        words = head.get(self.kind, ["pytest"]) + list(self.args)
+        return shlex.join(words)
+
+
+def parse_entry(words: list[str], cwd: Optional[Path] = None) -> Entry:
+    """``python script.py args…``, ``-m module args…`` or ``pytest args…`` (``python -m
+    pytest`` too), a script's path relative to ``cwd`` (default: this process's); ValueError
+    says what is accepted."""
+    if words and words[0] == "--":
+        words = words[1:]
+    if words and Path(words[0]).name.startswith("python") and not words[0].endswith(".py"):
+        words = words[1:]
+    if words[:2] == ["-m", "pytest"] or words[:1] in (["pytest"], ["py.test"]):
+        return Entry("pytest", "pytest", tuple(words[2:] if words[0] == "-m" else words[1:]))
+    if words[:1] == ["-m"] and len(words) >= 2:
+        return Entry("module", words[1], tuple(words[2:]))
+    if words and words[0].endswith(".py"):
+        if not (Path(cwd or Path.cwd()) / words[0]).is_file():
+            raise ValueError(f"{words[0]}: no such script — check the path")
+        return Entry("script", words[0], tuple(words[1:]))
+    raise ValueError(
+        "give the program after --: python script.py ARGS…, -m module ARGS… or "
+        "pytest tests/test_x.py::test_y"
+    )
+
+
+@dataclass
+class TargetRun:
+    """One target's part of a run: its profile or why there is none, and its calls."""
+
+    target: Target
+    calls_seen: int
+    callers: list[dict[str, Any]]
+    cold_us: Optional[float]
+    in_run_us: list[float]
+    capture: Optional[dict[str, Any]]
+    outcome: Optional[ProfileOutcome] = None
+    failure: Optional[ProfileFailure] = None
+
+
+@dataclass
+class RunOutcome:
+    entry: Entry
+    exit: str
+    exit_code: Optional[int]
+    error: str
+    test: Optional[str]
+    stderr_tail: list[str]
+    targets: list[TargetRun] = field(default_factory=list)
+
+    def run_json(self, part: TargetRun) -> dict[str, Any]:
+        return {
+            "entry": str(self.entry),
+            "exit": self.exit,
+            "exit_code": self.exit_code,
+            "test": self.test,
+            "calls_seen": part.calls_seen,
+            "callers": part.callers,
+            "cold_us": part.cold_us,
+            "in_run_us": part.in_run_us,
+            "capture": part.capture,
+        }
+
+    def to_json(self, part: TargetRun) -> dict[str, Any]:
+        """``profile --json``'s object for ``part`` plus ``run`` (its ``inputs`` say "run")."""
+        assert part.outcome is not None
+        data = part.outcome.to_json()
+        data["run"] = self.run_json(part)
+        return data
+
+
+def _callers(raw: list[Any], cwd: Path) -> list[dict[str, Any]]:
+    found = []
+    for file, line, calls in raw:
+        try:
+            shown = str(Path(file).resolve().relative_to(cwd))
+        except ValueError:
+            shown = str(file)
+        found.append({"file": shown, "line": int(line), "calls": int(calls)})
+    return found
+
+
+class RunJobKind(HostJob[RunResult, RunOutcome]):
+    kind = RunRequest.TYPE
+    reply_type = RunResult
+    fresh_worker_after = True
+    chooses_call = False
+
+    def __init__(
+        self,
+        targets: list[Target],
+        entry: Entry,
+        calls: int,
+        let_finish: bool = False,
+        capture: bool = False,
+        capture_limit: int = 1 << 30,
+    ) -> None:
+        self.targets = targets
+        self.entry = entry
+        self.calls = calls
+        self.let_finish = let_finish
+        self.capture = capture
+        self.capture_limit = capture_limit
+
+    def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
+        workspace = fields["options"].workspace_root
+        targets = [
+            {
+                "file": str(Path(t.file).resolve()),
+                "qualname": t.qualname,
+                "trace_path": fields["trace_path"]
+                if i == 0
+                else str(store.new_path(t.file, t.qualname)),
+                "capture_path": str(capture_path(workspace, t.file, t.qualname))
+                if self.capture
+                else "",
+            }
+            for i, t in enumerate(self.targets)
+        ]
+        return RunRequest(
+            **fields,
+            entry_kind=self.entry.kind,
+            entry_target=self.entry.target,
+            entry_args=list(self.entry.args),
+            targets=targets,
+            calls=self.calls,
+            let_finish=self.let_finish,
+            capture_limit=self.capture_limit,
+        )
+
+    def outcome(
+        self, target: Target, call: Optional[str], reply: RunResult, output: list[str]
+    ) -> RunOutcome:
+        done = RunOutcome(
+            self.entry, reply.exit, reply.exit_code, reply.error, reply.test, reply.stderr_tail
+        )
+        for spec, raw in zip(self.targets, reply.targets):
+            part = TargetRun(
+                spec,
+                int(raw["calls_seen"]),
+                _callers(raw["callers"], Path.cwd()),
+                raw["cold_us"],
+                list(raw["in_run_us"]),
+                raw["capture"],
+            )
+            if raw["profile"] is not None:
+                result = ProfileResult(**raw["profile"])
+                try:
+                    report = analyze_trace(result.trace_path, measurements_of(result))
+                except TraceError as exc:
+                    part.failure = ProfileFailure("analysis", str(exc), spec.def_line)
+                else:
+                    report = with_fixes(report, spec, result)
+                    part.outcome = ProfileOutcome(spec, None, result, report, output)
+            elif raw["error"] is not None:
+                error = raw["error"]
+                part.failure = ProfileFailure(
+                    error["kind"], error["message"], error.get("line"), error.get("traceback", "")
+                )
+            else:
+                part.failure = self._not_called(done, spec, bool(raw["loaded"]))
+            done.targets.append(part)
+        return done
+
+    def _not_called(self, done: RunOutcome, spec: Target, loaded: bool) -> ProfileFailure:
+        """Why a target has no profile: the program never loaded its file, or never called it."""
+        how = done.exit
+        code = f" with exit code {done.exit_code}" if done.exit_code is not None else ""
+        said = f" ({done.error})" if done.error else ""
+        if not loaded:
+            message = (
+                f"the program `{self.entry}` {how}{code}{said} without loading {spec.file}, "
+                f"so {spec.qualname} was never found in its code — is it the file the program "
+                "imports (not a copy elsewhere on sys.path)?"
+            )
+        else:
+            message = f"the program `{self.entry}` {how}{code}{said} before calling {spec.qualname}"
+        tail = [line for line in done.stderr_tail if line.strip()]
+        if tail:
+            message += "; its last stderr lines:\n" + "\n".join(tail)
+        return ProfileFailure("not-called", message, spec.def_line)
+
+    def cli_report(self, outcome: RunOutcome, verbose: bool) -> CliReport:
+        raise NotImplementedError("torchscope run prints its own report (cli/run.py)")
+
+
+async def run_program(
+    profiler: Profiler,
+    kind: RunJobKind,
+    options: JobOptions,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+    on_output: Optional[Callable[[Output], None]] = None,
+) -> RunOutcome:
+    """Run ``kind``'s program; a timeout before the first call says so."""
+    seen: list[str] = []
+
+    def progress(message: Progress) -> None:
+        if message.stage == "called":
+            seen.append(message.message)
+        if on_progress is not None:
+            on_progress(message)
+
+    target = kind.targets[0]
+    try:
+        return await profiler.run_job(kind, target, None, options, progress, on_output)
+    except ProfileFailure as failure:
+        if failure.kind == "timeout" and not seen:
+            names = ", ".join(t.qualname for t in kind.targets)
+            raise ProfileFailure(
+                "timeout",
+                f"the program `{kind.entry}` did not call {names} within {options.timeout_s:g} s "
+                "and was stopped, with every process it started — raise --timeout, or run a "
+                "program that reaches the target sooner",
+                target.def_line,
+            ) from failure
+        raise

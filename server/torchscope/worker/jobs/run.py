@@ -1,0 +1,242 @@
+"""The ``run`` job kind: run the user's program and profile the targets on the arguments it
+really passes them (``torchscope run``, docs/real-inputs.md).
+
+Every call of a target goes through ``RunSession.on_call`` (``worker/run_hooks.py``). The first
+is timed as the cold call, the next ones unprofiled (the program's own calls: ``in_run_us``);
+at call ``calls`` the arguments are captured when asked, and the profile job's own passes
+(``ProfileJob.warmup`` and ``run_passes``: timing, profile with line markers, line timing,
+memory) run on that call's arguments — one code path for a call expression, a capture and a
+run. Then the program is stopped (``StopProgram``) once every target is done, unless
+``let_finish`` (or a pytest entry, whose pass/fail is part of the answer). A target called
+inside another's timed call (a nested function, a layer of a model) may be profiled there:
+the time of its passes is taken out of the enclosing call's time.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from torchscope.protocol import ProfileRequest, Progress, RunRequest, RunResult
+from torchscope.worker.calibrate import job_peaks
+from torchscope.worker.call_expression import PreparedCall
+from torchscope.worker.captures import CaptureInfo, save_capture, save_output
+from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
+from torchscope.worker.jobs import job_kind
+from torchscope.worker.loader import forget_modules_under
+from torchscope.worker.run_entry import StopProgram, run_entry
+from torchscope.worker.run_hooks import Hooks
+
+_OURS = str(Path(__file__).resolve().parents[1])  # worker/: never a caller
+
+
+@dataclass
+class _Target:
+    file: str
+    qualname: str
+    trace_path: str
+    capture_path: str
+    calls: int = 0
+    callers: collections.Counter[tuple[str, int]] = field(default_factory=collections.Counter)
+    cold_us: Optional[float] = None
+    in_run_us: list[float] = field(default_factory=list)
+    last: Optional[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = None
+    profile: Optional[dict[str, Any]] = None
+    error: Optional[dict[str, Any]] = None
+    capture: Optional[CaptureInfo] = None
+
+    @property
+    def done(self) -> bool:
+        return self.profile is not None or self.error is not None
+
+    def to_dict(self, loaded: bool) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "qualname": self.qualname,
+            "calls_seen": self.calls,
+            "callers": [[f, line, n] for (f, line), n in self.callers.most_common()],
+            "loaded": loaded,
+            "cold_us": self.cold_us,
+            "in_run_us": self.in_run_us,
+            "profile": self.profile,
+            "error": self.error,
+            "capture": self.capture.to_dict() if self.capture else None,
+        }
+
+
+def _skipped_dirs() -> tuple[str, ...]:
+    """Frames in these folders are not callers: torch's ``Module.__call__``, our hook."""
+    import torch
+
+    return (str(Path(torch.__file__).resolve().parent) + os.sep, _OURS + os.sep)
+
+
+class RunSession:
+    """One run: the hooks, the program, and each target's calls and profile."""
+
+    def __init__(self, request: RunRequest, send: Callable[[Any], None], cuda: bool) -> None:
+        self.request = request
+        self.send = send
+        self.cuda = cuda and request.options.device != "cpu"
+        self.targets = {
+            (str(Path(t["file"]).resolve()), str(t["qualname"])): _Target(
+                str(Path(t["file"]).resolve()),
+                str(t["qualname"]),
+                str(t["trace_path"]),
+                str(t.get("capture_path") or ""),
+            )
+            for t in request.targets
+        }
+        self._profiling = False
+        self._profiling_s = 0.0  # spent in the passes: not part of an enclosing target's call
+        self._skipped = _skipped_dirs()
+
+    def _progress(self, stage: str, message: str) -> None:
+        self.send(Progress(self.request.job_id, stage, message, 0.0))
+
+    def run(self) -> RunResult:
+        request = self.request
+        if request.options.workspace_root:  # the program imports the workspace fresh
+            forget_modules_under(Path(request.options.workspace_root))
+        names = ", ".join(t.qualname for t in self.targets.values())
+        hooks = Hooks([(t.file, t.qualname) for t in self.targets.values()], self.on_call)
+        self._progress("waiting", f"running the program: waiting for the first call of {names}")
+        try:
+            outcome = run_entry(
+                request.entry_kind, request.entry_target, request.entry_args, hooks.files
+            )
+        finally:
+            hooks.remove()
+        for target in self.targets.values():  # fewer calls than asked: profile the last one
+            if not target.done and target.last is not None:
+                fn, args, kwargs = target.last
+                self._profile(target, fn, args, kwargs)
+        return RunResult(
+            job_id=request.job_id,
+            exit=outcome.exit,
+            exit_code=outcome.code,
+            error=outcome.error,
+            stderr_tail=outcome.stderr_tail,
+            test=outcome.test,
+            targets=[t.to_dict(hooks.loaded(t.file)) for t in self.targets.values()],
+        )
+
+    def _caller(self) -> tuple[str, int]:
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_filename.startswith(self._skipped):
+            frame = frame.f_back
+        return frame.f_code.co_filename, frame.f_lineno
+
+    def on_call(
+        self,
+        file: str,
+        qualname: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> Any:
+        target = self.targets.get((file, qualname))
+        if target is None or self._profiling:
+            return fn(*args, **kwargs)
+        target.calls += 1
+        target.callers[self._caller()] += 1
+        if target.done:  # --let-finish: counted, not timed
+            return fn(*args, **kwargs)
+        if target.calls == 1:
+            where = "{}:{}".format(*target.callers.most_common(1)[0][0])
+            self._progress("called", f"first call of {qualname} (from {where})")
+        last = target.calls >= self.request.calls
+        if last and target.capture_path:
+            target.capture = save_capture(
+                target.capture_path, fn, qualname, args, kwargs, self.request.capture_limit
+            )
+        result, seconds = self._timed(fn, args, kwargs)
+        if target.cold_us is None:
+            target.cold_us = seconds * 1e6
+        else:
+            target.in_run_us.append(seconds * 1e6)
+        target.last = (fn, args, kwargs)
+        if last:
+            if target.capture is not None and target.capture.written:
+                save_output(target.capture_path, result)
+            self._profile(target, fn, args, kwargs)
+            if self._stop_now():
+                raise StopProgram()
+        return result
+
+    def _stop_now(self) -> bool:
+        request = self.request
+        if request.let_finish or request.entry_kind == "pytest":
+            return False
+        return all(t.done for t in self.targets.values())
+
+    def _timed(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, float]:
+        sync: Callable[[], None] = lambda: None  # noqa: E731
+        if self.cuda:
+            import torch
+
+            sync = torch.cuda.synchronize
+        sync()
+        start, passes = time.perf_counter(), self._profiling_s
+        result = fn(*args, **kwargs)
+        sync()
+        return result, time.perf_counter() - start - (self._profiling_s - passes)
+
+    def _profile(
+        self,
+        target: _Target,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
+        """The profile job's passes on this call's arguments (the program waits meanwhile)."""
+        capture = target.capture
+        request = ProfileRequest(
+            job_id=self.request.job_id,
+            file=target.file,
+            qualname=target.qualname,
+            call=None,
+            trace_path=target.trace_path,
+            options=self.request.options,
+            inputs={
+                "source": "run",
+                "path": capture.path if capture is not None and capture.written else None,
+                "captured_at": _now_iso() if capture is not None and capture.written else None,
+            },
+        )
+        job = ProfileJob(request, self.send, self.cuda)
+        job.target, job.module = fn, sys.modules.get(getattr(fn, "__module__", "") or "")
+        prepared = PreparedCall(fn, args, kwargs, f"{target.qualname}(<the program's arguments>)")
+        cold_s = (target.cold_us or 0.0) / 1e6
+        self._profiling = True
+        start = time.perf_counter()
+        try:
+            estimate_s = job.warmup(prepared, min([cold_s, *(u / 1e6 for u in target.in_run_us)]))
+            result = job.run_passes(prepared, def_line_of(fn), cold_s, estimate_s)
+            result.peaks = job_peaks(self.request.job_id, job.use_cuda, job.gemm_dtypes, self.send)
+            target.profile = dataclasses.asdict(result)
+        except JobFailed as failed:
+            target.error = dataclasses.asdict(failed.error)
+        finally:
+            self._profiling = False
+            self._profiling_s += time.perf_counter() - start
+            target.last = None
+
+
+def _now_iso() -> str:
+    import datetime
+
+    return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+@job_kind(RunRequest)
+def run_program(request: RunRequest, send: Callable[[Any], None], cuda: bool) -> RunResult:
+    return RunSession(request, send, cuda).run()
