@@ -1,7 +1,7 @@
-"""The CUDA-only measured fixes on a real GPU: ``pinned-transfer`` rewrites a host → device
-copy, runs with the same outputs, and its measured direction is the one
-``torch.utils.benchmark`` gives the same two functions in the same run (as the CPU fixes in
-``tests/worker/test_fix.py``)."""
+"""The CUDA-only measured fixes on a real GPU: ``pinned-transfer`` (a host → device copy) and
+``sync-in-loop`` (``.item()`` per iteration) run with the same outputs, and their measured
+direction is the one ``torch.utils.benchmark`` gives the same two functions in the same run
+(as the CPU fixes in ``tests/worker/test_fix.py``)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,18 @@ pytestmark = pytest.mark.cuda
 SAMPLES = FIXTURES / "fix_cuda_samples.py"
 
 
-def test_pinned_transfer_matches_and_agrees_with_torch_benchmark(
-    tmp_path: Path, trace_dir: Path
+@pytest.mark.parametrize(
+    ("qualname", "fix_id"), [("upload", "pinned-transfer"), ("item_loop", "sync-in-loop")]
+)
+def test_cuda_fix_matches_and_agrees_with_torch_benchmark(
+    tmp_path: Path, trace_dir: Path, qualname: str, fix_id: str
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     samples = Path(shutil.copy(SAMPLES, work / SAMPLES.name))
-    [trial] = _trials(samples, trace_dir, [("upload", "pinned-transfer")])
-    rounds = reference_rounds(samples, "upload", "pinned-transfer", device="cuda")
-    print(f"pinned-transfer on upload: {trial.message}; benchmark rounds {rounds}")
+    [trial] = _trials(samples, trace_dir, [(qualname, fix_id)])
+    rounds = reference_rounds(samples, qualname, fix_id, device="cuda")
+    print(f"{fix_id} on {qualname}: {trial.message}; benchmark rounds {rounds}")
     assert trial.same_outputs, trial.message
     if rounds[1] > 1:  # faster in all but one round of the benchmark
         assert trial.verdict == "faster", (trial.message, rounds)
