@@ -8,6 +8,7 @@ alters any number, finding or field of a report fails here. To accept an intende
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,22 @@ def test_every_vendored_trace_has_a_snapshot() -> None:
     assert len(TRACE_FILES) == 16
     missing = [n for n in TRACE_FILES if not (SNAPSHOTS / f"{n}.report.json").exists()]
     assert not missing
+
+
+def test_a_gpu_verdict_names_the_cause_that_cost_the_most() -> None:
+    """On every vendored GPU trace the verdict's cause is its id's, and an overhead-bound
+    device names the costliest of what an idle device waits for (issue 30): the DLRM rank 1
+    step is idle while the CPU waits in cudaStreamSynchronize, so its cause is sync."""
+    idle = ("dispatch", "sync", "input")
+    for name in TRACE_FILES:
+        verdict = json.loads((SNAPSHOTS / f"{name}.report.json").read_text())["verdict"]
+        costs = {c["cause"]: c["us_per_call"] for c in verdict["causes"]}
+        if verdict["id"] == "overhead-bound" and costs:
+            assert costs.get(verdict["cause"], 0.0) == max(costs.get(c, 0.0) for c in idle), name
+        if verdict["id"] == "compute-bound":
+            assert verdict["cause"] == "compute", name
+    dlrm = json.loads((SNAPSHOTS / "param_dlrm_ddp_v100_rank1.json.gz.report.json").read_text())
+    assert dlrm["verdict"]["cause"] == "sync"
 
 
 @pytest.mark.parametrize("name", TRACE_FILES)

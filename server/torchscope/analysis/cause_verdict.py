@@ -221,6 +221,21 @@ def cpu_cause_verdict(
     return replace(verdict, headline=verdict.headline + suffix)
 
 
+IDLE_CAUSES = ("dispatch", "sync", "input")
+"""What an idle device waits for: the CPU not launching, the CPU blocked in a synchronising
+call, the DataLoader."""
+
+
+def _gpu_cause(vid: str, costs: dict[str, float]) -> str:
+    """The cause a GPU verdict names: its id's (``GPU_CAUSE_OF``), except that an
+    ``overhead-bound`` device (idle for more than its share, no cause over its own line) names
+    whichever idle cause cost the most — a step whose idle time is the CPU blocked in
+    ``cudaStreamSynchronize`` below the sync-bound line says ``sync``, not ``dispatch``."""
+    if vid != "overhead-bound":
+        return GPU_CAUSE_OF.get(vid, "")
+    return max(IDLE_CAUSES, key=lambda c: (costs.get(c, 0.0), c == "dispatch"))
+
+
 def with_gpu_causes(verdict: Verdict, metrics: list[StepMetrics], peaks: Peaks | None) -> Verdict:
     """A GPU verdict with its causes per step and the cause its id names; ``compute-bound``
     whose dominant op is known to run below ``COMPUTE_FLOOR`` becomes ``low-efficiency``."""
@@ -228,7 +243,7 @@ def with_gpu_causes(verdict: Verdict, metrics: list[StepMetrics], peaks: Peaks |
         return verdict
     costs, wall = gpu_costs(metrics)
     causes: list[Cause] = ranked(costs, wall)
-    out = replace(verdict, cause=GPU_CAUSE_OF.get(verdict.id, ""), causes=causes)
+    out = replace(verdict, cause=_gpu_cause(verdict.id, costs), causes=causes)
     eff = out.efficiency
     if out.id == "compute-bound" and eff is not None and peaks is not None:
         floor = compute_floor("cuda", peaks.source)
