@@ -140,6 +140,11 @@ def _compute_verdict(
     )
 
 
+def _share_of(c: CpuCosts, cause: str) -> str:
+    """``62 %``: a cause's share of the call (``?`` for a call of no time)."""
+    return format_share(min(1.0, c.costs[cause] / c.call_us)) if c.call_us > 0 else "?"
+
+
 def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict | None:
     """``overhead-bound (CPU, small tensors)`` when the costliest copy-like op moves under
     ``CACHE_RESIDENT_BYTES`` per call: its data sits in the caches, so main-memory bandwidth
@@ -151,7 +156,7 @@ def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -
     moved = max(eff.work[i].bytes for i in calls)
     if moved <= 0 or moved >= CACHE_RESIDENT_BYTES:
         return None
-    share = format_share(min(1.0, c.costs["bandwidth"] / c.call_us)) if c.call_us > 0 else "?"
+    share = _share_of(c, "bandwidth")
     return replace(
         base,
         id="overhead-bound",
@@ -172,7 +177,7 @@ def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdic
     found = memory_verdict(ctx, eff, base, eff.peaks)
     if found is not None:
         return found
-    share = format_share(min(1.0, c.costs["bandwidth"] / c.call_us)) if c.call_us > 0 else "?"
+    share = _share_of(c, "bandwidth")
     return replace(
         base,
         id="memory-bound",

@@ -51,31 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from torchscope.cli import (
-        analyze,
-        calibrate,
-        check,
-        compare,
-        diff,
-        fix,
-        mcp,
-        profile,
-        run,
-        serve,
-    )
+    import importlib
 
     args = build_parser().parse_args(argv)
     if args.command == "profile" and args.sweep:  # one call template at each size
+        from torchscope.cli import compare
+
         return compare.run(args)
-    commands = {
-        "profile": profile.run,
-        "run": run.run,
-        "analyze": analyze.run,
-        "diff": diff.run,
-        "fix": fix.run,
-        "check": check.run,
-        "calibrate": calibrate.run,
-        "serve": serve.run,
-        "mcp": mcp.run,
-    }
-    return commands[args.command](args)
+    # Each subcommand is the module of its name (``add_parser`` registered it above).
+    module = importlib.import_module(f"torchscope.cli.{args.command}")
+    code: int = module.run(args)
+    return code
