@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from itertools import compress, repeat
-from operator import itemgetter, le, methodcaller, sub
+from operator import itemgetter, le, sub
 from types import MappingProxyType
 
 from ..ingest import Span
@@ -37,10 +37,6 @@ from .stages import Metrics
 _START = itemgetter(0)
 _END = itemgetter(1)
 _NAME = itemgetter(2)
-_TRACK = itemgetter(3)
-_ARGS = itemgetter(4)
-_INTERVAL = itemgetter(0, 1)
-_GET_BYTES = methodcaller("get", "bytes", 0)
 
 GAPS_PER_STEP = 5
 """Largest idle gaps kept per step for the report."""
