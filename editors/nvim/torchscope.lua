@@ -66,13 +66,21 @@ local function refresh_lenses(bufnr)
   end
 end
 
--- Run one of the server's workspace/executeCommand commands for the function under the cursor
--- (or at `line`, 0-based), and report its outcome.
-local function run_command(command, bufnr, line, call, what)
+-- The torchscope client of the buffer, or nil after saying that none is attached.
+local function attached(bufnr)
   local client = client_for(bufnr)
   if client == nil then
     notify("the language server is not attached to this buffer (is it a Python file?)",
       vim.log.levels.ERROR)
+  end
+  return client
+end
+
+-- Run one of the server's workspace/executeCommand commands for the function under the cursor
+-- (or at `line`, 0-based), and report its outcome.
+local function run_command(command, bufnr, line, call, what)
+  local client = attached(bufnr)
+  if client == nil then
     return
   end
   local argument = { uri = vim.uri_from_bufnr(bufnr), line = line }
@@ -104,10 +112,8 @@ end
 -- Measure one fix (an id) of the function at `line` (0-based); the server asks Apply / Discard
 -- itself (window/showMessageRequest) when the rewrite is faster with the same outputs.
 local function try_fix(bufnr, line, fix)
-  local client = client_for(bufnr)
+  local client = attached(bufnr)
   if client == nil then
-    notify("the language server is not attached to this buffer (is it a Python file?)",
-      vim.log.levels.ERROR)
     return
   end
   notify("measuring fix " .. fix .. "…")
