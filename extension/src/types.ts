@@ -178,6 +178,10 @@ export interface CompareVerdict {
   ratio: number | null;
   band: number;
   noise: number;
+  /** the ratio's 95 % interval over the paired rounds, widened by the noise */
+  ci_low: number;
+  ci_high: number;
+  rounds: number;
 }
 
 /** analysis.multi.comparison.CompareError */

@@ -349,8 +349,6 @@ class CompareResult(Message):
     """Dynamo's own reasons for each graph break (with counts), as it words them."""
     graph_code: dict[str, str] = field(default_factory=dict)
     """FX graph cache key (the hash in ``## Call CompiledFxGraph <key> ##``) → generated code."""
-    paired_ratios: list[float] = field(default_factory=list)
-    """compiled / eager per interleaved timing round (each pair measured back to back)."""
 
 
 @dataclass

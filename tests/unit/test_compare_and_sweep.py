@@ -25,14 +25,18 @@ from torchscope.analysis import (
     load_trace,
 )
 from torchscope.analysis.multi.compare import (
-    NO_DIFFERENCE_BAND,
     added_copies,
     compare_runs,
     decide,
-    measured_noise,
     op_changes,
 )
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta, CopyRow, OpRow
+from torchscope.analysis.multi.interval import (
+    RatioInterval,
+    measured_noise,
+    point_interval,
+    ratio_interval,
+)
 from torchscope.analysis.multi.inventory import Inventory, inventory
 from torchscope.analysis.multi.sweep import (
     Sweep,
@@ -107,7 +111,8 @@ def gpu_compare(kineto: Any, tmp_path: Path) -> Comparison:
     meta = CompileMeta(
         compile_s=12.5,
         graph_code={"fabc123": "/tmp/torchinductor_u/ab/cabc.py"},
-        paired_ratios=[1.9, 2.0, 2.1, 2.0, 2.05, 1.95],
+        eager_us=[600.0] * 6,
+        compiled_us=[1140.0, 1200.0, 1260.0, 1200.0, 1230.0, 1170.0],
     )
     return compare_runs(
         analyze_trace(eager_path, _measured(600.0)),
@@ -198,20 +203,40 @@ def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> N
     ],
 )
 def test_the_verdict_band(eager: float, compiled: float, expected: str) -> None:
-    assert decide(eager, compiled, NO_DIFFERENCE_BAND, [], 3.0).id == expected
+    assert decide(point_interval(compiled / eager), eager, compiled, [], 3.0).id == expected
+
+
+def _point(eager: float, compiled: float) -> RatioInterval:
+    return point_interval(compiled / eager)
 
 
 def test_the_headlines_say_which_to_keep_and_by_how_much() -> None:
     bias = CopyRow("cpu", "aten::copy_", "aten::addmm", 1.0, 16384.0, 2.0)
-    assert decide(9.0, 30.3, 0.05, [bias], 3.0).headline == (
+    assert decide(_point(9.0, 30.3), 9.0, 30.3, [bias], 3.0).headline == (
         "torch.compile: 3.4× slower per call (9.0 µs → 30 µs), adds a 16.0 KiB bias copy; keep eager"
     )
-    assert decide(30.0, 10.0, 0.05, [], 3.0).headline == (
+    assert decide(_point(30.0, 10.0), 30.0, 10.0, [], 3.0).headline == (
         "torch.compile: 3.0× faster per call (30 µs → 10 µs); compile wins (after the 3.00 s compile)"
     )
-    assert "20 % faster" in decide(12.0, 10.0, 0.05, [], 3.0).headline
-    assert "within ±5 %" in decide(100.0, 101.0, 0.05, [], 3.0).headline
-    assert "within the measured noise of ±12 %" in decide(100.0, 110.0, 0.12, [], 3.0).headline
+    assert "20 % faster" in decide(_point(12.0, 10.0), 12.0, 10.0, [], 3.0).headline
+    assert "within ±5 %" in decide(_point(100.0, 101.0), 100.0, 101.0, [], 3.0).headline
+
+
+def test_a_difference_is_called_only_when_its_interval_clears_the_band() -> None:
+    """The paired rounds' interval, not the point ratio, decides (the CI run that called a
+    1024×1024 ``fn`` 6 % slower compiled had rounds that scattered around 1.0–1.1)."""
+    eager = [100.0, 101.0, 99.0, 100.0, 102.0, 98.0, 100.0, 101.0]
+    scattered = [99.0, 112.0, 104.0, 110.0, 103.0, 111.0, 100.0, 109.0]
+    interval = ratio_interval(eager, scattered)
+    assert interval.ratio > 1.05 and interval.rounds == 8
+    verdict = decide(interval, 100.0, 106.0, [], 3.0)
+    assert verdict.id == "no-difference", verdict
+    assert verdict.ci_low < 1.05 < verdict.ci_high and verdict.band == 0.05
+    assert f"{verdict.ci_low:.2f}–{verdict.ci_high:.2f}×" in verdict.headline
+    steady = ratio_interval(eager, [e * 1.1 for e in eager])
+    assert decide(steady, 100.0, 110.0, [], 3.0).id == "keep-eager"
+    faster = ratio_interval(eager, [e * 0.8 for e in eager])
+    assert decide(faster, 100.0, 80.0, [], 3.0).id == "compile-wins"
 
 
 def test_measured_noise_is_the_uncertainty_of_the_median_ratio() -> None:
@@ -270,7 +295,6 @@ def test_compare_messages_survive_the_pipe() -> None:
         compile_error_kind="compile-failed",
         graph_breaks=["print"],
         graph_code={"fabc": "/x.py"},
-        paired_ratios=[1.5],
     )
     decoded = FrameDecoder().feed(encode(request) + encode(result))
     assert decoded == [request, result]

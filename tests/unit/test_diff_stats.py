@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import random
 
-from torchscope.analysis.multi.diff import RatioInterval, decide, line_map, ratio_interval
+from torchscope.analysis.multi.diff import decide, line_map
+from torchscope.analysis.multi.interval import RatioInterval, ratio_interval
 
 
 def _rounds(

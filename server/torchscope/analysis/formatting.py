@@ -50,3 +50,9 @@ def format_bytes(n: float) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GiB"  # pragma: no cover - loop always returns
+
+
+def format_change(ratio: float) -> str:
+    """How much slower (ratio > 1) or faster: ``3.4×`` from 1.5 on, ``12 %`` below."""
+    big = ratio if ratio >= 1 else 1 / ratio
+    return f"{big:.1f}×" if big >= 1.5 else f"{(big - 1) * 100:.0f} %"

@@ -83,7 +83,9 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             recompiles=reply.recompiles,
             graph_breaks=list(reply.graph_breaks),
             graph_code=dict(reply.graph_code),
-            paired_ratios=list(reply.paired_ratios),
+            # the timing's interleaved rounds: call_us of both sides pair by index
+            eager_us=list(eager.call_us),
+            compiled_us=list(compiled.call_us) if compiled else [],
         )
         eager_report, eager_inv = _analyze(eager)  # a TraceError fails the job
         compiled_report: Optional[Report] = None

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchscope.analysis.fixes import Rewrite, fix_by_id
 from torchscope.analysis.fixes.trial import FixTrial, measured_trial, raised_trial, unified_patch
-from torchscope.analysis.multi.diff import decide, ratio_interval
+from torchscope.analysis.multi.diff import decide
+from torchscope.analysis.multi.interval import ratio_interval
 from torchscope.host.diff_run import DiffJobKind, _result
 from torchscope.host.profile_run import HostJob, ProfileFailure
 from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress

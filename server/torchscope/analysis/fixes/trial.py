@@ -12,7 +12,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..multi.diff import CONFIDENCE, DiffVerdict
+from ..multi.diff import DiffVerdict
+from ..multi.interval import CONFIDENCE
 
 RAISES = "raises"
 CHANGES_OUTPUTS = "changes the outputs"

@@ -12,11 +12,10 @@ of ``analysis``.
 from __future__ import annotations
 
 import math
-import statistics
 from typing import Optional
 
 from ..columns import median
-from ..formatting import format_bytes, format_duration, format_share
+from ..formatting import format_bytes, format_change, format_duration, format_share
 from ..results import Report
 from ..rules.compare_rules import CompareContext, run_compare_rules
 from .comparison import (
@@ -32,14 +31,15 @@ from .comparison import (
     OpChanges,
     SideVerdict,
 )
+from .interval import (
+    NO_DIFFERENCE_BAND,
+    RatioInterval,
+    direction,
+    point_interval,
+    ratio_interval,
+    widened,
+)
 from .inventory import Inventory
-
-NO_DIFFERENCE_BAND = 0.05
-"""Compiled within ±5 % of eager per call is *no difference*: two back-to-back unprofiled
-medians of the same function on a shared 2-core machine differ by up to ~3 %, and the guide's
-``fn`` at 1024×1024 measured within 1 % (the GEMM is the same either way). When the paired
-rounds of one comparison scatter more than that, the band widens to their measured noise
-(see :func:`measured_noise`): a difference inside the noise is not a difference."""
 
 TRIVIAL_OPS = frozenset(
     {
@@ -64,32 +64,6 @@ TRIVIAL_OPS = frozenset(
     }
 )
 """Metadata-only ops (no bytes move): listed in ``ops`` but left out of the change summary."""
-
-
-def measured_noise(paired_ratios: list[float]) -> float:
-    """How far the median compiled/eager ratio could be off, relative to it (0 with fewer than
-    4 rounds). The larger of two estimates:
-
-    - the ~95 % half-width of its confidence interval, 2 × 1.25 σ / √n, with σ estimated from
-      the per-round ratios' interquartile range (σ ≈ IQR / 1.35), so a few disturbed rounds do
-      not inflate it;
-    - how much the first and the second half of the rounds disagree: load on a shared machine
-      comes in bursts longer than a round, which the first estimate, assuming independent
-      rounds, misses.
-    """
-    ratios = [r for r in paired_ratios if r > 0 and math.isfinite(r)]
-    if len(ratios) < 4:
-        return 0.0
-    ordered = sorted(ratios)
-    q1, _, q3 = statistics.quantiles(ordered, n=4)
-    mid = statistics.median(ordered)
-    if mid <= 0:
-        return 0.0
-    sigma = (q3 - q1) / 1.349
-    spread = 2 * 1.2533 * sigma / math.sqrt(len(ratios)) / mid
-    half = len(ratios) // 2
-    halves = abs(statistics.median(ratios[:half]) - statistics.median(ratios[half:])) / mid
-    return max(spread, halves)
 
 
 def _side(report: Report, inv: Inventory, compiled: Optional[CompiledInfo] = None) -> CompareSide:
@@ -163,44 +137,50 @@ def _copy_phrase(copies: list[CopyRow]) -> str:
     return f"{count:g} copies ({format_bytes(total)})"
 
 
-def _factor(ratio: float) -> str:
-    """How much slower (ratio > 1) or faster: ``3.4×`` from 1.5 on, percent below."""
-    big = ratio if ratio >= 1 else 1 / ratio
-    return f"{big:.1f}×" if big >= 1.5 else f"{(big - 1) * 100:.0f} %"
-
-
-def _band_phrase(band: float) -> str:
-    if band <= NO_DIFFERENCE_BAND + 1e-12:
-        return f"within ±{format_share(band)}"
-    return f"within the measured noise of ±{format_share(band)}"
-
-
 def decide(
-    eager_us: float, compiled_us: float, band: float, copies: list[CopyRow], compile_s: float
+    interval: RatioInterval,
+    eager_us: float,
+    compiled_us: float,
+    copies: list[CopyRow],
+    compile_s: float,
 ) -> CompareVerdict:
-    """``keep-eager`` / ``compile-wins`` / ``no-difference`` with its headline."""
-    ratio = compiled_us / eager_us if eager_us > 0 else math.inf
+    """``keep-eager`` / ``compile-wins`` / ``no-difference`` with its headline: compiled is
+    slower or faster only when all of its widened interval (compiled / eager over the paired
+    rounds, :mod:`.interval`) clears the ±5 % band."""
+    ratio, low, high = widened(interval)
     times = f"{format_duration(eager_us)} → {format_duration(compiled_us)}"
     copy = _copy_phrase(copies)
     adds = f", adds {copy}" if copy else ""
     compile_cost = f"the {format_duration(compile_s * 1e6)} compile" if compile_s else "compiling"
-    within_band = 0 < ratio < math.inf and abs(math.log(ratio)) <= math.log1p(band)
-    if within_band:
+    side = direction(low, high) if 0 < ratio < math.inf else (1 if ratio > 1 else -1)
+    if side == 0:
         vid = "no-difference"
+        spread = f"{low:.2f}–{high:.2f}×, " if high > low else ""
         headline = (
-            f"torch.compile: no difference per call ({times}, {_band_phrase(band)})"
-            f"{adds}; keep eager — {compile_cost} buys nothing"
+            f"torch.compile: no difference per call ({times}; {spread}within "
+            f"±{format_share(NO_DIFFERENCE_BAND)}){adds}; keep eager — {compile_cost} buys nothing"
         )
-    elif ratio > 1:
+    elif side > 0:
         vid = "keep-eager"
-        headline = f"torch.compile: {_factor(ratio)} slower per call ({times}){adds}; keep eager"
+        headline = (
+            f"torch.compile: {format_change(ratio)} slower per call ({times}){adds}; keep eager"
+        )
     else:
         vid = "compile-wins"
         headline = (
-            f"torch.compile: {_factor(ratio)} faster per call ({times}){adds}; compile wins "
+            f"torch.compile: {format_change(ratio)} faster per call ({times}){adds}; compile wins "
             f"(after {compile_cost})"
         )
-    return CompareVerdict(vid, headline, ratio, band)
+    return CompareVerdict(
+        vid, headline, ratio, NO_DIFFERENCE_BAND, interval.noise, low, high, interval.rounds
+    )
+
+
+def _interval(meta: CompileMeta, eager_us: float, compiled_us: float) -> RatioInterval:
+    """Compiled / eager over the timing's paired rounds; the medians' ratio without them."""
+    if any(a > 0 and b > 0 for a, b in zip(meta.eager_us, meta.compiled_us)):
+        return ratio_interval(meta.eager_us, meta.compiled_us)
+    return point_interval(compiled_us / eager_us if eager_us > 0 else math.inf)
 
 
 def _compiled_info(meta: CompileMeta, inv: Inventory) -> CompiledInfo:
@@ -235,15 +215,13 @@ def compare_runs(
         return Comparison(meta.mode, eager, error=error, graph_breaks=breaks)
     compiled = _side(compiled_report, compiled_inv, _compiled_info(meta, compiled_inv))
     copies = added_copies(eager_inv, compiled_inv)
-    noise = measured_noise(meta.paired_ratios)
     verdict = decide(
+        _interval(meta, eager.median_us or 0.0, compiled.median_us or 0.0),
         eager.median_us or 0.0,
         compiled.median_us or 0.0,
-        max(NO_DIFFERENCE_BAND, noise),
         copies,
         meta.compile_s or 0.0,
     )
-    verdict = CompareVerdict(verdict.id, verdict.headline, verdict.ratio, verdict.band, noise)
     cctx = CompareContext(eager, compiled, compiled_report, copies, meta, verdict, file, line)
     findings, skipped = run_compare_rules(cctx)
     return Comparison(

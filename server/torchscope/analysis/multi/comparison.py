@@ -59,7 +59,10 @@ class CompileMeta:
     recompiles: int = 0
     graph_breaks: list[str] = field(default_factory=list)
     graph_code: dict[str, str] = field(default_factory=dict)
-    paired_ratios: list[float] = field(default_factory=list)
+    eager_us: list[float] = field(default_factory=list)
+    """Per-call µs of eager in the timing's interleaved rounds (round i of both sides ran back
+    to back: they pair by index)."""
+    compiled_us: list[float] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -146,10 +149,16 @@ class CompareVerdict:
     id: str
     headline: str
     ratio: float
-    """Compiled / eager time per call (unprofiled)."""
+    """Compiled / eager time per call (unprofiled), the ratio of the rounds' medians."""
     band: float
-    """The no-difference band used: ±5 % or the measured noise, whichever is larger."""
+    """The no-difference band, ±5 % (``interval.NO_DIFFERENCE_BAND``)."""
     noise: float = 0.0
+    """The rounds' measured noise, relative to the ratio (it widens the interval)."""
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    """The ratio's 95 % interval over the paired rounds, widened by the noise: a difference is
+    called only when all of it clears the band."""
+    rounds: int = 0
 
 
 @dataclass(frozen=True)

@@ -4,99 +4,41 @@ Inputs are what one worker job measured: the per-call times of the earlier and t
 version in *interleaved* rounds (round ``i`` of each side ran back to back), the two analysed
 reports, an :class:`~.compare.Inventory` of each trace, and the two sources. Pure Python.
 
-Statistics (README "Before and after"): the ratio is median(after) / median(before) over the
-rounds; its 95 % interval is a paired bootstrap — rounds are resampled with replacement as
-pairs (a load spike hits both sides of a round), and the ratio of medians recomputed each
-time. The measured noise of the per-round ratios (``compare.measured_noise``: how far the
-median ratio could be off, *relative to it*; bursts of load longer than a round are not
-independent, which the bootstrap assumes) widens that interval around the ratio to at least
-ratio ÷ (1 + noise) … ratio × (1 + noise). The noise is capped at ``MAX_NOISE_BAND``: one long
-burst on a shared machine can make the two halves of the rounds disagree by more than 100 %,
-and a 2× change must still be reported as one. The verdict follows the widened interval:
-``faster`` when all of it is below 1 / (1 + 5 %), ``slower`` when all of it is above 1 + 5 %,
-else ``no-difference`` (it reaches into the band). The noise is an uncertainty of the ratio,
-so it widens the interval, not the band around 1.0: widening both counted it twice, and a
-4.3× speed-up whose interval was 1.4–4.9× came out as "no difference".
+Statistics (README "Before and after"; the one home is :mod:`.interval`): the ratio is
+median(after) / median(before) over the rounds with its paired-bootstrap 95 % interval,
+widened by the rounds' measured noise; ``faster`` when all of it is below 1 / (1 + 5 %),
+``slower`` when all of it is above 1 + 5 %, else ``no-difference`` (it reaches into the band).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-import random
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from ..formatting import format_duration, format_share
+from ..formatting import format_change, format_duration, format_share
 from ..results import Report, _clean
-from .compare import NO_DIFFERENCE_BAND, TRIVIAL_OPS, measured_noise
+from .compare import TRIVIAL_OPS
 from .comparison import SideVerdict
+from .interval import (
+    CONFIDENCE,
+    NO_DIFFERENCE_BAND,
+    RatioInterval,
+    direction,
+    ratio_interval,
+    widened,
+)
 from .inventory import Inventory
 
 VERDICTS = ("faster", "slower", "no-difference")
-
-#: The most the measured noise may widen the interval by, relative to the ratio (a ratio
-#: beyond 1.5 × 1.05 or below 1 / (1.5 × 1.05) whose bootstrap interval clears the band is
-#: always a verdict).
-MAX_NOISE_BAND = 0.5
-
-CONFIDENCE = 0.95
-BOOTSTRAP_RESAMPLES = 1000
-"""Resamples of the paired rounds: the interval's ends move by well under 1 % between seeds."""
-
-SEED = 20260529
-"""A fixed seed: the same rounds always give the same interval."""
 
 CHANGED_SHARE = 0.10
 """An op present on both sides counts as *changed* when its calls differ, or its self time per
 call by more than this share (profiled times wobble by a few percent)."""
 
 LINES_SHOWN = 10
-
-
-@dataclass(frozen=True)
-class RatioInterval:
-    """after / before per call, with its bootstrap interval and the rounds behind it."""
-
-    ratio: float
-    low: float
-    high: float
-    rounds: int
-    noise: float
-
-
-def ratio_interval(before_us: list[float], after_us: list[float]) -> RatioInterval:
-    """The ratio of medians of paired rounds and its ``CONFIDENCE`` bootstrap interval."""
-    pairs = [(b, a) for b, a in zip(before_us, after_us) if b > 0 and a > 0]
-    if not pairs:
-        raise ValueError("no timed rounds on both sides")
-    before = [b for b, _ in pairs]
-    after = [a for _, a in pairs]
-    ratio = statistics.median(after) / statistics.median(before)
-    noise = measured_noise([a / b for b, a in pairs])
-    n = len(pairs)
-    if n < 3:
-        return RatioInterval(ratio, ratio, ratio, n, noise)
-    rng = random.Random(SEED)
-    ratios = []
-    for _ in range(BOOTSTRAP_RESAMPLES):
-        picks = [rng.randrange(n) for _ in range(n)]
-        ratios.append(
-            statistics.median([after[i] for i in picks])
-            / statistics.median([before[i] for i in picks])
-        )
-    ratios.sort()
-    tail = (1 - CONFIDENCE) / 2
-    low = ratios[int(tail * (BOOTSTRAP_RESAMPLES - 1))]
-    high = ratios[math.ceil((1 - tail) * (BOOTSTRAP_RESAMPLES - 1))]
-    return RatioInterval(ratio, min(low, ratio), max(high, ratio), n, noise)
-
-
-def _change(ratio: float) -> str:
-    """``3.2×`` from 1.5 on, ``12 %`` below (how much faster or slower)."""
-    big = ratio if ratio >= 1 else 1 / ratio
-    return f"{big:.1f}×" if big >= 1.5 else f"{(big - 1) * 100:.0f} %"
 
 
 @dataclass(frozen=True)
@@ -114,26 +56,15 @@ class DiffVerdict:
     confidence: float = CONFIDENCE
 
 
-def widened(interval: RatioInterval) -> tuple[float, float, float]:
-    """``(ratio, low, high)``: the bootstrap interval, widened to the ratio ± its measured noise
-    (relative, capped at ``MAX_NOISE_BAND``) where that is wider."""
-    noise = min(interval.noise, MAX_NOISE_BAND)
-    ratio = interval.ratio
-    return ratio, min(interval.low, ratio / (1 + noise)), max(interval.high, ratio * (1 + noise))
-
-
 def decide(interval: RatioInterval, label: str, before_us: float, after_us: float) -> DiffVerdict:
     """``faster`` / ``slower`` / ``no-difference`` with its headline; see the module docstring."""
     band = NO_DIFFERENCE_BAND
     ratio, low, high = widened(interval)
     times = f"{format_duration(before_us)} → {format_duration(after_us)} per call"
     plus_minus = (high - low) / 2 * 100
-    if high < 1 / (1 + band):
-        vid, word = "faster", "faster"
-    elif low > 1 + band:
-        vid, word = "slower", "slower"
-    else:
-        vid, word = "no-difference", ""
+    vid, word = {-1: ("faster", "faster"), 1: ("slower", "slower"), 0: ("no-difference", "")}[
+        direction(low, high, band)
+    ]
     if vid == "no-difference":
         headline = (
             f"no difference from {label} ({times}; ratio {ratio:.2f}, {CONFIDENCE:.0%} interval "
@@ -142,11 +73,11 @@ def decide(interval: RatioInterval, label: str, before_us: float, after_us: floa
     elif abs(math.log(ratio)) >= math.log(1.5):
         near, far = (high, low) if vid == "faster" else (low, high)
         headline = (
-            f"{_change(ratio)} {word} than {label} ({times}; {CONFIDENCE:.0%} interval "
-            f"{_change(near)}–{_change(far)})"
+            f"{format_change(ratio)} {word} than {label} ({times}; {CONFIDENCE:.0%} interval "
+            f"{format_change(near)}–{format_change(far)})"
         )
     else:
-        headline = f"{_change(ratio)} {word} than {label} (±{plus_minus:.0f} %; {times})"
+        headline = f"{format_change(ratio)} {word} than {label} (±{plus_minus:.0f} %; {times})"
     return DiffVerdict(vid, headline, ratio, low, high, band, interval.noise, interval.rounds)
 
 

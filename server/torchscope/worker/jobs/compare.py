@@ -85,9 +85,7 @@ class CompareJob(ProfileJob):
         eager_us, compiled_us, floor_us = self._time_both(
             prepared, compiled, estimate_s, compiled_estimate_s, result
         )
-        if compiled_us:
-            result.paired_ratios = [c / e for e, c in zip(eager_us, compiled_us) if e > 0]
-        else:
+        if not compiled_us:
             compiled = None
 
         self._stage("profile", f"profiling {options.steps} eager calls with line markers")
