@@ -292,6 +292,30 @@ def test_capture_refuses_what_cannot_be_saved(workspace: Path, trace_dir: Path) 
     )
 
 
+def test_a_capture_replays_under_diff_on_both_sides(workspace: Path, trace_dir: Path) -> None:
+    """``diff`` with no call expression replays the capture on the file as committed and as
+    edited: the same real arguments on both sides (the earlier side once had none)."""
+    _write(workspace, "main.py", "import torch\nimport model\nmodel.scale(torch.randn(256, 256), 2.0)\n")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=workspace, check=True)
+    subprocess.run([*git, "add", "model.py"], cwd=workspace, check=True)
+    subprocess.run([*git, "commit", "-qm", "scale"], cwd=workspace, check=True)
+    run = torchscope(
+        workspace, "run", "--target", "model.py::scale", "--capture", "--calls", "1", "-q",
+        "--trace-dir", str(trace_dir), *FAST, "--", "python", "main.py",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    edited = (workspace / "model.py").read_text().replace("y = x * factor", "y = (x * factor) @ x")
+    (workspace / "model.py").write_text(edited)
+    diff = torchscope(
+        workspace, "diff", "model.py::scale", "--json", "--trace-dir", str(trace_dir), *FAST
+    )
+    assert diff.returncode == 0, diff.stderr
+    [data] = _json_lines(diff)
+    assert data["diff"]["verdict"]["id"] == "slower", data["diff"]["verdict"]  # a 256³ matmul more
+    assert "aten::mm" in {op["name"] for op in data["diff"]["ops_changed"]}
+
+
 def test_module_entry_nested_decorated_and_installed_targets(tmp_path: Path, trace_dir: Path) -> None:
     """``-m package.module``; a function under ``functools.wraps``, a function nested in it,
     and ``nn.Linear.forward`` in the installed torch (patched where it lives)."""

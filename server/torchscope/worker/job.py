@@ -113,25 +113,31 @@ class ProfileJob:
         if not callable(target):
             raise self._fail("target", f"{request.qualname} is not a function")
         self.target = target
-        def_line = def_line_of(target)
+        return self._arguments(module, target), def_line_of(target)
+
+    def _arguments(self, module: Any, target: Any, at: str = "") -> PreparedCall:
+        """The call of ``target`` in ``module`` on the request's inputs: a capture of a real
+        call, else the call expression, else no arguments. ``at`` (``"at HEAD: "``) starts the
+        message of a failure on another version of the file (the ``diff`` job's earlier side)."""
+        request = self.request
         if request.inputs.get("path"):  # a capture of a real call (``torchscope run --capture``)
             try:
-                return load_capture(request.inputs["path"], module, target, self.use_cuda), def_line
+                return load_capture(request.inputs["path"], module, target, self.use_cuda)
             except CaptureError as exc:
-                raise self._fail("capture", str(exc), exc.__cause__) from exc
+                raise self._fail("capture", f"{at}{exc}", exc.__cause__) from exc
         if request.call:
             try:
-                return prepare_call(request.call, vars(module)), def_line
+                return prepare_call(request.call, vars(module))
             except CallExpressionError as exc:
-                raise self._fail(exc.kind, str(exc), exc.__cause__) from exc
+                raise self._fail(exc.kind, f"{at}{exc}", exc.__cause__) from exc
         if _needs_arguments(target):
             raise self._fail(
                 "call-missing",
-                f"{request.qualname} needs arguments: give a call expression, e.g. a comment "
+                f"{at}{request.qualname} needs arguments: give a call expression, e.g. a comment "
                 f"`# torchscope: {request.qualname.rsplit('.', 1)[-1]}(...)` directly above the "
                 "def, or --call on the command line",
             )
-        return direct_call(target, request.qualname), def_line
+        return direct_call(target, request.qualname)
 
     def _check_device(self) -> None:
         """``cuda`` asked for where there is none is an error, never a silent CPU profile."""

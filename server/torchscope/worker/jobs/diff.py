@@ -27,10 +27,7 @@ from typing import Any, Callable
 
 from torchscope.protocol import DiffRequest, DiffResult, ProfileResult
 from torchscope.worker.call_expression import (
-    CallExpressionError,
     PreparedCall,
-    direct_call,
-    prepare_call,
 )
 from torchscope.worker.compile_tools import time_interleaved
 from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, def_line_of
@@ -209,14 +206,8 @@ class DiffJob(ProfileJob):
                 f"to compare it with; compare with a revision that has it (--rev)",
             ) from exc
         self.before.module, self.before.target = module, target
-        if request.call:
-            try:
-                prepared = prepare_call(request.call, vars(module))
-            except CallExpressionError as exc:
-                raise self._fail(exc.kind, f"at {label}: {exc}", exc.__cause__) from exc
-        else:
-            prepared = direct_call(target, request.qualname)
-        return prepared, def_line_of(target)
+        # The same inputs as today's side: a capture, the call expression, or none.
+        return self._arguments(module, target, f"at {label}: "), def_line_of(target)
 
 
 @job_kind(DiffRequest)
