@@ -96,6 +96,8 @@ export interface Timing {
   median_us: number | null;
   max_us: number | null;
   calls: number;
+  /** median µs per call waiting for a CPU another process held (null: not measured) */
+  wait_us: number | null;
 }
 
 /** analysis.results.Finding */

@@ -291,6 +291,8 @@ class ProfileResult(Message):
     single_thread_us: list[float] = field(default_factory=list)
     """Timing samples at one intra-op thread, interleaved with ``call_us`` (CPU, threads > 1)."""
     page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
+    wait_us: list[float] = field(default_factory=list)  # µs per call waiting for a CPU, per sample
+    single_wait_us: list[float] = field(default_factory=list)  # the same, single_thread_us's
     page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
     cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
     line_us: dict[str, list[float]] = field(default_factory=dict)

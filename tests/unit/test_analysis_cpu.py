@@ -108,6 +108,22 @@ def test_one_thread_faster_makes_threads_the_cause(cpu_traces: dict[str, Any]) -
     )
 
 
+def test_the_threads_cost_is_over_the_time_each_side_ran(cpu_traces: dict[str, Any]) -> None:
+    """N threads 45 µs of which 25 waiting for a CPU, one thread 17 µs of which none: the
+    threads cost 3 µs of the 20 the call ran, not the 28 the wall times differ by."""
+    from torchscope.analysis.causes import threads_cost
+
+    walls = Measurements(0.0, [45.0] * 5, 1.0, threads=2, single_thread_us=[17.0] * 5)
+    assert threads_cost(walls) == pytest.approx(28.0)
+    waited = Measurements(
+        0.0, [45.0] * 5, 1.0, threads=2, single_thread_us=[17.0] * 5,
+        wait_us=[25.0] * 5, single_wait_us=[0.0] * 5,
+    )  # fmt: skip
+    assert threads_cost(waited) == pytest.approx(3.0)
+    v = analyze_trace(cpu_traces["fn8"], waited).verdict
+    assert v.cause != "threads" and sum(c.us_per_call for c in v.causes) == pytest.approx(20.0)
+
+
 def test_compute_below_the_floor_is_not_compute_bound(cpu_traces: dict[str, Any]) -> None:
     from torchscope.analysis.causes import COMPUTE_FLOOR
     from torchscope.analysis.results import Peaks
@@ -124,6 +140,33 @@ def test_compute_below_the_floor_is_not_compute_bound(cpu_traces: dict[str, Any]
         assert (v.id, v.cause) == (expected, "compute"), v
         assert v.efficiency is not None
         assert (v.efficiency >= floor) == (expected == "compute-bound")
+
+
+def test_waiting_for_a_cpu_is_set_aside_not_a_cause(cpu_traces: dict[str, Any]) -> None:
+    """A 512×512 matmul that ran 24.7 ms of a 98.8 ms call (the rest waiting for a core that
+    another process held) is the same compute-bound call as on a quiet machine: the efficiency
+    and the causes are over the time it ran, and the headline says how long it waited."""
+    from torchscope.analysis.causes import COMPUTE_FLOOR
+    from torchscope.analysis.results import Peaks
+
+    mm = 2 * 512**3
+    peaks = Peaks({"float32": mm / 24_700.0 / 1e3 / (COMPUTE_FLOOR[("cpu", "measured")] * 2)},
+                  10.0, "measured")  # fmt: skip
+    quiet = analyze_trace(cpu_traces["fn512"], Measurements(0.0, [24_700.0] * 3, 1.1, peaks=peaks))
+    busy = Measurements(0.0, [98_800.0] * 3, 1.1, peaks=peaks, wait_us=[74_100.0] * 3)
+    report = analyze_trace(cpu_traces["fn512"], busy)
+    v = report.verdict
+    assert (v.id, v.cause) == (quiet.verdict.id, quiet.verdict.cause) == ("compute-bound", "compute")
+    assert v.efficiency == pytest.approx(quiet.verdict.efficiency)
+    assert [c.cause for c in v.causes] == [c.cause for c in quiet.verdict.causes]
+    assert sum(c.us_per_call for c in v.causes) == pytest.approx(24_700.0)  # the time it ran
+    assert v.headline.startswith("compute-bound (CPU): 98.8 ms per call in aten::mm")
+    assert v.headline.endswith("; 75 % of it waiting for a CPU (another process held the core)")
+    assert report.timing is not None and report.timing.wait_us == pytest.approx(74_100.0)
+    assert "waiting for a CPU" not in quiet.verdict.headline
+    # Without the wait taken out, the same numbers read as slow math.
+    unaware = Measurements(0.0, [98_800.0] * 3, 1.1, peaks=peaks)
+    assert analyze_trace(cpu_traces["fn512"], unaware).verdict.id == "low-efficiency"
 
 
 def test_a_small_gemm_below_the_floor_is_overhead_bound(cpu_traces: dict[str, Any]) -> None:

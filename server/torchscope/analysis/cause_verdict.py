@@ -58,7 +58,7 @@ def _faults_headline(c: CpuCosts) -> str:
     faults = f"{c.faults_per_call:.0f} page faults per call" if c.faults_per_call else "faults"
     return (
         f"overhead-bound (CPU page faults): {format_duration(c.call_us)} per call, {faults} ≈ "
-        f"{format_duration(cost)} ({format_share(min(1.0, cost / c.call_us))})"
+        f"{format_duration(cost)} ({format_share(min(1.0, cost / c.run_us))})"
     )
 
 
@@ -116,7 +116,7 @@ def _compute_verdict(
             efficiency=rates.efficiency if suffix else None,
         )
     floor = compute_floor("cpu", peaks.source)
-    achieved = f"{format_rate(c.gemm_flops / c.call_us / 1e3)}, {format_share(efficiency)} of "
+    achieved = f"{format_rate(c.gemm_flops / c.run_us / 1e3)}, {format_share(efficiency)} of "
     achieved += peak_phrase(peaks, "CPU")
     if efficiency >= floor:
         return replace(
@@ -142,7 +142,7 @@ def _compute_verdict(
 
 def _share_of(c: CpuCosts, cause: str) -> str:
     """``62 %``: a cause's share of the call (``?`` for a call of no time)."""
-    return format_share(min(1.0, c.costs[cause] / c.call_us)) if c.call_us > 0 else "?"
+    return format_share(min(1.0, c.costs[cause] / c.run_us)) if c.run_us > 0 else "?"
 
 
 def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict | None:
@@ -188,6 +188,18 @@ def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdic
     )
 
 
+WAIT_NOTE_SHARE = 0.10
+"""The headline says how much of the call waited for a CPU from this share of it on."""
+
+
+def _wait_note(c: CpuCosts) -> str:
+    """``; 71 % of it waiting for a CPU (another process held the core)``, or ''."""
+    if c.call_us <= 0 or c.wait_us < WAIT_NOTE_SHARE * c.call_us:
+        return ""
+    share = format_share(c.wait_us / c.call_us)
+    return f"; {share} of it waiting for a CPU (another process held the core)"
+
+
 def cpu_cause_verdict(
     ctx: Context,
     metrics: list[StepMetrics],
@@ -197,11 +209,11 @@ def cpu_cause_verdict(
 ) -> Verdict:
     """The CPU verdict: the costliest cause, with its headline (see the module docstring)."""
     c = cpu_costs(ctx, metrics, eff, default_floor_us)
-    causes = ranked(c.costs, c.call_us)
+    causes = ranked(c.costs, c.run_us)
     cause = causes[0].cause if causes else "dispatch"
     measured = ctx.measurements is not None and bool(ctx.measurements.call_us)
-    share = min(1.0, c.ops_per_call * c.dispatch_floor_us / c.call_us) if c.call_us > 0 else 1.0
-    suffix = "" if measured else " [profiled times, no unprofiled timing]"
+    share = min(1.0, c.ops_per_call * c.dispatch_floor_us / c.run_us) if c.run_us > 0 else 1.0
+    suffix = _wait_note(c) + ("" if measured else " [profiled times, no unprofiled timing]")
     base = Verdict(
         "overhead-bound",
         "",

@@ -3,6 +3,10 @@
 The verdict names the costliest cause (DESIGN.md §3, "The verdict"). Every cost comes from a
 number the findings use too, so the headline and the findings cannot disagree:
 
+- first the call's wait for a CPU (``Measurements.wait_us``: runnable while another process
+  held the core) is set aside: it is the machine's load, not the function's cost, and a
+  verdict drawn from it flipped with the load. The causes share out the rest, the time the
+  call ran (``CpuCosts.run_us``);
 - ``threads``: the timing pass's interleaved one-thread batches (``Measurements``
   ``single_thread_us``, as ``thread-contention``): the median over pairs of (N threads − one
   thread) when positive, the time the intra-op threads cost;
@@ -60,6 +64,13 @@ class CpuCosts:
     faults_per_call: float | None
     gemm_flops: float
     """FLOPs per call of the GEMM-like ops (0: none with recorded shapes)."""
+    wait_us: float = 0.0
+    """Of ``call_us``, the median wait for a CPU that another process held (not a cause)."""
+
+    @property
+    def run_us(self) -> float:
+        """The time per call the call ran: what the causes share out."""
+        return self.call_us - self.wait_us
 
 
 def ranked(costs: dict[str, float], total: float) -> list[Cause]:
@@ -71,10 +82,15 @@ def ranked(costs: dict[str, float], total: float) -> list[Cause]:
 
 
 def threads_cost(m: Measurements) -> float:
-    """Median over the interleaved pairs of (N threads − one thread), when positive."""
+    """Median over the interleaved pairs of (N threads − one thread), when positive; each side
+    in the time it ran (its wait for a CPU another process held set aside) when measured."""
     if m.threads <= 1 or not m.single_thread_us:
         return 0.0
-    diffs = [c - s for c, s in zip(m.call_us, m.single_thread_us)]
+    calls, singles = m.call_us, m.single_thread_us
+    if len(m.wait_us) == len(calls) and len(m.single_wait_us) == len(singles):
+        calls = [c - w for c, w in zip(calls, m.wait_us)]
+        singles = [s - w for s, w in zip(singles, m.single_wait_us)]
+    diffs = [c - s for c, s in zip(calls, singles)]
     return max(0.0, median(diffs)) if diffs else 0.0
 
 
@@ -99,14 +115,18 @@ def cpu_costs(
     m = ctx.measurements
     if m is not None and m.call_us:
         call_us, floor = median(m.call_us), m.dispatch_floor_us
-        threads = min(call_us, threads_cost(m))
+        wait = min(call_us, median(m.wait_us)) if m.wait_us else 0.0
+        run_us = call_us - wait
+        threads = min(run_us, threads_cost(m))
         _, fault_cost, _, _ = page_fault_numbers(ctx)
-        faults = min(call_us - threads, fault_cost or 0.0)
+        faults = min(run_us - threads, fault_cost or 0.0)
         faults_per_call = median(m.page_faults) if m.page_faults else None
         one = median(m.single_thread_us) if m.single_thread_us and m.threads > 1 else None
         n_threads = m.threads
     else:
         call_us = median([s.cpu_op_us for s in metrics]) or median([s.wall_us for s in metrics])
+        wait = 0.0
+        run_us = call_us
         floor, threads, faults, faults_per_call, one, n_threads = (
             default_floor_us,
             0.0,
@@ -115,8 +135,8 @@ def cpu_costs(
             None,
             0,
         )
-    dispatch = min(max(0.0, call_us - threads - faults), ops_per_call * floor)
-    body = max(0.0, call_us - threads - faults - dispatch)
+    dispatch = min(max(0.0, run_us - threads - faults), ops_per_call * floor)
+    body = max(0.0, run_us - threads - faults - dispatch)
     memory_share, gemm_flops = _body_split(ctx, eff, metrics)
     costs = {
         "dispatch": dispatch,
@@ -126,14 +146,14 @@ def cpu_costs(
         "compute": body * (1.0 - memory_share),
     }
     return CpuCosts(
-        call_us, floor, ops_per_call, costs, one, n_threads, faults_per_call, gemm_flops
+        call_us, floor, ops_per_call, costs, one, n_threads, faults_per_call, gemm_flops, wait
     )
 
 
 def compute_efficiency(eff: Efficiency, costs: CpuCosts) -> float | None:
-    """The call's GEMM FLOP/s over its whole time per call, against the matmul peak of the
+    """The call's GEMM FLOP/s over the time it ran per call, against the matmul peak of the
     dominant GEMM's dtype (None: no GEMM with shapes, or no peak)."""
-    if eff.peaks is None or costs.gemm_flops <= 0 or costs.call_us <= 0:
+    if eff.peaks is None or costs.gemm_flops <= 0 or costs.run_us <= 0:
         return None
     gemms = [i for i in eff.outer if eff.work[i].kind == "gemm"]
     if not gemms:
@@ -142,7 +162,7 @@ def compute_efficiency(eff: Efficiency, costs: CpuCosts) -> float | None:
     peak = eff.peaks.matmul_gflops.get(key)
     if not peak:
         return None
-    return min(1.0, costs.gemm_flops / costs.call_us / 1e3 / peak)
+    return min(1.0, costs.gemm_flops / costs.run_us / 1e3 / peak)
 
 
 def compute_floor(device_kind: str, source: str) -> float:

@@ -75,6 +75,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
             median_us=median(calls),
             max_us=float(max(calls)),
             calls=measurements.calls or len(calls),
+            wait_us=median(measurements.wait_us) if measurements.wait_us else None,
         )
         if metrics:
             overhead = median([s.wall_us for s in metrics]) - timing.median_us

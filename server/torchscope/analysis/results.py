@@ -46,6 +46,12 @@ class Measurements:
     """Minor page faults per call, one value per timing sample (empty: not counted)."""
     page_fault_us: float = 0.0
     """The calibrated cost of one minor fault on the machine that ran the calls."""
+    wait_us: list[float] = field(default_factory=list)
+    """Per timing sample, µs per call the calling thread waited for a CPU: runnable while
+    another process held the core (empty: not measured). The causes share out the rest, the
+    time the call ran."""
+    single_wait_us: list[float] = field(default_factory=list)
+    """The same for each sample of ``single_thread_us``."""
     cuda_memory: dict[str, Any] = field(default_factory=dict)
     """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
     line_us: dict[int, list[float]] = field(default_factory=dict)
@@ -147,6 +153,9 @@ class Timing:
     median_us: float
     max_us: float
     calls: int
+    wait_us: float | None = None
+    """Median µs per call spent waiting for a CPU that another process held (None: not
+    measured); the verdict's causes share out the rest of ``median_us``."""
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,8 @@ def measurements_of(result: ProfileResult) -> Measurements:
         threads=result.threads,
         single_thread_us=list(result.single_thread_us),
         page_faults=list(result.page_faults),
+        wait_us=list(result.wait_us),
+        single_wait_us=list(result.single_wait_us),
         page_fault_us=result.page_fault_us,
         cuda_memory=dict(result.cuda_memory),
         line_us={int(line): list(times) for line, times in result.line_us.items()},

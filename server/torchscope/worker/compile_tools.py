@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 from torchscope.worker.timing import (
     FLOOR_BATCH,
     MIN_FLOOR_SAMPLES,
+    _floor_batch,
     _floor_op,
     _synchronizer,
     _time_batch,
@@ -55,7 +56,6 @@ def time_interleaved(
     right after a compiled call paid ~1000 page faults (glibc had trimmed the heap top the
     compiled call freed), 10 % of its time, which it never pays when run on its own."""
     sync = _synchronizer(use_cuda)
-    no_sync = _synchronizer(False)
     floor_op = _floor_op()
     for _ in range(FLOOR_BATCH):
         floor_op()
@@ -70,11 +70,11 @@ def time_interleaved(
     while done < rounds and (done < MIN_ROUNDS or clock() < deadline):
         for k in order if done % 2 == 0 else order[::-1]:
             invokes[k]()  # settle (see above)
-            samples[k].append(_time_batch(invokes[k], batches[k], sync))
-        floor_us.append(_time_batch(floor_op, FLOOR_BATCH, no_sync))
+            samples[k].append(_time_batch(invokes[k], batches[k], sync)[0])
+        floor_us.append(_floor_batch(floor_op))
         done += 1
     while len(floor_us) < MIN_FLOOR_SAMPLES:
-        floor_us.append(_time_batch(floor_op, FLOOR_BATCH, no_sync))
+        floor_us.append(_floor_batch(floor_op))
     return samples, floor_us
 
 

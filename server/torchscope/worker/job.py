@@ -240,6 +240,8 @@ class ProfileJob:
             threads=samples.threads,
             single_thread_us=samples.single_thread_us,
             page_faults=samples.page_faults,
+            wait_us=samples.wait_us,
+            single_wait_us=samples.single_wait_us,
             page_fault_us=fault_us,
             cuda_memory=cuda_memory,
             line_us=self.line_us,

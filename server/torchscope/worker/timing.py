@@ -4,6 +4,13 @@ A call of a few microseconds is close to the clock's own cost, so fast functions
 batches (each sample is the mean of one batch); slow ones one call per sample. On CUDA the
 device is synchronised around each sample, so queued kernels are paid for where they were
 launched.
+
+Each sample also records how long the calling thread waited for a CPU: runnable, but another
+process held the core (the run-queue delay of ``/proc/thread-self/schedstat``; 0 where the
+kernel does not keep it). On a shared 2-core machine a call can spend most of its wall time
+there, and a verdict drawn from wall time alone flipped with the load (a 1024×1024 GEMM at
+124 ms per call, ~30 ms of it running, read as ``low-efficiency``). The dispatch floor is
+kept in run time (its batch's wait taken out): it is a property of the machine.
 """
 
 from __future__ import annotations
@@ -39,6 +46,10 @@ class TimingSamples:
     on a shared machine a parallel op can wait for a descheduled thread (``thread-contention``)."""
     page_faults: list[float] = field(default_factory=list)
     """Minor page faults per call, one value per sample (``getrusage`` around its batch)."""
+    wait_us: list[float] = field(default_factory=list)
+    """µs per call of each sample the calling thread waited for a CPU (see the docstring)."""
+    single_wait_us: list[float] = field(default_factory=list)
+    """The same for each batch of ``single_thread_us``."""
 
 
 def _synchronizer(use_cuda: bool) -> Callable[[], None]:
@@ -58,14 +69,35 @@ def _floor_op() -> Callable[[], Any]:
     return lambda: torch.add(a, a)
 
 
-def _time_batch(invoke: Callable[[], Any], batch: int, sync: Callable[[], None]) -> float:
+def _schedstat_wait_ns() -> int:
+    """Nanoseconds this thread has waited on a run queue so far (0: not kept here)."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _time_batch(
+    invoke: Callable[[], Any], batch: int, sync: Callable[[], None]
+) -> tuple[float, float]:
+    """(wall µs per call, of which µs per call this thread waited for a CPU)."""
     clock = time.perf_counter
     sync()
+    waited = _schedstat_wait_ns()
     start = clock()
     for _ in range(batch):
         invoke()
     sync()
-    return (clock() - start) * 1e6 / batch
+    wall = (clock() - start) * 1e6 / batch
+    wait = (_schedstat_wait_ns() - waited) / 1e3 / batch
+    return wall, min(wall, max(0.0, wait))
+
+
+def _floor_batch(floor_op: Callable[[], Any]) -> float:
+    """µs per dispatch-floor op, in run time (its batch's wait for a CPU taken out)."""
+    wall, wait = _time_batch(floor_op, FLOOR_BATCH, _synchronizer(False))
+    return wall - wait
 
 
 def time_calls(
@@ -93,18 +125,24 @@ def time_calls(
     threads = intra_op_threads()
     single_us: list[float] = []
     page_faults: list[float] = []
+    wait_us: list[float] = []
+    single_wait_us: list[float] = []
     clock = time.perf_counter
     deadline = clock() + budget_s
     while len(per_call_us) < samples and (len(per_call_us) < 3 or clock() < deadline):
         faults_before = minor_faults()
-        per_call_us.append(_time_batch(invoke, batch, sync))
+        wall, wait = _time_batch(invoke, batch, sync)
+        per_call_us.append(wall)
+        wait_us.append(wait)
         page_faults.append((minor_faults() - faults_before) / batch)
-        floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
+        floor_us.append(_floor_batch(floor_op))
         if threads > 1 and not use_cuda:
             with one_thread():
-                single_us.append(_time_batch(invoke, batch, sync))
+                wall, wait = _time_batch(invoke, batch, sync)
+            single_us.append(wall)
+            single_wait_us.append(wait)
     while len(floor_us) < MIN_FLOOR_SAMPLES:
-        floor_us.append(_time_batch(floor_op, FLOOR_BATCH, _synchronizer(False)))
+        floor_us.append(_floor_batch(floor_op))
     return TimingSamples(
         per_call_us,
         len(per_call_us) * batch,
@@ -112,4 +150,6 @@ def time_calls(
         threads=threads,
         single_thread_us=single_us,
         page_faults=page_faults,
+        wait_us=wait_us,
+        single_wait_us=single_wait_us,
     )
