@@ -27,6 +27,8 @@ export const ServerCommands = {
   profileRanks: "torchscope.profileRanks",
   /** `{uri, line, fix, call?, …}` → `{ok, fix?, offered?, error?}`: the **Try fix** code action's command (Apply / Discard is a showMessageRequest, the edit a workspace/applyEdit). */
   tryFix: "torchscope.tryFix",
+  /** `{uri, line | qualname, entry (command line or words), calls?, capture?, …}` → `{ok, report (with run)?, error?}`: the function profiled on the arguments a real program passes it. */
+  profileInRun: "torchscope.profileInRun",
 } as const;
 
 /** Custom requests. */
