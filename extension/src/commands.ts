@@ -210,7 +210,15 @@ export class Commands {
 
   async profileFunction(arg: unknown, nproc?: number): Promise<void> {
     const started = await this.start(arg, "profile it");
-    const chosen = started === undefined ? undefined : await this.chooseCall(started.located, started.target);
+    // The "Profile with captured inputs" lens passes {replay: true}: no call, so the server
+    // replays the capture (a remembered call would win over it).
+    const replay = typeof arg === "object" && arg !== null && (arg as { replay?: unknown }).replay === true;
+    const chosen =
+      started === undefined
+        ? undefined
+        : replay
+          ? { call: undefined, how: "capture" }
+          : await this.chooseCall(started.located, started.target);
     if (started === undefined || chosen === undefined) {
       return;
     }

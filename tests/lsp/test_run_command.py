@@ -1,7 +1,8 @@
 """``torchscope.profileInRun`` over real LSP: the real server runs ``examples/real_inputs``'
 training script in its worker and publishes the profile of ``Attention.forward`` on the
 arguments the script passed it; a program that never calls the function is one error message,
-and the server keeps serving."""
+and the server keeps serving. The capture it makes brings the **Profile with captured inputs**
+lens, whose profile replays it."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import EXAMPLES
-from tests.lsp.test_profile_command import def_line
+from tests.lsp.test_profile_command import def_line, profile_and_wait
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 TRAIN = EXAMPLES / "real_inputs" / "train.py"
+FAST = {"timing_budget_s": 0.3}
 
 
 def copy_of_train(tmp_path: Path) -> Path:
@@ -48,6 +50,17 @@ async def profile_in_run(
     return result, list(client.diagnostics[args["uri"]])
 
 
+async def capture_lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:
+    lenses = await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    return [
+        lens
+        for lens in lenses or []
+        if lens.command and lens.command.title.startswith("Profile with captured inputs")
+    ]
+
+
 async def test_profile_in_run_publishes_the_verdict_and_reports_the_calls(
     client: LanguageClient, tmp_path: Path
 ) -> None:
@@ -55,9 +68,11 @@ async def test_profile_in_run_publishes_the_verdict_and_reports_the_calls(
     uri = train.as_uri()
     line = def_line(train, "forward")  # Attention.forward, the first forward in the file
     entry = [sys.executable, str(train), "--steps", "4"]
+    assert await capture_lenses(client, uri) == []  # no capture yet
     result, diagnostics = await profile_in_run(
         client,
-        {"uri": uri, "qualname": "Attention.forward", "entry": entry, "calls": 2, "capture": True},
+        {"uri": uri, "qualname": "Attention.forward", "entry": entry, "calls": 2, "capture": True}
+        | FAST,
         token="tok-run",
     )
     assert result["ok"], result
@@ -81,7 +96,36 @@ async def test_profile_in_run_publishes_the_verdict_and_reports_the_calls(
     assert len(said) > seen[0] + 1, said  # then the profile's passes
     assert isinstance(reports[-1], types.WorkDoneProgressEnd)
 
-    # The same by line, on the cursor's line inside the body; a program that never calls it.
+    # The capture's lens names the program and its age, and replays the capture.
+    [lens] = await capture_lenses(client, uri)
+    assert lens.command is not None and lens.range.start.line == line
+    title = lens.command.title
+    assert title.startswith("Profile with captured inputs (train.py, ") and title.endswith(" ago)")
+    assert lens.command.command == "torchscope.profileFunction"
+    argument = lens.command.arguments[0]  # type: ignore[index]
+    assert argument == {"uri": uri, "line": line, "replay": True}
+    replayed, _ = await profile_and_wait(client, argument | FAST)
+    assert replayed["ok"], replayed
+    inputs = replayed["report"]["inputs"]
+    assert inputs["source"] == "capture" and inputs["path"] == str(capture), inputs
+
+
+async def test_failures_are_one_message_and_the_server_keeps_serving(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    train = copy_of_train(tmp_path)
+    uri, line = train.as_uri(), def_line(train, "forward")
+    for args, said in [
+        ({"uri": uri, "qualname": "Attention.forward", "entry": 3}, "'entry' must be the program"),
+        ({"uri": uri, "qualname": "Nope.forward", "entry": "python x.py"}, "no function 'Nope"),
+        ({"uri": uri, "line": line, "entry": "python missing.py"}, "missing.py: no such script"),
+    ]:
+        shown = len(client.messages)
+        result, _ = await profile_in_run(client, args)
+        assert not result["ok"] and said in result["error"], result
+        [message] = client.messages[shown:]
+        assert message.type == types.MessageType.Error and said in message.message
+    # By line, on a line inside the body: a program that never calls the function.
     shown = len(client.messages)
     never = f"python {train} --steps 0"  # a command line, not words
     result, diagnostics = await profile_in_run(
@@ -93,23 +137,6 @@ async def test_profile_in_run_publishes_the_verdict_and_reports_the_calls(
     assert len(errors) == 1 and "before calling Attention.forward" in errors[0].message
     [error] = [d for d in diagnostics if d.range.start.line == line]
     assert error.severity == types.DiagnosticSeverity.Error
-
-
-async def test_bad_entry_is_one_message_and_the_server_keeps_serving(
-    client: LanguageClient, tmp_path: Path
-) -> None:
-    train = copy_of_train(tmp_path)
-    uri = train.as_uri()
-    for args, said in [
-        ({"uri": uri, "qualname": "Attention.forward", "entry": 3}, "'entry' must be the program"),
-        ({"uri": uri, "qualname": "Nope.forward", "entry": "python x.py"}, "no function 'Nope"),
-        ({"uri": uri, "line": 50, "entry": "python missing.py"}, "missing.py: no such script"),
-    ]:
-        shown = len(client.messages)
-        result, _ = await profile_in_run(client, args)
-        assert not result["ok"] and said in result["error"], result
-        [message] = client.messages[shown:]
-        assert message.type == types.MessageType.Error and said in message.message
     hover = await client.text_document_hover_async(
         types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
