@@ -66,6 +66,8 @@ export const ClientCommands = {
   openGeneratedCode: "torchscope.openGeneratedCode",
   /** Asks for N, then profiles the function on N ranks (`torchscope.profileRanks`). */
   profileOnProcesses: "torchscope.profileOnProcesses",
+  /** Picks the program (launch.json, the last one, a command line), then `torchscope.profileInRun`. */
+  profileInRun: "torchscope.profileFunctionInRun",
 } as const;
 
 /** Client commands the server's hover markdown may run (command links). */
