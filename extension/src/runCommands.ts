@@ -2,8 +2,8 @@
  * **Profile this function in a run…** (docs/real-inputs.md): pick the program — a launch.json
  * Python configuration, the one used last for this function, or a typed command line — and run
  * the server's `torchscope.profileInRun` on the function with progress ("waiting for the first
- * call", "calls seen: N of M", the passes). The server publishes the verdict like a profile's
- * and shows a failure itself.
+ * call", "calls seen: N of M", the passes), capturing the call's arguments. The server
+ * publishes the verdict like a profile's and shows a failure itself.
  */
 import * as path from "node:path";
 import * as vscode from "vscode";
@@ -85,8 +85,10 @@ export class RunCommands {
     }
     const { client, located, target } = started;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
-    const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, undefined, settings), entry };
-    traceInfo(`profile ${target.qualname} in a run: ${JSON.stringify(args)}`);
+    // capture: the call's arguments go to .torchscope/inputs/, for the "Profile with captured
+    // inputs" lens (a later Profile replays them).
+    const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, undefined, settings), entry, capture: true };
+    traceInfo(`profile ${target.qualname} in \`${commandLine(entry)}\`: ${JSON.stringify(args)}`);
     this.status.set({ kind: "profiling", target: target.qualname });
     try {
       const title = `torchscope: profiling ${target.qualname} in \`${commandLine(entry)}\``;
@@ -94,7 +96,9 @@ export class RunCommands {
       if (result === "cancelled") {
         this.status.set({ kind: "idle", detail: "cancelled" });
       } else if (result.ok) {
-        this.status.set({ kind: "idle", detail: `${target.qualname}: ${reportHeadline(result.report) ?? "done"}` });
+        const headline = reportHeadline(result.report) ?? "done";
+        traceInfo(`profile ${target.qualname} in a run: ${headline}`);
+        this.status.set({ kind: "idle", detail: `${target.qualname}: ${headline}` });
       } else {
         traceError(`profile ${target.qualname} in a run: ${result.error}`); // the server showed it
         this.status.set({ kind: "error", message: `${target.qualname}: ${result.error}` });
