@@ -6,6 +6,9 @@
 --                               pick one of the "Try fix: … (measure)" code actions; a faster
 --                               rewrite with the same outputs asks Apply / Discard, and Apply
 --                               edits the buffer (undo with `u`)
+--   :TorchscopeRun {cmd}        profile the function under the cursor on the arguments the
+--                               program {cmd} passes it (torchscope.profileInRun), e.g.
+--                               :TorchscopeRun python train.py --steps 5
 -- The verdict arrives as a diagnostic on the `def` line, hovers come from vim.lsp.buf.hover(),
 -- code lenses from vim.lsp.codelens (run one with vim.lsp.codelens.run()).
 --
@@ -77,13 +80,14 @@ local function attached(bufnr)
 end
 
 -- Run one of the server's workspace/executeCommand commands for the function under the cursor
--- (or at `line`, 0-based), and report its outcome.
-local function run_command(command, bufnr, line, call, what)
+-- (or at `line`, 0-based), and report its outcome; `extra` goes into the argument object.
+local function run_command(command, bufnr, line, call, what, extra)
   local client = attached(bufnr)
   if client == nil then
     return
   end
-  local argument = { uri = vim.uri_from_bufnr(bufnr), line = line }
+  local argument = vim.tbl_extend("force", { uri = vim.uri_from_bufnr(bufnr), line = line },
+    extra or {})
   if call ~= nil and call ~= "" then
     argument.call = call
   end
@@ -103,6 +107,9 @@ local function run_command(command, bufnr, line, call, what)
         local compare = report.compare
         local headline = (compare and compare.verdict and compare.verdict.headline)
           or (report.verdict and report.verdict.headline) or "done"
+        if report.run ~= nil then
+          headline = headline .. " (" .. report.run.calls_seen .. " calls seen in the run)"
+        end
         notify(headline)
       end
       refresh_lenses(bufnr)
@@ -262,6 +269,11 @@ function M.setup(opts)
     run_command("torchscope.compareCompile", vim.api.nvim_get_current_buf(), cursor_line(),
       args.args, "comparing with torch.compile")
   end, { nargs = "?", desc = "torchscope: eager vs torch.compile for the function [CALL]" })
+  vim.api.nvim_create_user_command("TorchscopeRun", function(args)
+    run_command("torchscope.profileInRun", vim.api.nvim_get_current_buf(), cursor_line(), nil,
+      "running `" .. args.args .. "`", { entry = args.args })
+  end, { nargs = "+", complete = "file",
+    desc = "torchscope: profile the function on the arguments the program {cmd} passes it" })
   vim.api.nvim_create_user_command("TorchscopeFix", function(args)
     local bufnr = vim.api.nvim_get_current_buf()
     if args.args ~= "" then

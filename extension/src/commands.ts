@@ -13,6 +13,7 @@ import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./con
 import { errorText, showLog, traceError, traceInfo } from "./log";
 import { runWithProgress } from "./progress";
 import { parseLocationArg, reportHeadline, reportTracePath } from "./report";
+import { RunCommands } from "./runCommands";
 import type { ServerManager } from "./server";
 import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
@@ -41,6 +42,8 @@ export class Commands {
   private readonly traces: TraceCommands;
   /** Compare with torch.compile, profile across sizes (compareCommands.ts). */
   private readonly compare: CompareCommands;
+  /** Profile this function in a run… (runCommands.ts). */
+  private readonly run: RunCommands;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -51,6 +54,7 @@ export class Commands {
     const storage = context.globalStorageUri;
     this.traces = new TraceCommands(this, storage.scheme === "file" ? vscode.Uri.joinPath(storage, "open").fsPath : undefined);
     this.compare = new CompareCommands(context, this, status);
+    this.run = new RunCommands(context, this, status);
   }
 
   /** Every client command: this module's rows, then those of the command modules. */
@@ -73,6 +77,7 @@ export class Commands {
       },
       ...this.traces.rows(),
       ...this.compare.rows(),
+      ...this.run.rows(),
     ];
     const traces = new vscode.Disposable(() => {
       this.traces.dispose();
@@ -210,7 +215,15 @@ export class Commands {
 
   async profileFunction(arg: unknown, nproc?: number): Promise<void> {
     const started = await this.start(arg, "profile it");
-    const chosen = started === undefined ? undefined : await this.chooseCall(started.located, started.target);
+    // The "Profile with captured inputs" lens passes {replay: true}: no call, so the server
+    // replays the capture (a remembered call would win over it).
+    const replay = typeof arg === "object" && arg !== null && (arg as { replay?: unknown }).replay === true;
+    const chosen =
+      started === undefined
+        ? undefined
+        : replay
+          ? { call: undefined, how: "capture" }
+          : await this.chooseCall(started.located, started.target);
     if (started === undefined || chosen === undefined) {
       return;
     }

@@ -27,6 +27,8 @@ export const ServerCommands = {
   profileRanks: "torchscope.profileRanks",
   /** `{uri, line, fix, call?, …}` → `{ok, fix?, offered?, error?}`: the **Try fix** code action's command (Apply / Discard is a showMessageRequest, the edit a workspace/applyEdit). */
   tryFix: "torchscope.tryFix",
+  /** `{uri, line | qualname, entry (command line or words), calls?, capture?, …}` → `{ok, report (with run)?, error?}`: the function profiled on the arguments a real program passes it. */
+  profileInRun: "torchscope.profileInRun",
 } as const;
 
 /** Custom requests. */
@@ -64,6 +66,8 @@ export const ClientCommands = {
   openGeneratedCode: "torchscope.openGeneratedCode",
   /** Asks for N, then profiles the function on N ranks (`torchscope.profileRanks`). */
   profileOnProcesses: "torchscope.profileOnProcesses",
+  /** Picks the program (launch.json, the last one, a command line), then `torchscope.profileInRun`. */
+  profileInRun: "torchscope.profileFunctionInRun",
 } as const;
 
 /** Client commands the server's hover markdown may run (command links). */

@@ -117,3 +117,18 @@ def test_torchscope_fix_in_neovim(tmp_path: Path) -> None:
     assert result["applied"] == original.replace("model.zero_grad(set_to_none=False)", "model.zero_grad(set_to_none=True)", 1)
     assert result["undone"] == original
     assert file.read_text() == (FIXTURES / "fix_samples.py").read_text()
+
+
+def test_torchscope_run_in_neovim(tmp_path: Path) -> None:
+    """:TorchscopeRun {cmd} profiles the function under the cursor on the arguments the
+    program passes it: the verdict on its ``def``, the calls seen in the notification."""
+    file = Path(shutil.copy(EXAMPLES / "real_inputs" / "train.py", tmp_path / "train.py"))
+    result, _ = run_nvim(tmp_path, file, "drive_run.lua")
+    messages = [n["message"] for n in result["notifications"]]
+    assert "torchscope: running `python train.py --steps 6`…" in messages, messages
+    [done] = [m for m in messages if m.endswith("calls seen in the run)")]
+    assert done.endswith(" (5 calls seen in the run)"), messages
+    headline = done.removeprefix("torchscope: ").removesuffix(" (5 calls seen in the run)")
+    [verdict] = [d for d in result["diagnostics"] if d["lnum"] == result["def_line"]]
+    assert verdict["message"].startswith(headline), (verdict, headline)
+    assert (tmp_path / ".torchscope").exists() is False  # no capture unless asked

@@ -8,7 +8,8 @@
 // verdict from source `torchscope`; the hot line shows an inlay hint; hovering it shows
 // `aten::mm`; the **Profile memory** lens on alloc.py puts a memory inlay hint on its allocating
 // line; **Try fix** on fixme.py shows the measured line, Apply edits the buffer and undo restores
-// it. Screenshots, logs and result.json go to the output folder. Prerequisites come from
+// it; **Profile this function in a run…** on real_inputs/train.py with a launch.json
+// configuration gives a verdict, and the **Profile with captured inputs** lens replays it. Screenshots, logs and result.json go to the output folder. Prerequisites come from
 // scripts/vscode/ensure-code-server.sh (cache folder: $TORCHSCOPE_TEST_CACHE or
 // ~/.cache/torchscope-test). code-server and Chromium are stopped when the test ends, pass or
 // fail. Exit code 0 = pass; the last stdout line is the JSON result.
@@ -236,6 +237,20 @@ function prepare() {
       2,
     ),
   );
+  // A launch configuration for **Profile this function in a run…** (examples/real_inputs).
+  fs.writeFileSync(
+    path.join(WORKSPACE, ".vscode", "launch.json"),
+    JSON.stringify(
+      {
+        version: "0.2.0",
+        configurations: [
+          { name: "train (e2e)", type: "debugpy", request: "launch", program: "${workspaceFolder}/real_inputs/train.py", args: ["--steps", "6"] },
+        ],
+      },
+      null,
+      2,
+    ),
+  );
   // A git repository, so **Compare with last commit** has a HEAD to compare with.
   for (const args of [["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.email=e2e@example.com", "-c", "user.name=e2e", "commit", "-qm", "e2e workspace"]]) {
     const git = spawnSync("git", args, { cwd: WORKSPACE, encoding: "utf8" });
@@ -417,7 +432,7 @@ async function openFileAtLine(file, line, lineText) {
 /** A diagnostic's decoration in an editor (the verdict is an information or a warning). */
 const SQUIGGLES = ".monaco-editor .squiggly-error, .monaco-editor .squiggly-warning, .monaco-editor .squiggly-info";
 
-async function profileFromContextMenu(hotText) {
+async function profileFromContextMenu(hotText, command = "Profile this function") {
   const line = editorLine(hotText.trim().slice(0, 30));
   const box = await line.boundingBox();
   if (box === null) {
@@ -428,7 +443,8 @@ async function profileFromContextMenu(hotText) {
   const y = box.y + box.height / 2;
   await page.mouse.click(x, y);
   await page.mouse.click(x, y, { button: "right" });
-  const item = page.getByRole("menuitem", { name: "Profile this function" });
+  // "Profile this function" also matches "… in a run…", which comes after it in the menu.
+  const item = page.getByRole("menuitem", { name: command }).first();
   await item.waitFor({ state: "visible", timeout: remaining(15000) });
   await screenshot("context-menu");
   await item.click();
@@ -920,6 +936,32 @@ async function main() {
     await page.keyboard.press("Control+Z");
     await editorLine("model.zero_grad(set_to_none=False)").waitFor({ timeout: remaining(15000) });
     return measured;
+  });
+
+  // Profile this function in a run… with the launch configuration: the verdict of
+  // Attention.forward on the script's own arguments, then the capture's lens replays them.
+  const train = fs.readFileSync(path.join(WORKSPACE, "real_inputs", "train.py"), "utf8").split("\n");
+  const trainLine = train.findIndex((l) => /q, k, v = self\.qkv\(x\)/.test(l));
+  await step("open train.py", () => openFileAtLine("train.py", trainLine, train[trainLine]));
+  result.checks.profileInRun = await step("Profile this function in a run…, then Profile with captured inputs", async () => {
+    let offset = logSize();
+    await profileFromContextMenu(train[trainLine], "Profile this function in a run…");
+    const choice = page.locator(".quick-input-list .monaco-list-row", { hasText: "train (e2e)" }).first();
+    await choice.waitFor({ state: "visible", timeout: remaining(30000) });
+    await screenshot("run-pick");
+    await choice.click();
+    const ran = await waitForLog(/profile Attention\.forward in a run: (.+)/, 180000, "the run's verdict", offset);
+    const lens = page.locator(".codelens-decoration a", { hasText: "Profile with captured inputs (train.py, " }).first();
+    await lens.waitFor({ state: "visible", timeout: remaining(30000) });
+    await screenshot("captured-inputs-lens");
+    offset = logSize();
+    await lens.click();
+    const sent = await waitForLog(/profile Attention\.forward \(capture\): (\{.*\})/, 30000, "the replay job", offset);
+    if ("call" in JSON.parse(/profile Attention\.forward \(capture\): (\{.*\})/.exec(sent)[1])) {
+      throw new Error(`the lens sent a call expression: ${sent}`);
+    }
+    const replayed = await waitForLog(/profile Attention\.forward: (.+)/, 120000, "the replay's verdict", offset);
+    return { run: /in a run: (.*)/.exec(ran)[1], replay: /Attention\.forward: (.+)/.exec(replayed)[1] };
   });
 
   // Cancel from the progress notification stops the job.

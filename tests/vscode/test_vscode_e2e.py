@@ -204,6 +204,9 @@ def test_profile_this_function_in_vscode() -> None:
     # Edited in the editor, then Compare with last commit: the verdict against HEAD.
     assert "faster than HEAD" in checks["diff"], checks["diff"]
     assert re.fullmatch(r"measured .* faster \(95 % interval .*\), same outputs", checks["fix"]), checks
+    # Profile this function in a run… (launch.json), then the captured-inputs lens replays it.
+    for verdict in checks["profileInRun"].values():
+        assert verdict.split(" ")[0] in VERDICT_IDS, checks["profileInRun"]
     # Profile memory: the lens runs the memory pass and the allocating line gets `+N MB · k alloc`.
     assert re.fullmatch(r"\+\d[\d.]* [kMG]?B · \d+ allocs?", checks["memoryHint"]), checks
     if result.get("hotLinesChecked"):

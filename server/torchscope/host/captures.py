@@ -9,7 +9,9 @@ file's absolute path without its leading ``/``. The worker writes and reads the 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import json
 import time
 from pathlib import Path
 from typing import Any, Optional
@@ -25,6 +27,27 @@ def capture_path(workspace: Optional[str], file: str, qualname: str) -> Path:
     except ValueError:
         module_path = Path(*source.with_suffix("").parts[1:])
     return root / INPUTS_DIR / module_path / f"{qualname}.pt"
+
+
+def origin_path(capture: Path) -> Path:
+    """The note beside a capture naming the program that made it (``<qualname>.origin.json``)."""
+    return capture.with_suffix(".origin.json")
+
+
+def write_origin(capture: Path, entry: str, program: str) -> None:
+    """Note which program made ``capture``: ``entry`` its command line, ``program`` its short
+    name (``train.py``) for the editor's **Profile with captured inputs (train.py, …)**."""
+    with contextlib.suppress(OSError):  # else only the label loses the program's name
+        origin_path(capture).write_text(json.dumps({"entry": entry, "program": program}) + "\n")
+
+
+def capture_origin(capture: Path) -> Optional[str]:
+    """The short name of the program that made ``capture``, None when unknown."""
+    try:
+        program = json.loads(origin_path(capture).read_text()).get("program")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return program if isinstance(program, str) and program else None
 
 
 def _iso(seconds: float) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope.analysis import TraceError, analyze_trace
-from torchscope.host.captures import capture_path
+from torchscope.host.captures import capture_path, write_origin
 from torchscope.host.profile_run import (
     CliReport,
     HostJob,
@@ -51,6 +51,17 @@ class Entry:
         head = {"script": ["python", self.target], "module": ["python", "-m", self.target]}
         words = head.get(self.kind, ["pytest"]) + list(self.args)
         return shlex.join(words)
+
+    @property
+    def program(self) -> str:
+        """The short name: ``train.py``, ``pkg.train``, ``test_x.py`` (a pytest entry's first
+        path) or ``pytest``."""
+        if self.kind == "script":
+            return Path(self.target).name
+        if self.kind == "module":
+            return self.target
+        paths = [a for a in self.args if not a.startswith("-")]
+        return Path(paths[0].split("::")[0]).name if paths else "pytest"
 
 
 def parse_entry(words: list[str], cwd: Optional[Path] = None) -> Entry:
@@ -186,6 +197,8 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
             self.entry, reply.exit, reply.exit_code, reply.error, reply.test, reply.stderr_tail
         )
         for spec, raw in zip(self.targets, reply.targets):
+            if raw["capture"] and raw["capture"].get("written"):
+                write_origin(Path(raw["capture"]["path"]), str(self.entry), self.entry.program)
             part = TargetRun(
                 spec,
                 int(raw["calls_seen"]),

@@ -12,6 +12,7 @@ CMD_SWEEP = "torchscope.sweep"
 CMD_DIFF = "torchscope.diff"
 CMD_PROFILE_RANKS = "torchscope.profileRanks"
 CMD_TRY_FIX = "torchscope.tryFix"
+CMD_PROFILE_IN_RUN = "torchscope.profileInRun"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -9,6 +9,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from torchscope.analysis.lines import LineStats
+from torchscope.host.captures import age_text, capture_origin, find_capture
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
 from torchscope.lsp.diff_command import lens_title as diff_lens_title
@@ -159,6 +160,24 @@ def _lens(line: types.Range, title: str, command: str, argument: Any) -> types.C
     )
 
 
+def _capture_lens(
+    ls: TorchscopeServer, target: Target, line: types.Range, argument: dict[str, Any]
+) -> list[types.CodeLens]:
+    """**Profile with captured inputs (train.py, 5 min ago)** when a profile of the function
+    would replay a capture (``torchscope run --capture``): one exists and no directive applies.
+    ``replay`` tells the client to send no call expression (not even a remembered one)."""
+    hello = ls.profiler.started_hello
+    if target.directive_for(hello is not None and hello.cuda_available) is not None:
+        return []
+    found = find_capture(ls.workspace_for(Path(target.file)), target.file, target.qualname)
+    if found is None:
+        return []
+    said = [capture_origin(Path(found["path"])), age_text(found["captured_at"])]
+    shown = ", ".join(s for s in said if s)
+    title = "Profile with captured inputs" + (f" ({shown})" if shown else "")
+    return [_lens(line, title, CLIENT_PROFILE, {**argument, "replay": True})]
+
+
 def _function_lenses(
     ls: TorchscopeServer, uri: str, target: Target, line: types.Range
 ) -> list[types.CodeLens]:
@@ -171,6 +190,7 @@ def _function_lenses(
     lenses = [
         _lens(line, "Profile", CLIENT_PROFILE, argument),
         _lens(line, "Profile memory", CLIENT_PROFILE, {**argument, "memory": True}),
+        *_capture_lens(ls, target, line, argument),
         _lens(line, diff_lens_title(profile, stale), CLIENT_COMPARE_LAST_COMMIT, argument),
     ]
     title = headline_title(profile, stale)

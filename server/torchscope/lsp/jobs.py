@@ -164,10 +164,8 @@ def prepare(
         failure = ProfileFailure("target", str(exc), exc.line)
         source = source_or_empty(args.uri)
         return None, report_failure(ls, args.uri, failure, exc.line or args.line + 1, source, None)
-    root = ls.workspace_root()
-    workspace = str(root) if root and path.is_relative_to(root) else str(path.parent)
     try:
-        options = ls.settings.job.updated({**overrides, "workspace_root": workspace})
+        options = ls.settings.job.updated({**overrides, "workspace_root": ls.workspace_for(path)})
     except ValueError as exc:
         failure = ProfileFailure("settings", str(exc), target.def_line)
         return None, report_failure(ls, args.uri, failure, target.def_line, source, target)

@@ -124,6 +124,12 @@ class TorchscopeServer(LanguageServer):
             return None
         return Path(root) if root else None
 
+    def workspace_for(self, path: Path) -> str:
+        """A job's workspace (``JobOptions.workspace_root``, where captures live): the root for
+        a file under it, else the file's folder."""
+        root = self.workspace_root()
+        return str(root) if root and path.is_relative_to(root) else str(path.parent)
+
     def show(self, kind: types.MessageType, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 

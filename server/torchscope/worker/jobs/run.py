@@ -148,9 +148,12 @@ class RunSession:
         target.callers[self._caller()] += 1
         if target.done:  # --let-finish: counted, not timed
             return fn(*args, **kwargs)
+        seen = f"calls seen: {target.calls} of {self.request.calls}"
         if target.calls == 1:
             where = "{}:{}".format(*target.callers.most_common(1)[0][0])
-            self._progress("called", f"first call of {qualname} (from {where})")
+            self._progress("called", f"first call of {qualname} (from {where}), {seen}")
+        else:
+            self._progress("calls", f"{qualname}: {seen}")
         last = target.calls >= self.request.calls
         if last and target.capture_path:
             target.capture = save_capture(

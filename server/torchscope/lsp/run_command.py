@@ -1,0 +1,130 @@
+"""``torchscope.profileInRun {uri, line | qualname, entry, calls?, capture?, timeout_s?, …}``:
+the function profiled on the arguments a real program passes it (``torchscope run``,
+docs/real-inputs.md).
+
+``entry`` is the program, a command line (``"python train.py --steps 3"``) or its words
+(``["pytest", "tests/test_x.py::test_y"]``), run from the workspace root. The job is the CLI's
+(``host.program_run.run_program``); ``$/progress`` says "waiting for the first call", then
+"calls seen: N of M", then the profile's passes. The result is published as a profile's (the
+verdict on the ``def`` line, the line diagnostics); the answer is ``{ok, report}`` with the
+``run`` object in ``report``. The program exiting before the call, a target never found and a
+timeout are each one error message (and an error diagnostic on the ``def``), as for a profile.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import to_fs_path
+
+from torchscope.host.profile_run import ProfileFailure
+from torchscope.host.program_run import RunJobKind, RunOutcome, TargetRun, parse_entry, run_program
+from torchscope.lsp.constants import CMD_PROFILE_IN_RUN
+from torchscope.lsp.jobs import (
+    BadArguments,
+    JobCommand,
+    Located,
+    OnOutput,
+    OnProgress,
+    publish_profile,
+    refuse,
+)
+from torchscope.lsp.server import TorchscopeServer
+from torchscope.targets import TargetError, function_named, read_source
+
+DEFAULT_CALLS = 5
+
+Ran = tuple[RunOutcome, TargetRun]
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    entry: list[str]
+    calls: int
+    capture: bool
+
+
+def _parse(raw: dict[str, Any]) -> RunArgs:
+    entry, calls, capture = raw.get("entry"), raw.get("calls", DEFAULT_CALLS), raw.get("capture")
+    try:
+        words = shlex.split(entry) if isinstance(entry, str) else entry
+    except ValueError as exc:
+        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'entry' is not a command line: {exc}") from exc
+    if not words or not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise BadArguments(
+            f"{CMD_PROFILE_IN_RUN}: 'entry' must be the program, as a command line or its words: "
+            f"python train.py ARGS…, -m module ARGS… or pytest TEST — got {entry!r}"
+        )
+    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
+        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'calls' must be 1 or more, got {calls!r}")
+    if capture is not None and not isinstance(capture, bool):
+        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'capture' must be true or false")
+    return RunArgs(words, calls, bool(capture))
+
+
+async def _start(
+    ls: TorchscopeServer, located: Located, run: RunArgs, on_progress: OnProgress, on_out: OnOutput
+) -> Ran:
+    target = located.target
+    try:
+        entry = parse_entry(run.entry, ls.workspace_root())  # the worker runs in the root
+    except ValueError as exc:
+        raise ProfileFailure("entry", str(exc), target.def_line) from exc
+    kind = RunJobKind([target], entry, run.calls, capture=run.capture)
+    outcome = await run_program(ls.profiler, kind, located.options, on_progress, on_out)
+    [part] = outcome.targets
+    if part.outcome is None:
+        assert part.failure is not None
+        raise part.failure
+    return outcome, part
+
+
+def _publish(ls: TorchscopeServer, located: Located, ran: Ran) -> dict[str, Any]:
+    outcome, part = ran
+    assert part.outcome is not None
+    if part.capture and part.capture.get("message"):
+        ls.show(types.MessageType.Warning, f"torchscope: {part.capture['message']}")
+    answer = publish_profile(ls, located, part.outcome)
+    answer["report"]["run"] = outcome.run_json(part)
+    ls.log(f"{located.target.qualname}: {part.calls_seen} calls seen in `{outcome.entry}`")
+    return answer
+
+
+RUN_COMMAND: JobCommand[RunArgs, Ran] = JobCommand(
+    name=CMD_PROFILE_IN_RUN,
+    parse=_parse,
+    title=lambda target, run: f"Profiling {target.qualname} in `{shlex.join(run.entry)}`",
+    start=_start,
+    publish=_publish,
+    done=lambda ran: ran[1].outcome.report.verdict.headline if ran[1].outcome else "done",
+)
+
+
+def with_line(arguments: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``{qualname}`` instead of ``{line}``: the line of that function's ``def``."""
+    if len(arguments) != 1 or not isinstance(arguments[0], dict):
+        return arguments
+    raw = arguments[0]
+    uri, qualname = raw.get("uri"), raw.get("qualname")
+    if "line" in raw or not isinstance(uri, str) or not isinstance(qualname, str):
+        return arguments
+    try:
+        path = Path(to_fs_path(uri) or "")
+        target = function_named(read_source(path), str(path), qualname)
+    except TargetError as exc:
+        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: {exc}") from exc
+    return ({**raw, "line": target.def_line - 1},)
+
+
+def register(server: TorchscopeServer) -> None:
+    @server.command(CMD_PROFILE_IN_RUN)
+    async def handler(ls: TorchscopeServer, *arguments: Any) -> dict[str, Any]:
+        try:
+            arguments = with_line(arguments)
+        except BadArguments as exc:
+            return refuse(ls, exc)
+        return await RUN_COMMAND(ls, arguments)
