@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import tracemalloc
 import zlib
@@ -214,6 +215,23 @@ def test_a_large_plain_trace_is_refused_before_it_is_read(tmp_path: Path) -> Non
     assert "big.json: too large to analyse whole" in message and "1.0 GB of JSON" in message
     assert "the analysis may take 65.0 MB (torchscope.maxMemory" in message, message
     assert "--steps" in message
+
+
+def test_a_gzip_trace_whose_size_cannot_be_told_is_checked_as_it_inflates(
+    shared_traces: Path, tmp_path: Path
+) -> None:
+    # Two gzip members: the trailer names only the last one's size (2 bytes), so the check
+    # before reading passes; the check every 64 MiB read refuses it.
+    doc = json.loads(gzip.decompress((shared_traces / DDP).read_bytes()))
+    body = json.dumps(doc.pop("traceEvents"), separators=(",", ":")).encode()[1:-1]
+    head = json.dumps(doc).encode()[:-1] + b',"traceEvents":['
+    big = tmp_path / "members.json.gz"
+    big.write_bytes(gzip.compress(head + body + b"," + body, 1) + gzip.compress(b"]}"))
+    with memory_limit(MEMORY_BASE + (50 << 20)), pytest.raises(TraceError) as refused:
+        load_trace(big)
+    message = str(refused.value)
+    assert re.search(r"too large to analyse whole on this machine: more than 6\d\.\d MB of", message)
+    assert "the analysis may take 114.0 MB" in message and "--steps" in message, message
 
 
 def test_origin_is_the_first_complete_event_not_a_metadata_timestamp() -> None:
