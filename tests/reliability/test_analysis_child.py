@@ -97,6 +97,23 @@ async def test_analysis_over_the_memory_limit_is_stopped_and_named(
 
 
 @ON_THE_SERVER
+async def test_a_trace_needing_more_than_the_limit_is_refused_before_it_is_read(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    # 54 MB of JSON needs about 1.75 × 54 + 64 = 158 MB by the estimate (ingest/memory.py):
+    # over a 100 MB limit, so the child refuses it with the numbers before reading it (the
+    # analysis would reach ~90 MB: the watcher would not have stopped it).
+    result = await asyncio.wait_for(analyze(client, BIG, max_memory="100M"), 60)
+    assert not result["ok"], result
+    error = result["error"]
+    assert error.startswith(f"{BIG}: too large to analyse whole on this machine: "), error
+    assert "of JSON needs about 15" in error and "(1.75× its size + 64.0 MB)" in error
+    assert "the analysis may take 100.0 MB (torchscope.maxMemory / --max-memory)" in error
+    assert "--steps FIRST-LAST" in error and "a machine with more memory" in error
+    await answers(client, tmp_path)
+
+
+@ON_THE_SERVER
 async def test_a_bad_memory_limit_is_named(client: LanguageClient, tmp_path: Path) -> None:
     result = await asyncio.wait_for(analyze(client, BIG, max_memory="lots"), 30)
     assert not result["ok"] and "is not a memory size" in result["error"], result

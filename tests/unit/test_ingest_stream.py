@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
 import tracemalloc
 import zlib
@@ -24,7 +25,7 @@ from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
 from torchscope.ingest import KINETO, EventModel, Trace, TraceError, accel, load_trace, source
 from torchscope.ingest.kineto import CATEGORIES, DEVICE_KINDS, KINDS
-from torchscope.ingest.source import check_memory
+from torchscope.ingest.memory import MEMORY_BASE, Budget, check_memory, memory_limit
 from torchscope.ingest.values import shapes_key
 
 pytestmark = pytest.mark.skipif(
@@ -191,22 +192,46 @@ def test_steps_outside_the_trace_name_the_steps_it_has(shared_traces: Path) -> N
         load_trace(_doc(_OP), steps=(1, 2))
 
 
-def test_a_trace_too_large_for_memory_is_refused_naming_the_bound_and_steps() -> None:
-    check_memory("big.json", 2**29, available=8 * 2**30)  # 1.5 GiB needed: fine
-    with pytest.raises(TraceError, match=r"big\.json: too large.*1\.5 GiB.*--steps 10-20"):
-        check_memory("big.json", 2**29, available=2**30)
-    # From 1 GiB on, whole-trace analysis would break the 1.5× bound: refused however much
-    # memory there is.
-    with pytest.raises(TraceError, match=r"too large.*bound of 1\.5× the file's size.*--steps"):
-        check_memory("big.json", 2**30, available=2**40)
+def test_a_trace_is_refused_only_when_it_needs_more_memory_than_there_is() -> None:
+    # No size is refused as such: 4 GiB of JSON is analysed whole where 16 GiB is available.
+    check_memory("big.json", 4 << 30, available=Budget(16 << 30, "16.0 GB is available"))
+    with pytest.raises(TraceError) as refused:
+        check_memory("big.json", 2**30, available=Budget(1 << 30, "1.0 GB is available"))
+    message = str(refused.value)
+    assert message.startswith("big.json: too large to analyse whole on this machine: 1.0 GB of")
+    assert "needs about 1.8 GB of memory (1.75× its size + 64.0 MB)" in message, message
+    assert "and 1.0 GB is available" in message
+    assert "--steps FIRST-LAST (e.g. --steps 10-20)" in message
+    assert "a machine with more memory" in message
 
 
 def test_a_large_plain_trace_is_refused_before_it_is_read(tmp_path: Path) -> None:
     big = tmp_path / "big.json"
     with big.open("wb") as fh:  # sparse: 1 GiB on paper, nothing on disk
         fh.truncate(2**30)
-    with pytest.raises(TraceError, match=r"big\.json: too large.*1\.0 GiB of JSON.*--steps"):
+    with memory_limit(MEMORY_BASE + 2**20), pytest.raises(TraceError) as refused:
         load_trace(big)
+    message = str(refused.value)
+    assert "big.json: too large to analyse whole" in message and "1.0 GB of JSON" in message
+    assert "the analysis may take 65.0 MB (torchscope.maxMemory" in message, message
+    assert "--steps" in message
+
+
+def test_a_gzip_trace_whose_size_cannot_be_told_is_checked_as_it_inflates(
+    shared_traces: Path, tmp_path: Path
+) -> None:
+    # Two gzip members: the trailer names only the last one's size (2 bytes), so the check
+    # before reading passes; the check every 64 MiB read refuses it.
+    doc = json.loads(gzip.decompress((shared_traces / DDP).read_bytes()))
+    body = json.dumps(doc.pop("traceEvents"), separators=(",", ":")).encode()[1:-1]
+    head = json.dumps(doc).encode()[:-1] + b',"traceEvents":['
+    big = tmp_path / "members.json.gz"
+    big.write_bytes(gzip.compress(head + body + b"," + body, 1) + gzip.compress(b"]}"))
+    with memory_limit(MEMORY_BASE + (50 << 20)), pytest.raises(TraceError) as refused:
+        load_trace(big)
+    message = str(refused.value)
+    assert re.search(r"too large to analyse whole on this machine: more than 6\d\.\d MB of", message)
+    assert "the analysis may take 114.0 MB" in message and "--steps" in message, message
 
 
 def test_origin_is_the_first_complete_event_not_a_metadata_timestamp() -> None:

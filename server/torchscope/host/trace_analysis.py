@@ -18,9 +18,10 @@ One warm child (the analysis imported, ~0.3 s) serves analyses one after another
 Open trace pays neither the interpreter's start-up nor more than the pickling of its report;
 after an analysis that left it large (:data:`RECYCLE_BYTES`) it is replaced.
 
-The child reads JSON lines ``{"path": ...}`` and answers each with one length-prefixed
-pickle, ``("ok", report)`` or ``("error", message)``, on stdout. Only this module's parent
-reads those pickles.
+The child reads JSON lines ``{"path": ..., "limit": bytes}`` and answers each with one
+length-prefixed pickle, ``("ok", report)`` or ``("error", message)``, on stdout (it refuses,
+before reading, a trace whose estimated need is over the limit: ``ingest/memory.py``). Only
+this module's parent reads those pickles.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class TraceAnalyzer:
         )
         reply = asyncio.ensure_future(_read_reply(process.stdout))
         try:
-            process.stdin.write(json.dumps({"path": path}).encode() + b"\n")
+            process.stdin.write(json.dumps({"path": path, "limit": limit}).encode() + b"\n")
             with contextlib.suppress(ConnectionError):
                 await process.stdin.drain()
             await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -277,13 +278,17 @@ def child_main() -> None:
     from torchscope.analysis import analyze_trace
     from torchscope.analysis.engine import analyze
     from torchscope.ingest import load_trace
+    from torchscope.ingest.memory import memory_limit
 
     with contextlib.suppress(Exception):  # warm up: the stages' lazy imports, once
         analyze(load_trace(_WARM_UP, name="warm-up"))
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
-        path = str(json.loads(line)["path"])
-        data = pickle.dumps(_outcome(analyze_trace, path), protocol=pickle.HIGHEST_PROTOCOL)
+        request = json.loads(line)
+        path, limit = str(request["path"]), request.get("limit")
+        with memory_limit(limit if isinstance(limit, int) else None):
+            outcome = _outcome(analyze_trace, path)
+        data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_LENGTH.pack(len(data)) + data)
         out.flush()
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
 from .errors import TraceError
+from .memory import CHECK_EVERY, check_memory
 
 if TYPE_CHECKING:
     import json
@@ -150,16 +151,20 @@ class Document:
         self.size = 0
         """Document bytes read so far."""
         self.bounded = False
-        """Refuse the document once it grows past :data:`LARGE_BYTES` (:func:`check_memory`),
-        for a size :meth:`expected_size` could not tell beforehand."""
+        """Check, every :data:`~.memory.CHECK_EVERY` bytes read, that the document read so far
+        fits in memory (:func:`~.memory.check_memory`): for a size :meth:`expected_size`
+        could not tell beforehand, or a gzip file's (its trailer names only the last
+        member's size)."""
+        self._check_at = CHECK_EVERY
 
     def __call__(self, n: int) -> bytes:
         piece = self._gz(n) if self.gzipped else self._plain(n)
         self.size += len(piece)
         if self.gzipped and self.size > BOMB_FLOOR and self.size > BOMB_RATIO * self._fed:
             raise _bomb(self._name, self._fed, self.size)
-        if self.bounded and self.size >= LARGE_BYTES:
-            check_memory(self._name, self.size)
+        if self.bounded and self.size >= self._check_at:
+            check_memory(self._name, self.size, so_far=True)
+            self._check_at = self.size + CHECK_EVERY
         return piece
 
     def expected_size(self) -> int | None:
@@ -242,15 +247,15 @@ def empty_archive(name: str) -> TraceError:
 
 
 def open_document(fh: BinaryIO, name: str, bounded: bool) -> Document:
-    """The document in ``fh``; ``bounded``: refuse one too large to analyse whole
-    (:func:`check_memory`), before it is read where its size can be told."""
+    """The document in ``fh``; ``bounded``: refuse one too large to analyse whole in the
+    memory there is (:func:`~.memory.check_memory`), before it is read where its size can be
+    told, else as it is read."""
     document = Document(fh, name)
     if bounded:
         size = document.expected_size()
-        if size is None:
-            document.bounded = True
-        else:
+        if size is not None:
             check_memory(name, size)
+        document.bounded = size is None or document.gzipped
     return document
 
 
@@ -330,53 +335,3 @@ def events_of(name: str, doc: Any) -> tuple[dict[str, Any], list[Any]]:
             "check that the profiled code ran inside the active steps of the schedule"
         )
     return meta, events
-
-
-MEMORY_FACTOR = 3
-"""Peak memory of analysing a whole trace, in multiples of its uncompressed size: measured
-by bench/run_all.py on synthetic traces of 1M and 10M events, with some headroom."""
-
-BOUND = 1.5
-"""The most memory a whole-trace analysis of a large trace may take, in multiples of its
-uncompressed size (issue 16). Whole-trace analysis needs :data:`MEMORY_FACTOR`, more than
-this, so traces of :data:`LARGE_BYTES` or more are refused whole and analysed by steps."""
-
-LARGE_BYTES = 1 << 30
-"""Size of JSON from which :data:`BOUND` applies (below it, the fixed cost of the
-interpreter is most of the memory, and a trace is analysed whole when it fits)."""
-
-
-def _available_memory() -> int | None:
-    """``MemAvailable`` in bytes (Linux), else ``None``."""
-    try:
-        with open("/proc/meminfo", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def check_memory(name: str, size: int, available: int | None = None) -> None:
-    """Refuse, before parsing, a whole-trace analysis that would take more than
-    :data:`BOUND` × the file's size (for traces of :data:`LARGE_BYTES` or more) or more
-    memory than is available."""
-    available = _available_memory() if available is None else available
-    need = MEMORY_FACTOR * size
-    gib = 2**30
-    if size >= LARGE_BYTES and need > BOUND * size:
-        why = (
-            f"more than the bound of {BOUND:g}× the file's size kept for traces of "
-            f"{LARGE_BYTES / gib:g} GiB or more"
-        )
-    elif available is not None and need > available:
-        why = f"and {available / gib:.1f} GiB is available"
-    else:
-        return
-    raise TraceError(
-        f"{name}: too large to analyse whole: {size / gib:.1f} GiB of JSON needs about "
-        f"{need / gib:.1f} GiB of memory ({MEMORY_FACTOR:g}× its size), {why}; analyse some "
-        "steps of it with --steps FIRST-LAST (e.g. --steps 10-20), which needs about the "
-        "file's size plus those steps' events"
-    )
