@@ -27,7 +27,7 @@ and 10-20 minutes on a 2-core machine (writing the trace is most of it); leave i
 ``--server MB`` instead measures the language server: a real ``torchscope serve`` over
 stdio opens a synthetic trace of about MB megabytes (``torchscope.analyzeTrace``, analysed
 in its child process) and its own RSS (VmRSS) is printed before and after; the target is
-growth under 50 MB (``tests/reliability/test_server_memory.py`` does this with 100 MB in
+growth under 50 MB (``tests/reliability/test_analysis_child.py`` does this with 100 MB in
 the test run; ``--server 2000`` is the issue's 2 GB).
 
     .venv/bin/python bench/large_traces.py [--sizes 1M,10M,30M] [--steps 3-4] [--no-hta]

@@ -2,18 +2,9 @@
 -- wait for the torchscope client, run :TorchscopeProfile on the line below `def fn`, wait for
 -- its diagnostics, ask for the hover on the `def` line and the code lenses, clear, run the
 -- `Profile` lens, and write everything Neovim got to $TORCHSCOPE_NVIM_OUT as JSON.
-local out = vim.env.TORCHSCOPE_NVIM_OUT
 local buf = vim.api.nvim_get_current_buf()
-local notes = {}
-vim.notify = function(message, level)
-  table.insert(notes, { message = message, level = level })
-end
-
-local function write(data)
-  local file = assert(io.open(out, "w"))
-  file:write(vim.json.encode(data))
-  file:close()
-end
+local common = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "drive_common.lua")
+local notes, write = common.notes, common.write
 
 local function torchscope_client()
   return require("torchscope").client_for(buf)

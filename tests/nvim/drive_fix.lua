@@ -2,12 +2,10 @@
 -- put the cursor in `train_step`, run :TorchscopeFix (no id: pick the "Try fix: …" code action
 -- from vim.ui.select), answer Apply to the measured message, wait for the buffer to change,
 -- undo, and write what happened to $TORCHSCOPE_NVIM_OUT as JSON.
-local out = vim.env.TORCHSCOPE_NVIM_OUT
 local buf = vim.api.nvim_get_current_buf()
-local notes, prompts = {}, {}
-vim.notify = function(message, level)
-  table.insert(notes, { message = message, level = level })
-end
+local common = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "drive_common.lua")
+local notes, write = common.notes, common.write
+local prompts = {}
 vim.ui.select = function(items, opts, on_choice)
   local shown = {}
   for _, item in ipairs(items) do
@@ -20,12 +18,6 @@ vim.ui.select = function(items, opts, on_choice)
     end
   end
   on_choice(nil)
-end
-
-local function write(data)
-  local file = assert(io.open(out, "w"))
-  file:write(vim.json.encode(data))
-  file:close()
 end
 
 local function text()

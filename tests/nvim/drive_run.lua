@@ -1,18 +1,9 @@
 -- Run inside `nvim --headless -u tests/nvim/init.lua train.py -c "luafile …/drive_run.lua"`:
 -- put the cursor in `Attention.forward`, run :TorchscopeRun on the script itself, wait for the
 -- answer, and write the diagnostics and notifications to $TORCHSCOPE_NVIM_OUT as JSON.
-local out = vim.env.TORCHSCOPE_NVIM_OUT
 local buf = vim.api.nvim_get_current_buf()
-local notes = {}
-vim.notify = function(message, level)
-  table.insert(notes, { message = message, level = level })
-end
-
-local function write(data)
-  local file = assert(io.open(out, "w"))
-  file:write(vim.json.encode(data))
-  file:close()
-end
+local common = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "drive_common.lua")
+local notes, write = common.notes, common.write
 
 local function answered()
   for _, note in ipairs(notes) do

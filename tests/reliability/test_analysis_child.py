@@ -1,10 +1,13 @@
 """The language server analyses traces in a child process (``host/trace_analysis.py``): an
 analysis that dies (killed, over the memory limit) is one message and the server answers
-the next request; no analysis child outlives the server."""
+the next request; no analysis child outlives the server; opening a ~127 MB trace leaves the
+server's own memory where it was (``bench/large_traces.py --server 2000`` does the same with
+a 2 GB trace)."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import signal
@@ -173,3 +176,44 @@ def test_no_analysis_child_outlives_the_server(tmp_path: Path, how: str) -> None
 
 def new_processes(before: set[int]) -> list[tuple[int, str]]:
     return [p for p in marked_processes(keep_servers=False) if p[0] not in before]
+
+
+COPIES = 3  # 650k events, ~127 MB of JSON
+GROWTH_MB = 50
+
+
+def write_copies(trace: Path, out: Path, copies: int) -> None:
+    """``trace``'s events ``copies`` times over in one compact JSON trace at ``out`` (faster
+    to write than ``bench/run_all.py``'s ``synthesise``, which shifts each copy)."""
+    doc = json.loads(gzip.decompress(trace.read_bytes()))
+    body = json.dumps(doc.pop("traceEvents"), separators=(",", ":")).encode()[1:-1]
+    with out.open("wb") as fh:
+        fh.write(json.dumps(doc).encode()[:-1] + b',"traceEvents":[')
+        fh.write(b",".join([body] * copies) + b"]}")
+
+
+async def peak_while(pid: int, request: asyncio.Future[Any]) -> float:
+    """The highest RSS of ``pid`` seen until ``request`` is done, sampled every 10 ms."""
+    peak = _rss_mb(pid)
+    while not request.done():
+        peak = max(peak, _rss_mb(pid))
+        await asyncio.sleep(0.01)
+    return max(peak, _rss_mb(pid))
+
+
+@ON_THE_SERVER
+async def test_opening_a_100_mb_trace_leaves_the_server_rss_flat(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    big = tmp_path / "synth.json"
+    write_copies(BIG, big, COPIES)
+    assert big.stat().st_size > 90 << 20
+    await answers(client, tmp_path)  # the server's lazy imports, done once
+    pid = client._server.pid  # type: ignore[union-attr]  # the `torchscope serve` process
+    before = _rss_mb(pid)
+    request = analyze(client, big)
+    peak = await asyncio.wait_for(peak_while(pid, request), 120)
+    result = request.result()
+    assert result["ok"], result
+    assert result["report"]["verdict"]["headline"]
+    assert peak - before < GROWTH_MB, f"server RSS {before:.0f} MB → peak {peak:.0f} MB"
