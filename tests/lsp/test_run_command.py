@@ -6,7 +6,6 @@ lens, whose profile replays it."""
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pytest_lsp import LanguageClient
 
 from tests.conftest import EXAMPLES
 from tests.lsp.test_profile_command import def_line, profile_and_wait
+from tests.reliability.lsp_helpers import command_and_diagnostics
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -33,21 +33,7 @@ def copy_of_train(tmp_path: Path) -> Path:
 async def profile_in_run(
     client: LanguageClient, args: dict[str, Any], token: str | None = None
 ) -> tuple[Any, list[types.Diagnostic]]:
-    """The command, with the diagnostics wait armed before it is sent."""
-    if token is not None:
-        client.progress_reports.setdefault(token, [])
-    waiting = asyncio.ensure_future(
-        client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    )
-    params = types.ExecuteCommandParams(
-        command="torchscope.profileInRun", arguments=[args], work_done_token=token
-    )
-    result = await asyncio.wait_for(client.workspace_execute_command_async(params), 120)
-    if not result.get("ok") and "kind" not in result:  # refused arguments publish nothing
-        waiting.cancel()
-        return result, []
-    await asyncio.wait_for(waiting, 60)
-    return result, list(client.diagnostics[args["uri"]])
+    return await command_and_diagnostics(client, "torchscope.profileInRun", args, token)
 
 
 async def capture_lenses(client: LanguageClient, uri: str) -> list[types.CodeLens]:

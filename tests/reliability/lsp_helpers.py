@@ -24,17 +24,31 @@ async def profile(
     for diagnostics is armed before the request: the server may publish before it answers."""
     uri = path.as_uri()
     args = {"uri": uri, "line": def_line(path, name) + 1, **overrides}
+    return await command_and_diagnostics(client, "torchscope.profile", args, token, wait_s)
+
+
+async def command_and_diagnostics(
+    client: LanguageClient,
+    command: str,
+    args: dict[str, Any],
+    token: str | None = None,
+    wait_s: float = 120,
+) -> tuple[dict[str, Any], list[types.Diagnostic]]:
+    """Run a job command on ``args["uri"]``; its answer and the diagnostics published for that
+    document. The wait for them is armed before the request (the server may publish before it
+    answers); refused arguments publish nothing (an answer not ok, with no failure ``kind``)."""
     if token is not None:
         client.progress_reports.setdefault(token, [])
     waiting = asyncio.ensure_future(
         client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     )
-    params = types.ExecuteCommandParams(
-        command="torchscope.profile", arguments=[args], work_done_token=token
-    )
+    params = types.ExecuteCommandParams(command=command, arguments=[args], work_done_token=token)
     result = await asyncio.wait_for(client.workspace_execute_command_async(params), wait_s)
-    await asyncio.wait_for(waiting, 30)
-    return result, list(client.diagnostics[uri])
+    if not result.get("ok") and "kind" not in result:
+        waiting.cancel()
+        return result, []
+    await asyncio.wait_for(waiting, 60)
+    return result, list(client.diagnostics[args["uri"]])
 
 
 def error_on(diagnostics: list[types.Diagnostic], path: Path, name: str) -> types.Diagnostic:
