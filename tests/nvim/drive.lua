@@ -83,8 +83,4 @@ local function drive()
     notifications = notes, after_lens = simple(ours()) })
 end
 
-local ok, err = xpcall(drive, debug.traceback)
-if not ok then
-  write({ error = tostring(err), notifications = notes })
-end
-vim.cmd(ok and "qa!" or "cquit 1")
+common.run(drive)

@@ -12,4 +12,14 @@ function common.write(data)
   file:close()
 end
 
+-- Run `drive`; on an error write it (with the notifications and `extra`), then quit Neovim
+-- with the outcome as its exit status.
+function common.run(drive, extra)
+  local ok, err = xpcall(drive, debug.traceback)
+  if not ok then
+    common.write(vim.tbl_extend("force", { error = tostring(err), notifications = common.notes }, extra or {}))
+  end
+  vim.cmd(ok and "qa!" or "cquit 1")
+end
+
 return common

@@ -41,8 +41,4 @@ local function drive()
     undone = text() })
 end
 
-local ok, err = xpcall(drive, debug.traceback)
-if not ok then
-  write({ error = tostring(err), notifications = notes, prompts = prompts })
-end
-vim.cmd(ok and "qa!" or "cquit 1")
+common.run(drive, { prompts = prompts })

@@ -32,8 +32,4 @@ local function drive()
   write({ def_line = def - 1, diagnostics = rows, notifications = notes })
 end
 
-local ok, err = xpcall(drive, debug.traceback)
-if not ok then
-  write({ error = tostring(err), notifications = notes })
-end
-vim.cmd(ok and "qa!" or "cquit 1")
+common.run(drive)
