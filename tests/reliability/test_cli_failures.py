@@ -126,7 +126,14 @@ def test_interpreter_with_torch_but_no_msgpack_works(cases: Path, tmp_path: Path
 def test_cli_killed_mid_job_leaves_nothing(cases: Path, sig: signal.Signals) -> None:
     command = [*TORCHSCOPE, "profile", f"{cases}::child_then_spin", "-q", "--timeout", "300"]
     cli = subprocess.Popen(
-        command, env=ENV, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        command,
+        env=ENV,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # The CLI as a terminal starts it: a suite run under `nohup` would pass SIGHUP on
+        # ignored (ignored signals survive exec), and the CLI would rightly keep running.
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     try:
         _wait_for_escaper()

@@ -65,6 +65,9 @@ class DiffJobKind(HostJob[DiffResult, DiffOutcome]):
     before_label: str = "HEAD"
     kind = DiffRequest.TYPE
     reply_type = DiffResult
+    # The interleaved timing leaves glibc's heap settings changed (``time_interleaved``): the
+    # next job gets a fresh worker, as after a compile comparison.
+    fresh_worker_after = True
     # No module-level instance (each comparison makes its own), so ``host.job_kinds`` does not
     # list it and ``profile`` gets no flag for it: ``torchscope diff`` / ``check`` are its CLI.
 

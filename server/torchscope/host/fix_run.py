@@ -46,6 +46,7 @@ class FixJobKind(HostJob[DiffResult, DiffResult]):
     label: str
     kind = DiffRequest.TYPE
     reply_type = DiffResult
+    fresh_worker_after = True  # as the diff job's (the heap settings of its timing)
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         request = DiffJobKind(self.rewrite_source, self.label).request(fields, target, store)

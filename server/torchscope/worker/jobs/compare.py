@@ -34,7 +34,6 @@ from torchscope.worker.compile_tools import (
     _hint,
     _reset_dynamo,
     graph_code_paths,
-    steady_allocator,
     time_interleaved,
 )
 from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
@@ -142,7 +141,6 @@ class CompareJob(ProfileJob):
         the compiled list is empty when there is no compiled side (or it raised here)."""
         options = self.request.options
         self._stage("timing", "timing eager and compiled calls in alternating rounds")
-        steady_allocator()
         if compiled is not None:
             try:
                 (eager_us, compiled_us), floor_us = time_interleaved(
