@@ -108,7 +108,9 @@ _REFERENCE = """
 import importlib.util, json, sys
 import torch
 from torch.utils import benchmark
+from torchscope.worker.compile_tools import steady_allocator
 paths, qualname, call, threads = json.loads(sys.argv[1])
+steady_allocator()  # the heap the trial's interleaved timing runs on
 timers = []
 for k, path in enumerate(paths):
     spec = importlib.util.spec_from_file_location(f"_reference{k}", path)
@@ -137,9 +139,11 @@ def reference_rounds(
     ``torch.utils.benchmark`` at ``threads`` intra-op threads, one ratio per round, the two
     versions alternating so each round's pair saw the same load; sorted.
 
-    Measured in a fresh process, as the worker measures: glibc's heap state decides whether a
-    function's fresh megabytes fault in on every call (a long-running pytest process made the
-    original attention 4.2× slower than its rewrite, the worker 1.8×)."""
+    Measured in a fresh process, with the heap settings the trial's interleaved timing uses
+    (``steady_allocator``): glibc's heap state decides whether a function's fresh megabytes
+    fault in on every call (a long-running pytest process made the original attention 4.2×
+    slower than its rewrite, the worker 1.8×; a fresh process with glibc's dynamic thresholds
+    read out-variant 7.8× where the steady trial read 1.08×, and 1.02× in another run)."""
     source = samples.read_text()
     rewrite = fix_by_id(fix_id).rewrite(source, qualname, device)  # type: ignore[union-attr]
     assert rewrite is not None, fix_id
