@@ -169,6 +169,31 @@ def test_waiting_for_a_cpu_is_set_aside_not_a_cause(cpu_traces: dict[str, Any]) 
     assert analyze_trace(cpu_traces["fn512"], unaware).verdict.id == "low-efficiency"
 
 
+def test_page_faults_that_cost_most_make_the_verdict(cpu_traces: dict[str, Any]) -> None:
+    """A 512×512 call whose heap was given back after every call (2016 faults ≈ 13.1 ms of a
+    24.3 ms call, as a notebook kernel measured once) is overhead-bound on its page faults;
+    the same call without the faults is compute-bound in its matmul."""
+    from torchscope.analysis.causes import COMPUTE_FLOOR
+    from torchscope.analysis.results import Peaks
+
+    mm = 2 * 512**3
+    peaks = Peaks({"float32": mm / 11_200.0 / 1e3 / (COMPUTE_FLOOR[("cpu", "measured")] * 2)},
+                  10.0, "measured")  # fmt: skip
+    steady = Measurements(0.0, [11_200.0] * 3, 1.1, peaks=peaks, page_faults=[0.0] * 3)
+    trimmed = Measurements(
+        0.0, [24_300.0] * 3, 1.1, peaks=peaks, page_faults=[2016.0] * 3, page_fault_us=6.5
+    )
+    calm = analyze_trace(cpu_traces["fn512"], steady).verdict
+    v = analyze_trace(cpu_traces["fn512"], trimmed).verdict
+    assert (calm.id, calm.cause) == ("compute-bound", "compute")
+    assert (v.id, v.cause) == ("overhead-bound", "page-faults")
+    assert v.causes[0].us_per_call == pytest.approx(2016 * 6.5)
+    assert v.headline == (
+        "overhead-bound (CPU page faults): 24.3 ms per call, 2016 page faults per call ≈ "
+        "13.1 ms (54 %)"
+    )
+
+
 def test_a_small_gemm_below_the_floor_is_overhead_bound(cpu_traces: dict[str, Any]) -> None:
     """The guide's lesson: an 8×8 matmul far from the peak is its fixed cost per call, so the
     verdict is overhead-bound (small shapes) with the cause still in the ops' bodies; the same
