@@ -22,8 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
-import msgpack
-
 PROTOCOL_VERSION = 2  # 2: job options travel as one ``options`` map
 
 #: Frames larger than this are refused: a corrupt length prefix (e.g. a stray ``print`` that
@@ -469,6 +467,9 @@ def encode(message: Message) -> bytes:
     """Serialise a message into one length-prefixed frame."""
     payload: dict[str, Any] = dataclasses.asdict(message)
     payload["type"] = message.TYPE
+    import msgpack  # here, not at the top: ``torchscope analyze`` imports this module for its
+    # constants and never frames a message (msgpack and the datetime it imports: ~3 ms)
+
     body = msgpack.packb(payload, use_bin_type=True)
     if len(body) > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
@@ -477,6 +478,8 @@ def encode(message: Message) -> bytes:
 
 def decode(body: bytes) -> Message:
     """Turn one frame body (without its length prefix) back into its dataclass."""
+    import msgpack
+
     try:
         payload = msgpack.unpackb(body, raw=False)
     except Exception as exc:  # msgpack raises several unrelated types

@@ -27,6 +27,10 @@ NOT_FOR_ANALYZE = (
     "asyncio",
     "dask",
     "distributed",
+    "msgpack",  # protocol.py frames messages with it, imported where it frames one
+    # The other subcommands: the parser of the one named is all that is built.
+    *(f"torchscope.cli.{name}" for name in ("profile", "compare", "run", "diff", "fix")),
+    *(f"torchscope.cli.{name}" for name in ("check", "calibrate", "serve", "mcp")),
 )
 
 # The console script's entry point in a fresh interpreter: the exit status, then every

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import gzip
 import io
 import os
 import stat
@@ -116,9 +117,6 @@ def _bomb(name: str, fed: int, size: int) -> TraceError:
 _MAX_RATIO = 40
 """Largest uncompressed/compressed ratio for which the gzip trailer's size is trusted."""
 
-FEED = 1 << 18
-"""Compressed bytes read from the file and handed to the inflater at a time."""
-
 PIECE = 1 << 20
 """Bytes a :meth:`Document.rest` asks for at a time."""
 
@@ -144,10 +142,11 @@ class Document:
             raise _empty(name)
         self.gzipped = head == _GZIP_MAGIC
         self._pending: bytes = head
-        self._inflate: Any = _decompressobj() if self.gzipped else None
-        self._eof = False
-        self._fed = 0
-        """Compressed bytes read from the file so far."""
+        self._counted = _Counted(fh)
+        """The file as the gzip reader reads it, counting the compressed bytes it took."""
+        self._inflated: BinaryIO | None = None
+        """The gzip reader, made at the first read (:meth:`expected_size` may seek the file
+        before)."""
         self.size = 0
         """Document bytes read so far."""
         self.bounded = False
@@ -160,8 +159,9 @@ class Document:
     def __call__(self, n: int) -> bytes:
         piece = self._gz(n) if self.gzipped else self._plain(n)
         self.size += len(piece)
-        if self.gzipped and self.size > BOMB_FLOOR and self.size > BOMB_RATIO * self._fed:
-            raise _bomb(self._name, self._fed, self.size)
+        fed = self._counted.count
+        if self.gzipped and self.size > BOMB_FLOOR and self.size > BOMB_RATIO * fed:
+            raise _bomb(self._name, fed, self.size)
         if self.bounded and self.size >= self._check_at:
             check_memory(self._name, self.size, so_far=True)
             self._check_at = self.size + CHECK_EVERY
@@ -195,50 +195,80 @@ class Document:
 
     def _gz(self, n: int) -> bytes:
         try:
-            while not self._eof:
-                if not self._pending:
-                    self._pending = self._fh.read(FEED)
-                    self._fed += len(self._pending)
-                    if not self._pending:
-                        if self._inflate.eof:  # a member ended with the file: done
-                            self._eof = True
-                            break
-                        raise _corrupt(self._name, "compressed data ended before the end")
-                if self._inflate.eof:  # another member follows
-                    if self._pending[:2] != _GZIP_MAGIC[: len(self._pending[:2])]:
-                        raise _corrupt(self._name, "trailing garbage after the gzip data")
-                    self._inflate = _decompressobj()
-                piece: bytes = self._inflate.decompress(self._pending, max(1, n))
-                self._pending = self._inflate.unconsumed_tail or self._inflate.unused_data
-                if piece:
-                    return piece
+            if self._inflated is None:
+                self._fh.seek(self._fh.tell() - len(self._pending))  # the magic read at open
+                self._pending = b""
+                self._inflated = _gzip_reader(self._counted)
+            return self._inflated.read(max(1, n))
         except _ERRORS as exc:
-            raise _corrupt(self._name, exc) from None
-        return b""
+            raise _corrupt(self._name, _gzip_damage(self._fh) or exc) from None
 
     def rest(self) -> bytes:
         """Everything left to read."""
         return b"".join(iter(lambda: self(PIECE), b""))
 
 
-def _decompressobj() -> Any:
-    """A gzip inflater: ISA-L's (``isal``, twice as fast) when installed, else zlib's."""
+class _Counted(io.RawIOBase):
+    """``fh`` as a raw stream that counts the bytes read through it."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        got = self._fh.readinto(buffer)  # type: ignore[attr-defined]
+        self.count += got or 0
+        return int(got or 0)
+
+
+def _gzip_reader(raw: io.RawIOBase) -> BinaryIO:
+    """Every member of the gzip stream ``raw``, inflated: by ISA-L (``isal``, twice zlib's
+    speed; its reader inflates straight into the buffer it returns) when installed, else by
+    stdlib ``gzip``."""
+    try:
+        from isal import igzip
+    except ImportError:
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return igzip.IGzipFile(fileobj=raw, mode="rb")  # type: ignore[no-untyped-call,return-value]
+
+
+def _gzip_damage(fh: BinaryIO) -> str | None:
+    """For a gzip file that failed to inflate: ``"trailing garbage after the gzip data"``
+    when bytes that do not start another member follow a complete member (``None``: the
+    damage is inside a member). Inflates the file again, keeping nothing: errors only."""
+    fh.seek(0)
+    inflate: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = b""
+    while True:
+        if not pending:
+            pending = fh.read(PIECE)
+            if not pending:
+                return None
+        if inflate.eof:
+            if pending[:2] != _GZIP_MAGIC[: len(pending[:2])]:
+                return "trailing garbage after the gzip data"
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            inflate.decompress(pending, PIECE)
+        except zlib.error:
+            return None
+        pending = inflate.unconsumed_tail or inflate.unused_data
+
+
+def _gzip_errors() -> tuple[type[Exception], ...]:
+    errors: tuple[type[Exception], ...] = (zlib.error, gzip.BadGzipFile, EOFError)
     try:
         from isal import isal_zlib
     except ImportError:
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    return isal_zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return errors
+    return (*errors, isal_zlib.error)  # type: ignore[arg-type]
 
 
-def _isal_errors() -> tuple[type[Exception], ...]:
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        return (zlib.error,)
-    return (zlib.error, isal_zlib.error)  # type: ignore[return-value]
+_ERRORS = _gzip_errors()
 
-
-_ERRORS = _isal_errors()
 
 
 def empty_archive(name: str) -> TraceError:
