@@ -29,9 +29,8 @@ def _write(folder: Path, name: str, text: str) -> Path:
 
 async def collect(client: LanguageClient, args: dict[str, Any]) -> dict[str, Any]:
     params = types.ExecuteCommandParams(command="torchscope.collectTests", arguments=[args])
-    result: dict[str, Any] = await asyncio.wait_for(
-        client.workspace_execute_command_async(params), 120
-    )
+    answer: Any = client.workspace_execute_command_async(params)
+    result: dict[str, Any] = await asyncio.wait_for(answer, 120)
     return result
 
 

@@ -95,6 +95,17 @@ async def test_profile_in_run_publishes_the_verdict_and_reports_the_calls(
     inputs = replayed["report"]["inputs"]
     assert inputs["source"] == "capture" and inputs["path"] == str(capture), inputs
 
+    # torchscope.sweep with name "batch" and no call: the capture at other batch sizes.
+    params = types.ExecuteCommandParams(
+        command="torchscope.sweep",
+        arguments=[{"uri": uri, "line": line, "name": "batch", "sizes": [4, 32]} | FAST],
+    )
+    swept = await client.workspace_execute_command_async(params)
+    assert swept["ok"], swept
+    assert [p["N"] for p in swept["sweep"]["points"]] == [4, 32], swept["sweep"]
+    assert swept["sweep"]["captured_batch"] == 16
+    assert swept["report"]["inputs"]["batch"] == 32
+
 
 async def test_failures_are_one_message_and_the_server_keeps_serving(
     client: LanguageClient, tmp_path: Path
