@@ -52,6 +52,7 @@ def test_node_ids_are_the_lines_before_the_summary() -> None:
         "==================================== ERRORS ====================================\n"
         "E   ModuleNotFoundError: No module named 'nosuch'\n"
         "ERROR tests/test_bad.py\n"
+        "0.01s setup    tests/test_x.py::test_a[1]\n"
         "2 tests collected, 1 error in 0.76s\n"
     )
     assert node_ids(output) == ["tests/test_x.py::test_a[1]", "tests/test_x.py::TestB::test_c"]

@@ -16,6 +16,7 @@ import ast
 import asyncio
 import contextlib
 import os
+import re
 import shlex
 import signal
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ COLLECT_TIMEOUT_S = 60.0
 
 #: Most tests listed (a pick longer than this is not read anyway).
 MAX_TESTS = 2000
+
+#: A ``--durations`` line (from the project's ``addopts``), not a node id.
+_DURATION = re.compile(r"^\d+(\.\d+)?s (setup|call|teardown) ")
 
 
 class CollectionFailed(Exception):
@@ -76,7 +80,7 @@ def node_ids(output: str) -> list[str]:
     for line in output.splitlines():
         if not line or line[0].isspace() or "::" not in line or line.startswith(("ERROR", "E ")):
             continue
-        if line.startswith(("=", "_", "!")):
+        if line.startswith(("=", "_", "!")) or _DURATION.match(line):
             continue
         found.append(line.strip())
     return found
