@@ -45,7 +45,7 @@ function pickItems(choices: RunChoice[], remembered: RunProgram | undefined): It
   return [
     ...choices.map((choice, i) => ({
       label: choice.label,
-      description: choice.entry[0] === "pytest" ? undefined : commandLine(choice.entry),
+      description: choice.entry[0] === "pytest" ? undefined : commandLine(choice.entry) + (choice.cwd !== undefined ? ` (in ${vscode.workspace.asRelativePath(choice.cwd, false)})` : ""),
       detail: i === 0 && remembered !== undefined ? "used last for this function" : choice.detail,
       choice,
     })),
@@ -112,7 +112,7 @@ export class RunCommands {
     const pytest = pytestSettings((k) => testing.get(k), root, document.uri.fsPath);
     const quickPick = vscode.window.createQuickPick<Item>();
     quickPick.title = `torchscope: profile ${started.target.qualname} in which program?`;
-    quickPick.placeholder = "The program runs in a torchscope worker (in its launch configuration's cwd, else the workspace folder) until it has called the function enough";
+    quickPick.placeholder = "It runs in a torchscope worker until it has called the function enough times";
     quickPick.matchOnDescription = true;
     quickPick.items = pickItems(runChoices(configs, root, document.uri.fsPath, remembered), remembered);
     if (pytest !== undefined) {
