@@ -27,8 +27,10 @@ export const ServerCommands = {
   profileRanks: "torchscope.profileRanks",
   /** `{uri, line, fix, call?, …}` → `{ok, fix?, offered?, error?}`: the **Try fix** code action's command (Apply / Discard is a showMessageRequest, the edit a workspace/applyEdit). */
   tryFix: "torchscope.tryFix",
-  /** `{uri, line | qualname, entry (command line or words), calls?, capture?, …}` → `{ok, report (with run)?, error?}`: the function profiled on the arguments a real program passes it. */
+  /** `{uri, line | qualname, entry (command line or words), cwd?, calls?, capture?, …}` → `{ok, report (with run)?, error?}`: the function profiled on the arguments a real program passes it. */
   profileInRun: "torchscope.profileInRun",
+  /** `{uri, args?, cwd?, timeout_s?}` → `{ok, tests: [{nodeid, file, imports_target}], cwd, error?}`: the tests pytest collects with the Python extension's settings (the server shows a failure itself). */
+  collectTests: "torchscope.collectTests",
 } as const;
 
 /** Custom requests. */

@@ -1,22 +1,70 @@
 /**
- * **Profile this function in a run…** (docs/real-inputs.md): pick the program — a launch.json
- * Python configuration, the one used last for this function, or a typed command line — and run
- * the server's `torchscope.profileInRun` on the function with progress ("waiting for the first
- * call", "calls seen: N of M", the passes), capturing the call's arguments. The server
- * publishes the verdict like a profile's and shows a failure itself.
+ * **Profile this function in a run…** (docs/real-inputs.md): pick the program — the one used
+ * last for this function, a launch.json Python configuration, a test the Python extension's
+ * test explorer would list, or a typed command line — and run the server's
+ * `torchscope.profileInRun` on the function with progress ("waiting for the first call",
+ * "calls seen: N of M", the passes), capturing the call's arguments. The server publishes the
+ * verdict like a profile's and shows a failure itself.
+ *
+ * The tests: VS Code gives no access to another extension's test items, so the server collects
+ * them with pytest and the Python extension's settings (`torchscope.collectTests`); the pick
+ * opens at once and the tests join it when collected (a failure is the server's one message).
  */
 import * as path from "node:path";
 import * as vscode from "vscode";
+import { ExecuteCommandRequest, type LanguageClient } from "vscode-languageclient/node";
 import type { CommandRow } from "./commandRow";
 import type { CommandHost, Started } from "./compareCommands";
 import { ClientCommands, ServerCommands, SETTINGS_SECTION } from "./constants";
 import { errorText, traceError, traceInfo } from "./log";
 import { reportHeadline } from "./report";
-import { commandLine, type LaunchConfig, type RunChoice, runChoices, runEntryKey, splitCommandLine } from "./runEntry";
+import {
+  type CollectedTests,
+  commandLine,
+  type LaunchConfig,
+  programOf,
+  pytestSettings,
+  type PytestSettings,
+  rememberedProgram,
+  type RunChoice,
+  type RunProgram,
+  runChoices,
+  runEntryKey,
+  splitCommandLine,
+  testChoices,
+} from "./runEntry";
 import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
 
 const TYPE_IT = "Enter a command line…";
+
+type Item = vscode.QuickPickItem & { choice?: RunChoice };
+
+/** The pick's rows: the choices (the first marked when it was used last), then the free command line. */
+function pickItems(choices: RunChoice[], remembered: RunProgram | undefined): Item[] {
+  return [
+    ...choices.map((choice, i) => ({
+      label: choice.label,
+      description: choice.entry[0] === "pytest" ? undefined : commandLine(choice.entry) + (choice.cwd !== undefined ? ` (in ${vscode.workspace.asRelativePath(choice.cwd, false)})` : ""),
+      detail: i === 0 && remembered !== undefined ? "used last for this function" : choice.detail,
+      choice,
+    })),
+    { label: TYPE_IT },
+  ];
+}
+
+/** The quick pick's answer: the item accepted, or undefined when it was dismissed. */
+function picked(quickPick: vscode.QuickPick<Item>): Promise<Item | undefined> {
+  return new Promise((resolve) => {
+    quickPick.onDidAccept(() => {
+      resolve(quickPick.selectedItems[0]);
+      quickPick.hide();
+    });
+    quickPick.onDidHide(() => {
+      resolve(undefined);
+    });
+  });
+}
 
 export class RunCommands {
   constructor(
@@ -29,65 +77,88 @@ export class RunCommands {
     return [{ id: ClientCommands.profileInRun, run: (arg) => this.profileInRun(arg) }];
   }
 
-  /** The program for this function: `{entry}` in the argument, else a pick; remembered. */
-  private async chooseEntry(arg: unknown, started: Started): Promise<string[] | undefined> {
-    const given = typeof arg === "object" && arg !== null ? (arg as { entry?: unknown }).entry : undefined;
+  /** The program for this function: `{entry, cwd?}` in the argument, else a pick; remembered. */
+  private async chooseProgram(arg: unknown, started: Started): Promise<RunProgram | undefined> {
+    const given = typeof arg === "object" && arg !== null && "entry" in arg ? rememberedProgram(arg) : undefined;
     const key = runEntryKey(started.located.document.uri.toString(), started.target.qualname);
-    let entry: string[] | undefined;
-    if (Array.isArray(given) && given.every((w) => typeof w === "string")) {
-      entry = given;
-    } else {
-      entry = await this.pick(started, this.context.workspaceState.get<string[]>(key));
+    const program = given ?? (await this.pick(started, rememberedProgram(this.context.workspaceState.get<unknown>(key))));
+    if (program !== undefined) {
+      await this.context.workspaceState.update(key, program);
     }
-    if (entry !== undefined) {
-      await this.context.workspaceState.update(key, entry);
-    }
-    return entry;
+    return program;
   }
 
-  private async pick(started: Started, remembered: string[] | undefined): Promise<string[] | undefined> {
+  /** The tests pytest collects with the Python extension's settings (logged and empty on failure). */
+  private async collectTests(client: LanguageClient, uri: vscode.Uri, pytest: PytestSettings): Promise<RunChoice[]> {
+    const argument = { uri: uri.toString(), args: pytest.args, ...(pytest.cwd !== undefined ? { cwd: pytest.cwd } : {}) };
+    try {
+      const answer = (await client.sendRequest(ExecuteCommandRequest.type, { command: ServerCommands.collectTests, arguments: [argument] })) as CollectedTests;
+      if (!answer.ok) {
+        traceError(`collecting the tests: ${answer.error ?? "failed"}`); // the server showed it
+      }
+      return testChoices(answer);
+    } catch (e) {
+      traceError(`collecting the tests: ${errorText(e)}`);
+      return [];
+    }
+  }
+
+  private async pick(started: Started, remembered: RunProgram | undefined): Promise<RunProgram | undefined> {
     const document = started.located.document;
     const folder = vscode.workspace.getWorkspaceFolder(document.uri);
+    const root = folder?.uri.fsPath ?? path.dirname(document.uri.fsPath);
     const configs = vscode.workspace.getConfiguration("launch", folder?.uri).get<LaunchConfig[]>("configurations") ?? [];
-    const choices = runChoices(configs, folder?.uri.fsPath ?? path.dirname(document.uri.fsPath), document.uri.fsPath, remembered);
-    const items: (vscode.QuickPickItem & { choice?: RunChoice })[] = [
-      ...choices.map((choice, i) => ({
-        label: choice.label,
-        description: commandLine(choice.entry),
-        detail: i === 0 && remembered !== undefined ? "used last for this function" : undefined,
-        choice,
-      })),
-      { label: TYPE_IT },
-    ];
-    const picked = await vscode.window.showQuickPick(items, {
-      title: `torchscope: profile ${started.target.qualname} in which program?`,
-      placeHolder: "The program runs in a torchscope worker from the workspace folder, until it has called the function enough",
-    });
-    if (picked === undefined || picked.choice !== undefined) {
-      return picked?.choice?.entry;
+    const testing = vscode.workspace.getConfiguration("python.testing", folder?.uri);
+    const pytest = pytestSettings((k) => testing.get(k), root, document.uri.fsPath);
+    const quickPick = vscode.window.createQuickPick<Item>();
+    quickPick.title = `torchscope: profile ${started.target.qualname} in which program?`;
+    quickPick.placeholder = "It runs in a torchscope worker until it has called the function enough times";
+    quickPick.matchOnDescription = true;
+    quickPick.items = pickItems(runChoices(configs, root, document.uri.fsPath, remembered), remembered);
+    if (pytest !== undefined) {
+      quickPick.busy = true;
+      void this.collectTests(started.client, document.uri, pytest).then((tests) => {
+        const active = quickPick.activeItems.map((i) => i.label);
+        quickPick.items = pickItems(runChoices(configs, root, document.uri.fsPath, remembered, tests), remembered);
+        quickPick.activeItems = quickPick.items.filter((i) => active.includes(i.label));
+        quickPick.busy = false;
+        traceInfo(`the run pick lists ${tests.length} tests`);
+      });
+    }
+    quickPick.show();
+    const item = await picked(quickPick);
+    quickPick.dispose();
+    if (item === undefined || item.choice !== undefined) {
+      return item?.choice === undefined ? undefined : programOf(item.choice);
     }
     const relative = vscode.workspace.asRelativePath(document.uri, false);
     const typed = await vscode.window.showInputBox({
       title: `torchscope: the program that calls ${started.target.qualname}`,
       prompt: "python script.py ARGS…, -m module ARGS… or pytest tests/test_x.py::test_y (run from the workspace folder)",
-      value: remembered !== undefined ? commandLine(remembered) : `python ${relative}`,
+      value: remembered !== undefined ? commandLine(remembered.entry) : `python ${relative}`,
       ignoreFocusOut: true,
       validateInput: (text) => (splitCommandLine(text).length === 0 ? "Enter the program's command line, e.g. python train.py --steps 5" : undefined),
     });
-    return typed === undefined ? undefined : splitCommandLine(typed);
+    return typed === undefined ? undefined : { entry: splitCommandLine(typed) };
   }
 
   async profileInRun(arg: unknown): Promise<void> {
     const started = await this.host.start(arg, "profile it in a run");
-    const entry = started === undefined ? undefined : await this.chooseEntry(arg, started);
-    if (started === undefined || entry === undefined) {
+    const program = started === undefined ? undefined : await this.chooseProgram(arg, started);
+    if (started === undefined || program === undefined) {
       return;
     }
+    const { entry, cwd } = program;
     const { client, located, target } = started;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
     // capture: the call's arguments go to .torchscope/inputs/, for the "Profile with captured
     // inputs" lens (a later Profile replays them).
-    const args = { ...buildProfileArgs(located.document.uri.toString(), target.line, undefined, settings), entry, capture: true };
+    const args = {
+      ...buildProfileArgs(located.document.uri.toString(), target.line, undefined, settings),
+      entry,
+      ...(cwd !== undefined ? { cwd } : {}),
+      capture: true,
+    };
     traceInfo(`profile ${target.qualname} in \`${commandLine(entry)}\`: ${JSON.stringify(args)}`);
     this.status.set({ kind: "profiling", target: target.qualname });
     try {

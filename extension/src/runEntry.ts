@@ -1,8 +1,11 @@
 /**
  * **Profile this function in a run…**: which program to run (pure, no `vscode`). The choices
  * are the workspace's launch.json Python configurations (`type` `python` or `debugpy`, with
- * `program` or `module`) and a free command line; the one picked is remembered per function.
+ * `program` or `module`, run in their `cwd`), the tests the Python extension's test explorer
+ * would list (collected by the server: `torchscope.collectTests`) and a free command line; the
+ * one picked is remembered per function.
  */
+import * as path from "node:path";
 
 /** A launch.json configuration, as `vscode.workspace.getConfiguration("launch")` gives it. */
 export interface LaunchConfig {
@@ -12,12 +15,41 @@ export interface LaunchConfig {
   program?: unknown;
   module?: unknown;
   args?: unknown;
+  cwd?: unknown;
 }
 
-/** One choice: a name to show and the program's words (`["python", "train.py", …]`). */
-export interface RunChoice {
-  label: string;
+/** The program to run: its words (`["python", "train.py", …]`) and the folder it runs in
+ * (undefined: the workspace folder). This is what is remembered per function. */
+export interface RunProgram {
   entry: string[];
+  cwd?: string;
+}
+
+/** One choice: a name to show, the program, and a note (`detail`) to show under it. */
+export interface RunChoice extends RunProgram {
+  label: string;
+  detail?: string;
+}
+
+/** A test as `torchscope.collectTests` answers it. */
+export interface CollectedTest {
+  nodeid: string;
+  file: string;
+  imports_target: boolean;
+}
+
+/** `torchscope.collectTests`' answer. */
+export interface CollectedTests {
+  ok: boolean;
+  tests: CollectedTest[];
+  cwd: string | null;
+  error?: string;
+}
+
+/** The Python extension's pytest settings (`python.testing.*`), as its test explorer uses them. */
+export interface PytestSettings {
+  args: string[];
+  cwd: string | undefined;
 }
 
 /** workspaceState key of the program last used for a function. */
@@ -30,6 +62,11 @@ export function runEntryKey(documentUri: string, qualname: string): string {
 /** `${workspaceFolder}` and `${file}` filled in; other variables are left as they are. */
 function substitute(text: string, folder: string, file: string): string {
   return text.replaceAll("${workspaceFolder}", folder).replaceAll("${file}", file);
+}
+
+/** A folder setting with variables filled in, relative to the workspace folder; undefined if unset. */
+function folderSetting(value: unknown, folder: string, file: string): string | undefined {
+  return typeof value === "string" && value.trim() !== "" ? path.resolve(folder, substitute(value.trim(), folder, file)) : undefined;
 }
 
 /** The program of a Python launch configuration, or undefined for any other configuration. */
@@ -52,7 +89,37 @@ export function launchChoice(config: LaunchConfig, folder: string, file: string)
     return undefined;
   }
   const label = typeof config.name === "string" && config.name !== "" ? config.name : head.join(" ");
-  return { label, entry: [...head, ...args.map((a) => substitute(a, folder, file))] };
+  const choice: RunChoice = { label, entry: [...head, ...args.map((a) => substitute(a, folder, file))] };
+  const cwd = folderSetting(config.cwd, folder, file);
+  return cwd === undefined ? choice : { ...choice, cwd };
+}
+
+/**
+ * The Python extension's pytest settings, read through `get` (`python.testing`'s section);
+ * undefined when pytest is not enabled there — its test explorer then lists no pytest tests.
+ */
+export function pytestSettings(get: (key: string) => unknown, folder: string, file: string): PytestSettings | undefined {
+  if (get("pytestEnabled") !== true) {
+    return undefined;
+  }
+  const raw = get("pytestArgs");
+  const args = Array.isArray(raw) ? raw.filter((a): a is string => typeof a === "string").map((a) => substitute(a, folder, file)) : [];
+  return { args, cwd: folderSetting(get("cwd"), folder, file) };
+}
+
+/** A collected test as a choice: `pytest NODEID`, run where it was collected. */
+export function testChoice(test: CollectedTest, cwd: string): RunChoice {
+  const detail = test.imports_target ? "test: imports this function's module" : "test";
+  return { label: test.nodeid, entry: ["pytest", test.nodeid], cwd, detail };
+}
+
+/** The tests of a `torchscope.collectTests` answer as choices (those it did collect, even when it failed). */
+export function testChoices(answer: CollectedTests | undefined): RunChoice[] {
+  if (answer === undefined || answer.cwd === null || !Array.isArray(answer.tests)) {
+    return [];
+  }
+  const cwd = answer.cwd;
+  return answer.tests.map((t) => testChoice(t, cwd));
 }
 
 /** A command line shown as the user would type it (words with spaces quoted). */
@@ -70,13 +137,43 @@ export function splitCommandLine(text: string): string[] {
   return words;
 }
 
-/** The choices in order: the one remembered for the function first, then launch.json's. */
-export function runChoices(configs: readonly LaunchConfig[], folder: string, file: string, remembered: string[] | undefined): RunChoice[] {
-  const found = configs.map((c) => launchChoice(c, folder, file)).filter((c): c is RunChoice => c !== undefined);
-  if (remembered === undefined || remembered.length === 0) {
+/** What workspaceState holds for a function: `{entry, cwd?}`, or the words alone (before cwd). */
+export function rememberedProgram(stored: unknown): RunProgram | undefined {
+  const isWords = (w: unknown): w is string[] => Array.isArray(w) && w.length > 0 && w.every((x) => typeof x === "string");
+  if (isWords(stored)) {
+    return { entry: stored };
+  }
+  if (typeof stored === "object" && stored !== null) {
+    const { entry, cwd } = stored as { entry?: unknown; cwd?: unknown };
+    if (isWords(entry)) {
+      return typeof cwd === "string" && cwd !== "" ? { entry, cwd } : { entry };
+    }
+  }
+  return undefined;
+}
+
+/** The program of a choice, as it is sent and remembered. */
+export function programOf(choice: RunProgram): RunProgram {
+  return choice.cwd === undefined ? { entry: choice.entry } : { entry: choice.entry, cwd: choice.cwd };
+}
+
+function sameProgram(a: RunProgram, b: RunProgram): boolean {
+  return commandLine(a.entry) === commandLine(b.entry) && (a.cwd ?? "") === (b.cwd ?? "");
+}
+
+/** The choices in order: the one remembered for the function first, then launch.json's, then the tests. */
+export function runChoices(
+  configs: readonly LaunchConfig[],
+  folder: string,
+  file: string,
+  remembered: RunProgram | undefined,
+  tests: readonly RunChoice[] = [],
+): RunChoice[] {
+  const launch = configs.map((c) => launchChoice(c, folder, file)).filter((c): c is RunChoice => c !== undefined);
+  const found = [...launch, ...tests];
+  if (remembered === undefined || remembered.entry.length === 0) {
     return found;
   }
-  const same = (c: RunChoice): boolean => commandLine(c.entry) === commandLine(remembered);
-  const last = found.find(same) ?? { label: commandLine(remembered), entry: remembered };
-  return [last, ...found.filter((c) => !same(c))];
+  const last = found.find((c) => sameProgram(c, remembered)) ?? { label: commandLine(remembered.entry), ...programOf(remembered) };
+  return [last, ...found.filter((c) => !sameProgram(c, remembered))];
 }

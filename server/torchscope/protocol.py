@@ -397,6 +397,8 @@ class RunRequest(JobRequest):
     ``targets``: one map per target, ``file``, ``qualname``, ``trace_path`` and ``capture_path``
     (where ``--capture`` writes its arguments; "" for none). ``calls``: calls of a target after
     which it is profiled; the program is stopped once every target was, unless ``let_finish``.
+    ``cwd``: the program's working directory (a launch configuration's ``cwd``); "" keeps the
+    worker's own, the workspace root.
     """
 
     TYPE: ClassVar[str] = "run"
@@ -407,6 +409,7 @@ class RunRequest(JobRequest):
     calls: int = 5
     let_finish: bool = False
     capture_limit: int = 1 << 30
+    cwd: str = ""
 
 
 @dataclass

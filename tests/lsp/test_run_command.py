@@ -95,6 +95,17 @@ async def test_profile_in_run_publishes_the_verdict_and_reports_the_calls(
     inputs = replayed["report"]["inputs"]
     assert inputs["source"] == "capture" and inputs["path"] == str(capture), inputs
 
+    # torchscope.sweep with name "batch" and no call: the capture at other batch sizes.
+    params = types.ExecuteCommandParams(
+        command="torchscope.sweep",
+        arguments=[{"uri": uri, "line": line, "name": "batch", "sizes": [4, 32]} | FAST],
+    )
+    swept = await client.workspace_execute_command_async(params)
+    assert swept["ok"], swept
+    assert [p["N"] for p in swept["sweep"]["points"]] == [4, 32], swept["sweep"]
+    assert swept["sweep"]["captured_batch"] == 16
+    assert swept["report"]["inputs"]["batch"] == 32
+
 
 async def test_failures_are_one_message_and_the_server_keeps_serving(
     client: LanguageClient, tmp_path: Path
@@ -105,6 +116,10 @@ async def test_failures_are_one_message_and_the_server_keeps_serving(
         ({"uri": uri, "qualname": "Attention.forward", "entry": 3}, "'entry' must be the program"),
         ({"uri": uri, "qualname": "Nope.forward", "entry": "python x.py"}, "no function 'Nope"),
         ({"uri": uri, "line": line, "entry": "python missing.py"}, "missing.py: no such script"),
+        (
+            {"uri": uri, "line": line, "entry": "python train.py", "cwd": str(tmp_path / "nope")},
+            "nope: no such folder",
+        ),
     ]:
         shown = len(client.messages)
         result, _ = await profile_in_run(client, args)
@@ -130,3 +145,36 @@ async def test_failures_are_one_message_and_the_server_keeps_serving(
         )
     )
     assert hover is None  # still answering
+
+
+CWD_PROGRAM = """\
+import sys
+import torch
+
+
+def scale(x, factor):
+    return (x * factor).sum()
+
+
+size = int(open(sys.argv[1]).read())  # relative: found only in the program's cwd
+for _ in range(2):
+    scale(torch.ones(size), 2.0)
+"""
+
+
+async def test_the_program_runs_in_the_launch_configurations_cwd(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """``cwd`` (a launch configuration's): the script and the file its argument names are
+    relative paths that resolve only there (the workspace root is the repository)."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "main.py").write_text(CWD_PROGRAM)
+    (folder / "size.txt").write_text("64\n")
+    uri = (folder / "main.py").as_uri()
+    args = {"uri": uri, "qualname": "scale", "entry": "python main.py size.txt", "calls": 2}
+    result, _ = await profile_in_run(client, args | {"cwd": str(folder)} | FAST)
+    assert result["ok"], result
+    run = result["report"]["run"]
+    assert run["exit"] == "stopped" and run["calls_seen"] == 2, run
+    assert run["entry"] == "python main.py size.txt"

@@ -232,6 +232,9 @@ function prepare() {
         "torchscope.steps": 3,
         "torchscope.warmup": 2,
         "torchscope.perfetto.origin": perfettoStub.origin,
+        // The Python extension's test settings (it is not installed: the run pick reads them).
+        "python.testing.pytestEnabled": true,
+        "python.testing.pytestArgs": ["real_inputs"],
       },
       null,
       2,
@@ -244,7 +247,8 @@ function prepare() {
       {
         version: "0.2.0",
         configurations: [
-          { name: "train (e2e)", type: "debugpy", request: "launch", program: "${workspaceFolder}/real_inputs/train.py", args: ["--steps", "6"] },
+          // program relative to cwd: found only if the run goes there
+          { name: "train (e2e)", type: "debugpy", request: "launch", program: "train.py", cwd: "${workspaceFolder}/real_inputs", args: ["--steps", "6"] },
         ],
       },
       null,
@@ -966,8 +970,19 @@ async function main() {
     await profileFromContextMenu(train[trainLine], "Profile this function in a run…");
     const choice = page.locator(".quick-input-list .monaco-list-row", { hasText: "train (e2e)" }).first();
     await choice.waitFor({ state: "visible", timeout: remaining(30000) });
+    // The tests pytest collects (python.testing.*) join the pick, marked as importing train.
+    const test = page.locator(".quick-input-list .monaco-list-row", { hasText: "test_attention.py::test_attention_keeps_the_shape" }).first();
+    await test.waitFor({ state: "visible", timeout: remaining(60000) });
+    if (!/imports this function's module/.test(await test.innerText())) {
+      throw new Error(`the test's row does not say it imports train: ${await test.innerText()}`);
+    }
     await screenshot("run-pick");
     await choice.click();
+    const job = /profile Attention\.forward in `python train\.py --steps 6`: (\{.*\})/;
+    const runJob = JSON.parse(job.exec(await waitForLog(job, 30000, "the run's job", offset))[1]);
+    if (runJob.cwd !== path.join(WORKSPACE, "real_inputs")) {
+      throw new Error(`the launch configuration's cwd was not sent: ${JSON.stringify(runJob)}`);
+    }
     const ran = await waitForLog(/profile Attention\.forward in a run: (.+)/, 180000, "the run's verdict", offset);
     const lens = page.locator(".codelens-decoration a", { hasText: "Profile with captured inputs (train.py, " }).first();
     await lens.waitFor({ state: "visible", timeout: remaining(30000) });

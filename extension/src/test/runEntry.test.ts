@@ -1,5 +1,16 @@
 import * as assert from "node:assert/strict";
-import { commandLine, launchChoice, runChoices, runEntryKey, splitCommandLine } from "../runEntry";
+import {
+  commandLine,
+  launchChoice,
+  programOf,
+  pytestSettings,
+  rememberedProgram,
+  type RunChoice,
+  runChoices,
+  runEntryKey,
+  splitCommandLine,
+  testChoices,
+} from "../runEntry";
 
 const FOLDER = "/work/project";
 const FILE = "/work/project/model.py";
@@ -30,8 +41,8 @@ describe("run entries from launch.json", () => {
       { name: "a", type: "debugpy", program: "a.py" },
       { name: "b", type: "debugpy", program: "b.py" },
     ];
-    assert.deepEqual(runChoices(configs, FOLDER, FILE, ["python", "b.py"]).map((c) => c.label), ["b", "a"]);
-    assert.deepEqual(runChoices(configs, FOLDER, FILE, ["pytest", "t.py"]).map((c) => c.label), ["pytest t.py", "a", "b"]);
+    assert.deepEqual(runChoices(configs, FOLDER, FILE, { entry: ["python", "b.py"] }).map((c) => c.label), ["b", "a"]);
+    assert.deepEqual(runChoices(configs, FOLDER, FILE, { entry: ["pytest", "t.py"] }).map((c) => c.label), ["pytest t.py", "a", "b"]);
     assert.deepEqual(runChoices(configs, FOLDER, FILE, undefined).map((c) => c.label), ["a", "b"]);
   });
 
@@ -43,5 +54,78 @@ describe("run entries from launch.json", () => {
   it("quotes words with spaces, and keys the memory by function", () => {
     assert.equal(commandLine(["python", "my train.py", "--x=1"]), "python 'my train.py' --x=1");
     assert.equal(runEntryKey("file:///m.py", "A.forward"), "torchscope.runEntry:file:///m.py#A.forward");
+  });
+
+  it("runs a configuration in its cwd, with variables filled in and relative to the folder", () => {
+    const config = { name: "t", type: "debugpy", program: "train.py", args: ["data.txt"] };
+    assert.deepEqual(launchChoice({ ...config, cwd: "${workspaceFolder}/runs" }, FOLDER, FILE), {
+      label: "t",
+      entry: ["python", "train.py", "data.txt"],
+      cwd: "/work/project/runs",
+    });
+    assert.equal(launchChoice({ ...config, cwd: "sub" }, FOLDER, FILE)?.cwd, "/work/project/sub");
+    assert.equal(launchChoice({ ...config, cwd: "/abs/dir" }, FOLDER, FILE)?.cwd, "/abs/dir");
+    assert.equal(launchChoice({ ...config, cwd: "" }, FOLDER, FILE)?.cwd, undefined);
+    const choice: RunChoice = { label: "t", entry: ["python", "x.py"], cwd: "/d", detail: "d" };
+    assert.deepEqual(programOf(choice), { entry: ["python", "x.py"], cwd: "/d" });
+  });
+
+  it("remembers the program with its cwd, and reads what was remembered before cwd", () => {
+    assert.deepEqual(rememberedProgram(["python", "a.py"]), { entry: ["python", "a.py"] });
+    assert.deepEqual(rememberedProgram({ entry: ["pytest", "t.py::x"], cwd: "/w/sub" }), { entry: ["pytest", "t.py::x"], cwd: "/w/sub" });
+    assert.equal(rememberedProgram({ entry: [] }), undefined);
+    assert.equal(rememberedProgram({ uri: "file:///m.py", line: 3 }), undefined);
+    const configs = [{ name: "a", type: "debugpy", program: "a.py", cwd: "x" }];
+    // the same words in another folder are another program
+    assert.deepEqual(runChoices(configs, FOLDER, FILE, { entry: ["python", "a.py"] }).map((c) => c.label), ["python a.py", "a"]);
+    assert.deepEqual(runChoices(configs, FOLDER, FILE, { entry: ["python", "a.py"], cwd: "/work/project/x" }).map((c) => c.label), ["a"]);
+  });
+});
+
+describe("tests from the Python extension's settings", () => {
+  const settings = (values: Record<string, unknown>) => (key: string) => values[key];
+
+  it("lists tests only where pytest is enabled, with its arguments and cwd", () => {
+    assert.equal(pytestSettings(settings({}), FOLDER, FILE), undefined);
+    assert.equal(pytestSettings(settings({ pytestEnabled: false, pytestArgs: ["tests"] }), FOLDER, FILE), undefined);
+    assert.deepEqual(pytestSettings(settings({ pytestEnabled: true }), FOLDER, FILE), { args: [], cwd: undefined });
+    assert.deepEqual(
+      pytestSettings(settings({ pytestEnabled: true, pytestArgs: ["${workspaceFolder}/tests", "-k", 3], cwd: "${workspaceFolder}/src" }), FOLDER, FILE),
+      { args: ["/work/project/tests", "-k"], cwd: "/work/project/src" },
+    );
+  });
+
+  it("offers each collected test as `pytest NODEID` in the folder it was collected in, after launch.json", () => {
+    const answer = {
+      ok: false,
+      error: "could not collect every test",
+      cwd: "/work/project/src",
+      tests: [
+        { nodeid: "tests/test_model.py::test_scale[1]", file: "/work/project/src/tests/test_model.py", imports_target: true },
+        { nodeid: "tests/test_other.py::test_x", file: "/work/project/src/tests/test_other.py", imports_target: false },
+      ],
+    };
+    const tests = testChoices(answer);
+    assert.deepEqual(tests[0], {
+      label: "tests/test_model.py::test_scale[1]",
+      entry: ["pytest", "tests/test_model.py::test_scale[1]"],
+      cwd: "/work/project/src",
+      detail: "test: imports this function's module",
+    });
+    assert.equal(tests[1].detail, "test");
+    assert.deepEqual(testChoices(undefined), []);
+    assert.deepEqual(testChoices({ ok: false, error: "bad", tests: [], cwd: null }), []);
+    const configs = [{ name: "train", type: "debugpy", program: "train.py" }];
+    const remembered = { entry: ["pytest", "tests/test_other.py::test_x"], cwd: "/work/project/src" };
+    assert.deepEqual(runChoices(configs, FOLDER, FILE, undefined, tests).map((c) => c.label), [
+      "train",
+      "tests/test_model.py::test_scale[1]",
+      "tests/test_other.py::test_x",
+    ]);
+    assert.deepEqual(runChoices(configs, FOLDER, FILE, remembered, tests).map((c) => c.label), [
+      "tests/test_other.py::test_x",
+      "train",
+      "tests/test_model.py::test_scale[1]",
+    ]);
   });
 });

@@ -5,8 +5,8 @@ A job kind's flag (``CLI_FLAG`` of its request in ``protocol.JOB_KINDS``, e.g.
 kind (``common.run_kind``), and its ``HostJob.cli_report`` says what prints (for a comparison:
 the eager report as usual, then the side-by-side comparison). A new kind needs no edit here.
 ``--sweep`` replaces the loop (``main`` runs this module's ``run`` for ``profile --sweep``):
-one call template with a ``{N}`` placeholder, profiled at each size, printed as a table with
-the path of its SVG chart.
+one call template with a ``{N}`` placeholder, or a capture at each batch size (``--sweep
+batch=…``), profiled at each size, printed as a table with the path of its SVG chart.
 """
 
 from __future__ import annotations
@@ -47,7 +47,10 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         "--sweep",
         type=_sweep_spec,
         metavar="N=64,256,1024",
-        help="profile at each size: the call expression's {N} placeholder takes each value",
+        help="profile at each size: the call expression's {N} placeholder takes each value; "
+        "with no call expression, batch=1,8,32 replays the capture of a real call (torchscope "
+        "run --capture) with its tensors' batch dimension (dim 0) cut or repeated to each size "
+        "(batch alone: a quarter to four times the captured size)",
     )
 
 

@@ -156,8 +156,10 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         let_finish: bool = False,
         capture: bool = False,
         capture_limit: int = 1 << 30,
+        cwd: str = "",
     ) -> None:
         self.targets = targets
+        self.cwd = cwd  # the program's working directory ("": the worker's, the workspace root)
         self.entry = entry
         self.calls = calls
         self.let_finish = let_finish
@@ -188,6 +190,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
             calls=self.calls,
             let_finish=self.let_finish,
             capture_limit=self.capture_limit,
+            cwd=self.cwd,
         )
 
     def outcome(

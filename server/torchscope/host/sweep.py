@@ -5,6 +5,11 @@ size is an ordinary profile job (same worker, fresh import), so every point has 
 a single **Profile this function**. The result is a table, the crossover from overhead-bound to
 compute-bound, and an SVG chart written next to the traces.
 
+``--sweep batch=1,8,32`` without a call expression (``batch`` is reserved) replays the capture
+of a real call (``torchscope run --capture``) at each batch size instead: the worker cuts or
+repeats along dim 0 every tensor argument whose dim 0 is the captured batch size
+(``worker/batch_resize.py``); ``--sweep batch`` alone takes sizes around the captured one.
+
 A sweep is a host composite, not a job kind: a job kind is one request the worker answers, and
 a sweep is several profile jobs (a size that times out or runs out of memory loses only its
 own point, and the worker needs no message of its own); see docs/design-notes.md.
@@ -19,7 +24,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from torchscope.analysis.multi.sweep import (
     Sweep,
@@ -28,7 +33,9 @@ from torchscope.analysis.multi.sweep import (
     failed_point,
     point_from_report,
 )
-from torchscope.host.profile_run import PROFILE, ProfileFailure, ProfileOutcome, Profiler
+from torchscope.host import batch_sweep
+from torchscope.host.batch_sweep import BATCH
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome, Profiler
 from torchscope.protocol import JobOptions, Output, Progress
 from torchscope.report.sweep import render_sweep
 from torchscope.report.sweep_chart import sweep_svg
@@ -39,7 +46,10 @@ DEFAULT_SIZES = (16, 64, 256, 1024)
 MAX_SIZES = 32
 
 #: Failures that would repeat at every size: stop at the first instead of trying the rest.
-FATAL_KINDS = frozenset({"import", "target", "call-invalid", "call-missing", "settings", "worker"})
+FATAL_KINDS = frozenset(
+    {"import", "target", "call-invalid", "call-missing", "settings", "worker", "capture"}
+)
+
 
 SVG_SUFFIX = ".sweep.svg"
 
@@ -52,12 +62,15 @@ class SweepSpecError(ValueError):
 
 
 def parse_sweep(spec: str) -> tuple[str, list[int]]:
-    """``"N=64,256,1024"`` → ``("N", [64, 256, 1024])`` (sorted, duplicates dropped)."""
+    """``"N=64,256,1024"`` → ``("N", [64, 256, 1024])`` (sorted, duplicates dropped);
+    ``"batch"`` alone → ``("batch", [])``: sizes around the capture's own."""
+    if spec.strip() == BATCH:
+        return BATCH, []
     match = _SPEC.match(spec)
     if not match or not match.group(2):
         raise SweepSpecError(
             f"--sweep {spec!r}: write NAME=size,size,… e.g. N=64,256,1024,4096 (the call "
-            "expression then uses {N})"
+            "expression then uses {N}), or batch=1,8,32 to replay a capture at those batch sizes"
         )
     name, listed = match.group(1), match.group(2)
     sizes: set[int] = set()
@@ -126,6 +139,8 @@ class SweepOutcome:
     crossover: Optional[int]
     chart_path: Optional[str]
     outcomes: list[ProfileOutcome] = field(default_factory=list)
+    captured_batch: Optional[int] = None
+    """A sweep over a capture's batch dimension: the capture's own batch size."""
 
     @property
     def device(self) -> str:
@@ -137,7 +152,10 @@ class SweepOutcome:
         return Sweep(self.name, self.template, self.points, self.crossover, self.chart_path)
 
     def sweep_json(self) -> dict[str, Any]:
-        return self.sweep.to_dict()
+        data = self.sweep.to_dict()
+        if self.captured_batch is not None:
+            data["captured_batch"] = self.captured_batch
+        return data
 
     def to_json(self) -> dict[str, Any]:
         """The largest size's ``profile --json`` object plus ``sweep``."""
@@ -161,6 +179,7 @@ class SweepOutcome:
             f"== {self.target.qualname} across {self.name} ({self.target.file}:"
             f"{self.target.def_line})",
             f"   call: {self.template}",
+            *([f"   captured batch size: {self.captured_batch}"] if self.captured_batch else []),
             render_sweep(self.points, self.crossover, self.name, self.device),
         ]
         if self.chart_path:
@@ -192,6 +211,103 @@ def write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]
     return str(path)
 
 
+Reported = Union[ProfileOutcome, str]  # a size's profile, or why it has none
+
+
+async def _profile_at(
+    profiler: Profiler,
+    kind: HostJob[Any, ProfileOutcome],
+    target: Target,
+    call: Optional[str],
+    options: JobOptions,
+    where: tuple[str, int, int],
+    on_progress: Optional[Callable[[Progress], None]],
+    on_output: Optional[Callable[[Output], None]],
+) -> Reported:
+    """One size's profile (``where``: its label, index and the number of sizes), or the
+    message of a failure that loses only this size; a failure that would repeat at every size
+    is raised."""
+    label, k, total = where
+
+    def progress(message: Progress) -> None:
+        if on_progress is not None:
+            on_progress(
+                Progress(
+                    message.job_id,
+                    message.stage,
+                    f"{label} ({k + 1}/{total}): {message.message}",
+                    (k + message.fraction) / total,
+                )
+            )
+
+    try:
+        return await profiler.run_job(kind, target, call, options, progress, on_output)
+    except ProfileFailure as failure:
+        if failure.kind in FATAL_KINDS:
+            raise
+        return failure.message
+
+
+def _finish(
+    profiler: Profiler, target: Target, template: str, name: str, by_size: dict[int, Reported]
+) -> SweepOutcome:
+    """The points in size order, the crossover and the chart."""
+    points: list[SweepPoint] = []
+    outcomes: list[ProfileOutcome] = []
+    for size in sorted(by_size):
+        done = by_size[size]
+        if isinstance(done, str):
+            points.append(failed_point(size, done))
+            continue
+        outcomes.append(done)
+        points.append(point_from_report(size, done.report, done.result.trace_path))
+    result = SweepOutcome(target, template, name, points, crossover(points), None, outcomes)
+    folder = profiler.trace_store.folder
+    if outcomes:
+        folder = Path(outcomes[-1].result.trace_path).parent
+    result.chart_path = write_chart(result, folder, profiler.trace_store.keep)
+    return result
+
+
+async def _batch_sweep(
+    profiler: Profiler,
+    target: Target,
+    call: Optional[str],
+    sizes: list[int],
+    options: JobOptions,
+    on_progress: Optional[Callable[[Progress], None]],
+    on_output: Optional[Callable[[Output], None]],
+) -> SweepOutcome:
+    """The capture replayed at each batch size; without sizes, at its own first (which says
+    what it is), then around it."""
+    capture = batch_sweep.batch_capture(target, call, options)
+    by_size: dict[int, Reported] = {}
+    todo, total = list(sizes), len(sizes) or 5
+    if not todo:
+        kind = batch_sweep.CaptureAtBatch(capture, None)
+        where = (f"{BATCH} as captured", 0, total)
+        first = await _profile_at(
+            profiler, kind, target, None, options, where, on_progress, on_output
+        )
+        if isinstance(first, str):
+            message = f"the capture could not be replayed at its own batch size: {first}"
+            raise ProfileFailure("capture", message, target.def_line)
+        captured = int(first.result.inputs["captured_batch"])
+        by_size[captured] = first
+        todo = [b for b in batch_sweep.default_batches(captured) if b != captured]
+        total = len(todo) + 1
+    for size in todo:
+        kind = batch_sweep.CaptureAtBatch(capture, size)
+        where = (f"{BATCH}={size}", len(by_size), total)
+        by_size[size] = await _profile_at(
+            profiler, kind, target, None, options, where, on_progress, on_output
+        )
+    result = _finish(profiler, target, batch_sweep.template(target), BATCH, by_size)
+    for outcome in result.outcomes:
+        result.captured_batch = outcome.result.inputs.get("captured_batch")
+    return result
+
+
 async def sweep(
     profiler: Profiler,
     target: Target,
@@ -203,40 +319,23 @@ async def sweep(
     on_output: Optional[Callable[[Output], None]] = None,
 ) -> SweepOutcome:
     """Profile ``target`` at each size; a failing size becomes a failed point, unless the
-    failure would repeat at every size (import, target, call expression), which is raised."""
+    failure would repeat at every size (import, target, call expression), which is raised.
+    ``batch`` with no ``{batch}`` in the call replays the capture at each batch size."""
+    if name == BATCH and placeholder(BATCH) not in (call or ""):
+        return await _batch_sweep(profiler, target, call, sizes, options, on_progress, on_output)
     hello = await profiler.hello()
     template = choose_template(target, call, name, hello.cuda_available)
-    points: list[SweepPoint] = []
-    outcomes: list[ProfileOutcome] = []
+    sizes = sizes or list(DEFAULT_SIZES)
+    by_size: dict[int, Reported] = {}
     for k, size in enumerate(sizes):
-
-        def progress(message: Progress, k: int = k, size: int = size) -> None:
-            if on_progress is not None:
-                fraction = (k + message.fraction) / len(sizes)
-                on_progress(
-                    Progress(
-                        message.job_id,
-                        message.stage,
-                        f"{name}={size} ({k + 1}/{len(sizes)}): {message.message}",
-                        fraction,
-                    )
-                )
-
-        try:
-            call_at_size = substitute(template, name, size)
-            outcome = await profiler.run_job(
-                PROFILE, target, call_at_size, options, progress, on_output
-            )
-        except ProfileFailure as failure:
-            if failure.kind in FATAL_KINDS:
-                raise
-            points.append(failed_point(size, failure.message))
-            continue
-        outcomes.append(outcome)
-        points.append(point_from_report(size, outcome.report, outcome.result.trace_path))
-    result = SweepOutcome(target, template, name, points, crossover(points), None, outcomes)
-    folder = profiler.trace_store.folder
-    if outcomes:
-        folder = Path(outcomes[-1].result.trace_path).parent
-    result.chart_path = write_chart(result, folder, profiler.trace_store.keep)
-    return result
+        by_size[size] = await _profile_at(
+            profiler,
+            PROFILE,
+            target,
+            substitute(template, name, size),
+            options,
+            (f"{name}={size}", k, len(sizes)),
+            on_progress,
+            on_output,
+        )
+    return _finish(profiler, target, template, name, by_size)

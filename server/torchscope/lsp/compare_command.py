@@ -12,10 +12,12 @@ compiler's own error; the eager profile is still shown. Returns ``{ok, report, m
 panel (``report.compare.comparison_page_markdown``).
 
 ``torchscope.sweep {uri, line, call, sizes?, name?, steps?, warmup?, timeout_s?}`` profiles
-the function at each size (``call`` holds ``{N}``) and returns
-``{ok, sweep: {name, call, points, crossover, chart_path}, report, markdown}`` (``markdown``:
-the table for the client's panel, ``report.sweep.sweep_markdown``); the chart is an SVG next to
-the traces. Nothing is published for a sweep: the client shows the table and the chart.
+the function at each size (``call`` holds ``{N}``; with ``name: "batch"`` and no call, the
+capture of a real call at each batch size, around the captured one without ``sizes``) and
+returns ``{ok, sweep: {name, call, points, crossover, chart_path}, report, markdown}``
+(``markdown``: the table for the client's panel, ``report.sweep.sweep_markdown``); the chart is
+an SVG next to the traces. Nothing is published for a sweep: the client shows the table and the
+chart.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from torchscope.host.batch_sweep import BATCH
 from torchscope.host.compare_run import COMPARE, CompareOutcome
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.sweep import (
@@ -85,7 +88,7 @@ COMPARE_COMMAND: JobCommand[str, CompareOutcome] = JobCommand(
 
 def _sizes(raw: dict[str, Any]) -> tuple[str, list[int]]:
     name = raw.get("name", "N")
-    sizes = raw.get("sizes", list(DEFAULT_SIZES))
+    sizes = raw.get("sizes", [] if name == BATCH else list(DEFAULT_SIZES))
     if isinstance(sizes, str):
         spec = sizes if "=" in sizes else f"{name}={sizes}"
         try:
@@ -96,7 +99,7 @@ def _sizes(raw: dict[str, Any]) -> tuple[str, list[int]]:
         not isinstance(name, str)
         or not name.isidentifier()
         or not isinstance(sizes, list)
-        or not sizes
+        or (not sizes and name != BATCH)
         or len(sizes) > MAX_SIZES
         or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in sizes)
     ):

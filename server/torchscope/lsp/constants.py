@@ -13,6 +13,7 @@ CMD_DIFF = "torchscope.diff"
 CMD_PROFILE_RANKS = "torchscope.profileRanks"
 CMD_TRY_FIX = "torchscope.tryFix"
 CMD_PROFILE_IN_RUN = "torchscope.profileInRun"
+CMD_COLLECT_TESTS = "torchscope.collectTests"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -1,14 +1,16 @@
-"""``torchscope.profileInRun {uri, line | qualname, entry, calls?, capture?, timeout_s?, …}``:
-the function profiled on the arguments a real program passes it (``torchscope run``,
+"""``torchscope.profileInRun {uri, line | qualname, entry, cwd?, calls?, capture?, timeout_s?,
+…}``: the function profiled on the arguments a real program passes it (``torchscope run``,
 docs/real-inputs.md).
 
 ``entry`` is the program, a command line (``"python train.py --steps 3"``) or its words
-(``["pytest", "tests/test_x.py::test_y"]``), run from the workspace root. The job is the CLI's
-(``host.program_run.run_program``); ``$/progress`` says "waiting for the first call", then
-"calls seen: N of M", then the profile's passes. The result is published as a profile's (the
-verdict on the ``def`` line, the line diagnostics); the answer is ``{ok, report}`` with the
-``run`` object in ``report``. The program exiting before the call, a target never found and a
-timeout are each one error message (and an error diagnostic on the ``def``), as for a profile.
+(``["pytest", "tests/test_x.py::test_y"]``), run from ``cwd`` (a launch configuration's: a
+folder, relative to the workspace root or absolute), else from the workspace root. The job is
+the CLI's (``host.program_run.run_program``); ``$/progress`` says "waiting for the first
+call", then "calls seen: N of M", then the profile's passes. The result is published as a
+profile's (the verdict on the ``def`` line, the line diagnostics); the answer is ``{ok,
+report}`` with the ``run`` object in ``report``. The program exiting before the call, a target
+never found, a timeout and a ``cwd`` that is no folder are each one error message (and an
+error diagnostic on the ``def``), as for a profile.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -46,10 +48,12 @@ class RunArgs:
     entry: list[str]
     calls: int
     capture: bool
+    cwd: Optional[str] = None
 
 
 def _parse(raw: dict[str, Any]) -> RunArgs:
     entry, calls, capture = raw.get("entry"), raw.get("calls", DEFAULT_CALLS), raw.get("capture")
+    cwd = raw.get("cwd")
     try:
         words = shlex.split(entry) if isinstance(entry, str) else entry
     except ValueError as exc:
@@ -63,18 +67,35 @@ def _parse(raw: dict[str, Any]) -> RunArgs:
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'calls' must be 1 or more, got {calls!r}")
     if capture is not None and not isinstance(capture, bool):
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'capture' must be true or false")
-    return RunArgs(words, calls, bool(capture))
+    if cwd is not None and (not isinstance(cwd, str) or not cwd.strip()):
+        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'cwd' must be a folder's path, got {cwd!r}")
+    return RunArgs(words, calls, bool(capture), cwd)
+
+
+def _folder(ls: TorchscopeServer, run: RunArgs, line: int) -> Optional[Path]:
+    """The program's working directory: ``cwd`` (relative to the workspace root), else the
+    root (where the worker runs)."""
+    root = ls.workspace_root()
+    if run.cwd is None:
+        return root
+    folder = (root or Path.cwd()) / Path(run.cwd).expanduser()
+    if not folder.is_dir():
+        message = f"cwd {folder}: no such folder — fix the launch configuration's cwd"
+        raise ProfileFailure("entry", message, line)
+    return folder.resolve()
 
 
 async def _start(
     ls: TorchscopeServer, located: Located, run: RunArgs, on_progress: OnProgress, on_out: OnOutput
 ) -> Ran:
     target = located.target
+    folder = _folder(ls, run, target.def_line)
     try:
-        entry = parse_entry(run.entry, ls.workspace_root())  # the worker runs in the root
+        entry = parse_entry(run.entry, folder)
     except ValueError as exc:
         raise ProfileFailure("entry", str(exc), target.def_line) from exc
-    kind = RunJobKind([target], entry, run.calls, capture=run.capture)
+    cwd = str(folder) if run.cwd is not None and folder else ""
+    kind = RunJobKind([target], entry, run.calls, capture=run.capture, cwd=cwd)
     outcome = await run_program(ls.profiler, kind, located.options, on_progress, on_out)
     [part] = outcome.targets
     if part.outcome is None:

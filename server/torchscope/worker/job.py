@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 from torchscope.protocol import JobError, JobRequest, ProfileResult, Progress
 from torchscope.worker.attribution import marked_call
+from torchscope.worker.batch_resize import NoBatchDimension, at_batch
 from torchscope.worker.call_expression import (
     CallExpressionError,
     PreparedCall,
@@ -122,9 +123,10 @@ class ProfileJob:
         request = self.request
         if request.inputs.get("path"):  # a capture of a real call (``torchscope run --capture``)
             try:
-                return load_capture(request.inputs["path"], module, target, self.use_cuda)
+                prepared = load_capture(request.inputs["path"], module, target, self.use_cuda)
             except CaptureError as exc:
                 raise self._fail("capture", f"{at}{exc}", exc.__cause__) from exc
+            return self._at_batch(prepared) if "batch" in request.inputs else prepared
         if request.call:
             try:
                 return prepare_call(request.call, vars(module))
@@ -138,6 +140,18 @@ class ProfileJob:
                 "def, or --call on the command line",
             )
         return direct_call(target, request.qualname)
+
+    def _at_batch(self, prepared: PreparedCall) -> PreparedCall:
+        """The capture at ``inputs.batch`` (``--sweep batch``; None: as captured); the inputs
+        echoed back name the batch size and the captured one."""
+        inputs = self.request.inputs
+        try:
+            prepared, captured = at_batch(prepared, inputs["batch"], self.request.qualname)
+        except NoBatchDimension as exc:
+            raise self._fail("capture", str(exc)) from exc
+        inputs["captured_batch"] = captured
+        inputs["batch"] = inputs["batch"] or captured
+        return prepared
 
     def _check_device(self) -> None:
         """``cuda`` asked for where there is none is an error, never a silent CPU profile."""

@@ -2,10 +2,12 @@
 as ``python -m`` does, or pytest in this process.
 
 ``sys.argv``, ``sys.path[0]``, ``__main__`` and the working directory's meaning are what the
-program would see from a shell. ``sys.exit`` ends the program, not the worker; so does
-``os._exit`` in this process (in a child the program forked, such as a DataLoader worker, it
-stays the real one). ``StopProgram``, raised by the hook once every target is profiled, ends
-it early. What the program writes to stderr passes through a tee that keeps its last lines.
+program would see from a shell started in ``cwd`` (the worker's own directory, the workspace
+root, when none is given; the worker's directory is restored afterwards). ``sys.exit`` ends
+the program, not the worker; so does ``os._exit`` in this process (in a child the program
+forked, such as a DataLoader worker, it stays the real one). ``StopProgram``, raised by the
+hook once every target is profiled, ends it early. What the program writes to stderr passes
+through a tee that keeps its last lines.
 """
 
 from __future__ import annotations
@@ -104,9 +106,13 @@ def _run_pytest(args: list[str], files: TargetFiles) -> int:
     return int(pytest.main([*args, *extra]))
 
 
-def run_entry(kind: str, target: str, args: list[str], files: TargetFiles) -> EntryOutcome:
-    """Run the program to its end (or its stop); never raises for what the program does."""
+def run_entry(
+    kind: str, target: str, args: list[str], files: TargetFiles, cwd: str = ""
+) -> EntryOutcome:
+    """Run the program to its end (or its stop) in ``cwd``; never raises for what the program
+    does."""
     saved = (list(sys.argv), list(sys.path), sys.modules.get("__main__"), sys.stderr, os._exit)
+    home = os.getcwd()
     tee = _TailTee(sys.stderr)
     sys.stderr = tee
     pid = os.getpid()
@@ -120,6 +126,8 @@ def run_entry(kind: str, target: str, args: list[str], files: TargetFiles) -> En
     os._exit = program_exit  # type: ignore[assignment]
     outcome = EntryOutcome("finished", 0)
     try:
+        if cwd:
+            os.chdir(cwd)  # relative paths in the program and its arguments resolve here
         if kind == "pytest":
             code = _run_pytest(args, files)
             test = _PYTEST_OUTCOMES.get(code, str(code))
@@ -145,6 +153,7 @@ def run_entry(kind: str, target: str, args: list[str], files: TargetFiles) -> En
             sys.modules["__main__"] = saved[2]
         sys.stderr = saved[3]
         os._exit = saved[4]
+        os.chdir(home)
     outcome.stderr_tail = tee.tail()
     return outcome
 

@@ -109,7 +109,11 @@ class RunSession:
         self._progress("waiting", f"running the program: waiting for the first call of {names}")
         try:
             outcome = run_entry(
-                request.entry_kind, request.entry_target, request.entry_args, hooks.files
+                request.entry_kind,
+                request.entry_target,
+                request.entry_args,
+                hooks.files,
+                request.cwd,
             )
         finally:
             hooks.remove()
