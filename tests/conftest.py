@@ -14,6 +14,10 @@ EXAMPLES = REPO / "examples"
 #: Real GPU traces, vendored with their provenance and licenses (tests/data/traces/SOURCES.md).
 SHARED_TRACES = REPO / "tests" / "data" / "traces"
 
+#: The workspaces the editors' end-to-end tests open hold a user's own tests (the run pick
+#: lists them); they import the workspace's modules and are not this suite's to collect.
+collect_ignore_glob = ["vscode/workspace/*"]
+
 
 @pytest.fixture
 def trace_dir(tmp_path: Path) -> Path:
