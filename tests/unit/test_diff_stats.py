@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from torchscope.analysis.multi.diff import decide, line_map
-from torchscope.analysis.multi.interval import RatioInterval, ratio_interval
+from torchscope.analysis.multi.interval import RatioInterval, ratio_interval, undecided
 
 
 def _rounds(
@@ -58,6 +58,21 @@ def test_verdicts() -> None:
     assert (round(noisy.ci_low, 3), round(noisy.ci_high, 3)) == (0.708, 1.02)
     big = decide(RatioInterval(0.25, 0.24, 0.26, 50, 0.0), "HEAD", 100, 25)
     assert big.headline.startswith("4.0× faster than HEAD")
+
+
+def test_undecided_is_a_suggested_difference_the_interval_cannot_confirm() -> None:
+    """What a fix's trial measures again (``host/fix_run.py``): a point ratio past the band
+    whose widened interval reaches into it, not a confident verdict either way, nor a ratio
+    inside the band however wide its interval."""
+    assert undecided(RatioInterval(1 / 1.09, 1 / 1.30, 1 / 0.92, 40, 0.0))  # the CI run's SDPA
+    assert undecided(RatioInterval(0.85, 0.84, 0.86, 50, 0.2))  # noise widens it into the band
+    assert not undecided(RatioInterval(0.8, 0.78, 0.82, 50, 0.01))  # confirmed: faster
+    assert not undecided(RatioInterval(1.0, 0.7, 1.4, 50, 0.3))  # no difference suggested
+    assert not undecided(RatioInterval(1.03, 0.9, 1.2, 50, 0.1))  # inside the band
+    # More rounds of the same 12 % change decide it.
+    few = ratio_interval(*_rounds(8, 1.12, 0.15, drift=False))
+    many = ratio_interval(*_rounds(300, 1.12, 0.15, drift=False))
+    assert undecided(few) and not undecided(many)
 
 
 def test_lines_are_matched_across_an_edit() -> None:

@@ -130,3 +130,11 @@ def direction(low: float, high: float, band: float = NO_DIFFERENCE_BAND) -> int:
     if low > 1 + band:
         return 1
     return 0
+
+
+def undecided(interval: RatioInterval, band: float = NO_DIFFERENCE_BAND) -> bool:
+    """The point ratio lies outside the no-difference band but its widened interval reaches
+    into it: the rounds suggest a difference they cannot confirm, and more rounds could
+    (a ratio inside the band is *no difference* however wide its interval)."""
+    ratio, low, high = widened(interval)
+    return direction(low, high, band) == 0 and abs(math.log(ratio)) > math.log(1 + band)
