@@ -124,3 +124,47 @@ def test_a_timeout_stops_every_rank(trace_dir: Path, tmp_path: Path) -> None:
     assert "did not finish in 12 s: all were stopped" in run.stderr
     assert _processes_mentioning(str(trace_dir)) == []
     assert _leftovers() <= before
+
+
+PREFETCH = """
+import atexit
+import pathlib
+import threading
+
+import torch
+import torch.distributed as dist
+
+
+def _prefetch():
+    a = torch.randn(256, 256)
+    while True:  # a background thread still inside a torch op when the rank ends
+        a = torch.tanh(a @ a)
+
+
+# torchscope[nproc=2]: step(torch.ones(1000))
+def step(grad):
+    if not any(t.name == "prefetch" for t in threading.enumerate()):
+        threading.Thread(target=_prefetch, name="prefetch", daemon=True).start()
+        marker = pathlib.Path(__file__).with_name(f"atexit{dist.get_rank()}")
+        atexit.register(marker.write_text, "ran")
+    dist.all_reduce(grad)
+    return grad
+"""
+
+
+def test_ranks_end_cleanly_while_native_threads_still_run(
+    trace_dir: Path, tmp_path: Path
+) -> None:
+    """A rank ends without the interpreter's teardown (and after its atexit hooks): a thread
+    that takes the GIL while the interpreter finalises is ended by ``pthread_exit``, and the
+    unwinding through a ``noexcept`` torch frame aborts the rank (SIGABRT, 'terminate called
+    without an active exception'). gloo's own worker threads lose that race now and then when a
+    core is held; a user's background thread inside an op loses it every time."""
+    script = tmp_path / "prefetch.py"
+    script.write_text(PREFETCH, encoding="utf-8")
+    run = _profile(trace_dir, f"{script}::step", "--json", "--steps", "2", "--warmup", "1")
+    assert run.returncode == 0, run.stderr
+    assert "terminate called" not in run.stderr
+    assert [r["rank"] for r in json.loads(run.stdout)["ranks"]] == [0, 1]
+    assert sorted(p.name for p in tmp_path.glob("atexit*")) == ["atexit0", "atexit1"]
+    assert _processes_mentioning(str(trace_dir)) == []
