@@ -214,13 +214,15 @@ def test_square_gemm_near_the_peak_is_fine(kineto: Any, tmp_path: Path) -> None:
     assert (report.verdict.id, report.verdict.cause) == ("compute-bound", "compute")
 
 
-def elementwise(b: KinetoBuilder, n: int) -> KinetoBuilder:
-    """``n`` in-place ``mul_`` on one 4096×4096 float tensor, 10 ms each: 134 MB moved each,
-    13.4 GB/s, 67 % of the 20 GB/s bandwidth."""
-    b.step(1, 0, n * 10_000 + 100)
+def elementwise(
+    b: KinetoBuilder, n: int, shape: tuple[int, int] = (4096, 4096), dur: float = 9_990
+) -> KinetoBuilder:
+    """``n`` in-place ``mul_`` on one float tensor, by default 4096×4096 in 10 ms each: 134 MB
+    moved each, 13.4 GB/s, 67 % of the 20 GB/s bandwidth."""
+    b.step(1, 0, n * (dur + 10) + 100)
     for i in range(n):
-        dims = {"Input Dims": [[4096, 4096], []], "Input type": ["float", "Scalar"]}
-        b.op("aten::mul_", 50 + i * 10_000, 9_990, **dims)
+        dims = {"Input Dims": [list(shape), []], "Input type": ["float", "Scalar"]}
+        b.op("aten::mul_", 50 + i * (dur + 10), dur, **dims)
     return b
 
 
@@ -232,6 +234,26 @@ def test_memory_bound_chain_of_three(kineto: Any, tmp_path: Path) -> None:
 
 def test_two_elementwise_ops_are_no_chain(kineto: Any, tmp_path: Path) -> None:
     report = run(elementwise(kineto(gpu=False), 2), tmp_path, _calibrated(20_100))
+    assert "memory-bound-chain" not in rules(report)
+
+
+def test_a_chain_slowed_by_another_process_is_still_a_chain(kineto: Any, tmp_path: Path) -> None:
+    # The same ops 10x slower (another process held the core): 1.3 GB/s, 7 % of the bandwidth.
+    # Their work makes them memory-bound (0.06 FLOP/B, under the 10 FLOP/B ridge point), not
+    # their speed, which the message reports.
+    b = elementwise(kineto(gpu=False), 3, dur=99_990)
+    f = only(run(b, tmp_path, _calibrated(300_100)), "memory-bound-chain")
+    assert f.details["ops"] == 3 and "7 % of measured bandwidth" in f.message
+    assert f.details["gbps"] == pytest.approx(2 * 4096 * 4096 * 4 / 99_990 / 1e3)
+
+
+def test_elementwise_ops_too_small_to_be_bandwidth_bound_are_no_chain(
+    kineto: Any, tmp_path: Path
+) -> None:
+    # 20 mul_ on 8×8 (512 bytes: 0.03 µs at 20 GB/s, under the 2 µs dispatch floor), 5 µs each:
+    # dispatch sets their time, not bytes (100 µs per step, over the 50 µs minimum).
+    b = elementwise(kineto(gpu=False), 20, shape=(8, 8), dur=5)
+    report = run(b, tmp_path, _calibrated(120))
     assert "memory-bound-chain" not in rules(report)
 
 

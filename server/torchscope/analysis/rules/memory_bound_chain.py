@@ -1,11 +1,17 @@
 """``memory-bound-chain``: several elementwise ops in a row over the same tensor shape, each
-spending most of its time moving bytes.
+of them memory-bound.
 
 Each op reads its input(s) from memory and writes its output back; a fused kernel
 (``torch.compile``) reads once and writes once. Found among the top-level ops of each step, in
 order: a run of at least ``MIN_CHAIN`` elementwise ops whose first tensors have the same shape,
-each at ``MEMORY_BOUND_OP`` (``MEMORY_BOUND_OP_MEASURED``) or more of the spec-sheet (measured)
-bandwidth (so bytes, not math, set its time).
+each memory-bound (bytes, not math or overhead, set its time):
+
+- on a GPU, its kernels move bytes at ``MEMORY_BOUND_KERNEL`` or more of the bandwidth (device
+  time, which no other process on the host slows);
+- on a CPU, by its work rather than by how fast it ran (another process holding the core slows
+  every op alike, and a chain stays a chain): its arithmetic intensity is below the ridge point
+  (peak FLOP/s / bandwidth) and its bytes take longer at the peak bandwidth than one op's
+  dispatch. The achieved GB/s is reported, not judged.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from ..formatting import format_bytes, format_duration, format_share
 from ..results import Finding
 from ..roofline import bandwidth_phrase, format_gbps
 from ..stages import Metrics
+from ..verdict import DEFAULT_DISPATCH_FLOOR_US
 from ..work import ELEMENTWISE, WRITE_ONLY, base_name
 from ._common import op_location
 from .base import Rule
@@ -23,25 +30,35 @@ from .base import Rule
 MIN_CHAIN = 3
 """Three passes over the same tensor where one would do is the smallest chain worth fusing."""
 
-MEMORY_BOUND_OP = 0.3
-"""An op at ≥ 30 % of the copy bandwidth spends its time on bytes: its arithmetic is ~1 FLOP
-per element, far under any ridge point, and nothing else it does takes longer."""
-
-MEMORY_BOUND_OP_MEASURED = 0.2
-"""The same against a measured bandwidth: that is the best copy of the machine (its fastest
-repetition), and a loaded shared machine copies at a third of it."""
+MEMORY_BOUND_KERNEL = 0.3
+"""A GPU op whose kernels reach ≥ 30 % of the bandwidth spends its time on bytes: its
+arithmetic is ~1 FLOP per element, far under any ridge point, and a kernel too small to be
+bandwidth-bound (latency-bound) runs far below it."""
 
 MIN_CHAIN_US = 50.0
 """Chains shorter than this per step are not worth a compile."""
+
+
+def _memory_bound(ctx: Context, eff: Efficiency, i: int, floor_us: float) -> bool:
+    """Op ``i`` (with work) is memory-bound: see the module's docstring."""
+    w, peaks = eff.work[i], eff.peaks
+    bandwidth = peaks.bandwidth_gbps if peaks is not None else None
+    if peaks is None or not bandwidth or w.bytes <= 0:
+        return False
+    if ctx.device_run:
+        t = eff.time_us.get(i)
+        return t is not None and t > 0 and w.bytes / t / 1e3 >= MEMORY_BOUND_KERNEL * bandwidth
+    peak_flops = max(peaks.matmul_gflops.values(), default=0.0)
+    below_ridge = not peak_flops or w.flops / w.bytes < peak_flops / bandwidth
+    return below_ridge and w.bytes / bandwidth / 1e3 >= floor_us
 
 
 def _chains(ctx: Context, eff: Efficiency) -> list[list[int]]:
     """Runs of consecutive top-level memory-bound elementwise ops on one shape, per thread."""
     parent = ctx.nest.op_parent
     ops = ctx.trace.ops
-    bandwidth = eff.peaks.bandwidth_gbps if eff.peaks else None
-    measured = eff.peaks is not None and eff.peaks.source == "measured"
-    share = MEMORY_BOUND_OP_MEASURED if measured else MEMORY_BOUND_OP
+    m = ctx.measurements
+    floor_us = m.dispatch_floor_us if m is not None else DEFAULT_DISPATCH_FLOOR_US
     same_step = ctx.step_of_op.__getitem__
     runs: list[list[int]] = []
     current: dict[int, list[int]] = {}
@@ -51,16 +68,14 @@ def _chains(ctx: Context, eff: Efficiency) -> list[list[int]]:
         track = ops[i].track
         run = current.setdefault(track, [])
         w = eff.work.get(i)
-        t = eff.time_us.get(i)
         base = base_name(ops[i].name)
         fits = (
             w is not None
-            and t
-            and bandwidth
+            and eff.time_us.get(i)
             and base in ELEMENTWISE
             and base not in WRITE_ONLY
             and base != "copy"
-            and w.bytes / t / 1e3 >= share * bandwidth
+            and _memory_bound(ctx, eff, i, floor_us)
         )
         if fits and w is not None:
             if run and (eff.work[run[-1]].flops != w.flops or same_step(run[-1]) != same_step(i)):
@@ -93,8 +108,10 @@ class MemoryBoundChain(Rule):
 
     def match(self, ctx: Context, measured: Metrics) -> list[Finding]:
         eff = measured.efficiency
+        if eff.peaks is None:
+            return []
         chains = _chains(ctx, eff)
-        if not chains or eff.peaks is None:
+        if not chains:
             return []
         steps = max(1, len(ctx.steps))
         longest = max(chains, key=len)
