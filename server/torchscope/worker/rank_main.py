@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 from torchscope.protocol import JobError, JobOptions, ProfileRequest, Progress
 from torchscope.worker.job import JobFailed, ProfileJob
@@ -80,8 +80,8 @@ def _error(job_id: int, exc: BaseException) -> JobError:
     )
 
 
-def run_rank(request_file: str, out_dir: str, backend: str) -> int:
-    """Run this rank's job; 0 on success (after all ranks finished), else exits with 1."""
+def run_rank(request_file: str, out_dir: str, backend: str) -> NoReturn:
+    """Run this rank's job; exits with 0 on success (after all ranks finished), else with 1."""
     import torch
     import torch.distributed as dist
 
@@ -109,10 +109,9 @@ def run_rank(request_file: str, out_dir: str, backend: str) -> int:
     dist.barrier()
     dist.destroy_process_group()
     _exit_without_teardown(0)
-    return 0  # not reached
 
 
-def _exit_without_teardown(status: int) -> None:
+def _exit_without_teardown(status: int) -> NoReturn:
     """End the rank once its files are written, without the interpreter's teardown.
 
     Native threads may still run torch code after ``destroy_process_group``: gloo's worker
