@@ -57,6 +57,14 @@ def dominant_memory_op(ctx: Context, eff: Efficiency) -> tuple[str, list[int]] |
     return name, by_name[name]
 
 
+def ridge_point(peaks: Peaks) -> float | None:
+    """Peak FLOP/s over bandwidth, in FLOP/B: below it bytes, not arithmetic, bound an op
+    (None: no matmul peak or no bandwidth)."""
+    peak_flops = max(peaks.matmul_gflops.values(), default=0.0)
+    bandwidth = peaks.bandwidth_gbps
+    return peak_flops / bandwidth if peak_flops and bandwidth else None
+
+
 def memory_verdict(
     ctx: Context, eff: Efficiency, verdict: Verdict, peaks: Peaks | None
 ) -> Verdict | None:
@@ -67,7 +75,6 @@ def memory_verdict(
     if peaks is None or not bandwidth or verdict.cpu_us <= 0:
         return None
     outer = eff.totals(eff.outer)
-    peak_flops = max(peaks.matmul_gflops.values(), default=0.0)
     dominant = dominant_memory_op(ctx, eff)
     if dominant is None:
         return None
@@ -76,7 +83,7 @@ def memory_verdict(
     if rates.gbps is None:
         return None
     intensity = outer.flops / outer.bytes if outer.bytes else 0.0
-    ridge = (peak_flops / bandwidth) if peak_flops else None
+    ridge = ridge_point(peaks)
     ridge_text = f", below the ridge point of {ridge:.3g} FLOP/B" if ridge else ""
     share = f", {format_share(rates.efficiency)}" if rates.efficiency is not None else ""
     headline = (

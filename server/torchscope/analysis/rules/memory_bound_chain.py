@@ -19,8 +19,8 @@ from __future__ import annotations
 from ..context import Context
 from ..efficiency import Efficiency
 from ..formatting import format_bytes, format_duration, format_share
-from ..results import Finding
-from ..roofline import bandwidth_phrase, format_gbps
+from ..results import Finding, Peaks
+from ..roofline import bandwidth_phrase, format_gbps, ridge_point
 from ..stages import Metrics
 from ..verdict import DEFAULT_DISPATCH_FLOOR_US
 from ..work import ELEMENTWISE, WRITE_ONLY, base_name
@@ -39,21 +39,19 @@ MIN_CHAIN_US = 50.0
 """Chains shorter than this per step are not worth a compile."""
 
 
-def _memory_bound(ctx: Context, eff: Efficiency, i: int, floor_us: float) -> bool:
-    """Op ``i`` (with work) is memory-bound: see the module's docstring."""
-    w, peaks = eff.work[i], eff.peaks
-    bandwidth = peaks.bandwidth_gbps if peaks is not None else None
-    if peaks is None or not bandwidth or w.bytes <= 0:
+def _memory_bound(ctx: Context, eff: Efficiency, i: int, peaks: Peaks, floor_us: float) -> bool:
+    """Op ``i`` (with work and time) is memory-bound: see the module's docstring."""
+    w, bandwidth = eff.work[i], peaks.bandwidth_gbps or 0.0
+    if bandwidth <= 0 or w.bytes <= 0:
         return False
     if ctx.device_run:
-        t = eff.time_us.get(i)
-        return t is not None and t > 0 and w.bytes / t / 1e3 >= MEMORY_BOUND_KERNEL * bandwidth
-    peak_flops = max(peaks.matmul_gflops.values(), default=0.0)
-    below_ridge = not peak_flops or w.flops / w.bytes < peak_flops / bandwidth
+        return w.bytes / eff.time_us[i] / 1e3 >= MEMORY_BOUND_KERNEL * bandwidth
+    ridge = ridge_point(peaks)
+    below_ridge = ridge is None or w.flops / w.bytes < ridge
     return below_ridge and w.bytes / bandwidth / 1e3 >= floor_us
 
 
-def _chains(ctx: Context, eff: Efficiency) -> list[list[int]]:
+def _chains(ctx: Context, eff: Efficiency, peaks: Peaks) -> list[list[int]]:
     """Runs of consecutive top-level memory-bound elementwise ops on one shape, per thread."""
     parent = ctx.nest.op_parent
     ops = ctx.trace.ops
@@ -75,7 +73,7 @@ def _chains(ctx: Context, eff: Efficiency) -> list[list[int]]:
             and base in ELEMENTWISE
             and base not in WRITE_ONLY
             and base != "copy"
-            and _memory_bound(ctx, eff, i, floor_us)
+            and _memory_bound(ctx, eff, i, peaks, floor_us)
         )
         if fits and w is not None:
             if run and (eff.work[run[-1]].flops != w.flops or same_step(run[-1]) != same_step(i)):
@@ -110,7 +108,7 @@ class MemoryBoundChain(Rule):
         eff = measured.efficiency
         if eff.peaks is None:
             return []
-        chains = _chains(ctx, eff)
+        chains = _chains(ctx, eff, eff.peaks)
         if not chains:
             return []
         steps = max(1, len(ctx.steps))
