@@ -74,3 +74,28 @@ def test_cli_gzip_bomb_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     *said, peak = stderr.strip().splitlines()
     assert run.returncode == 1 and "a gzip bomb" in "\n".join(said), stderr
     assert peak.startswith("peak-kb ") and int(peak.split()[1]) < 250 * 1024, peak
+
+
+def _small_files() -> None:
+    """In the child: files of at most 256 KiB (a write beyond fails with EFBIG, as on a full
+    disk, instead of killing the process with SIGXFSZ)."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, 256 << 10))
+
+
+def test_cli_no_room_for_the_args_is_one_message() -> None:
+    """The args of a trace's events are set aside in a temporary file (``_native_store.c``):
+    when it cannot grow, one message says where and what to do."""
+    trace = REPO / "tests" / "data" / "traces" / "hta_ddp_v100_rank1.json.gz"
+    run = subprocess.run(
+        [*TORCHSCOPE, "analyze", str(trace)], env=ENV, cwd=REPO, capture_output=True,
+        timeout=120, stdin=subprocess.DEVNULL, preexec_fn=_small_files,
+    )
+    stderr = run.stderr.decode()
+    assert run.returncode == 1 and run.stdout == b"", stderr
+    [line] = stderr.strip().splitlines()
+    assert line.startswith("torchscope: ") and trace.name in line, line
+    assert "no room to set the trace's args aside" in line and "TMPDIR" in line, line

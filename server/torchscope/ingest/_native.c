@@ -10,7 +10,9 @@
  *   reader), _native_event.c (one event's fields), _native_names.c (its strings) and
  *   _native_memory.c ([memory] events);
  * - loads: a JSON value, for those it is sure to read as stdlib json does: _native_decode.c;
- * - Args: an event's args, decoded when first read: _native_args.c;
+ * - Span: one complete event in 80 bytes, its fields inline: _native_span.c;
+ * - Args: an event's args, set aside in a temporary file (_native_store.c) and read back
+ *   and decoded when first read: _native_args.c;
  * - nest: the per-thread containment sweep (analysis/nesting.py): _native_nest.c;
  * - merge: the union of sorted intervals (analysis/intervals.py): _native_merge.c.
  *
@@ -18,20 +20,6 @@
  * behind one boundary (accel.py), not two builds.
  */
 #include "_native.h"
-
-static void pin_dealloc(PyObject *self) {
-    PyBuffer_Release(&((Pin *)self)->view);
-    Py_TYPE(self)->tp_free(self);
-}
-
-PyTypeObject PinType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.ingest._native.Pin",
-    .tp_basicsize = sizeof(Pin),
-    .tp_dealloc = pin_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Holds the trace bytes exported while any Args into them lives.",
-};
 
 static PyMethodDef methods[] = {
     {"merge", native_merge, METH_O,
@@ -46,11 +34,11 @@ static PyMethodDef methods[] = {
      " span_type, empty, memory_type, op_kind, ann_kind, overhead_kind, span_keys,"
      " decode_any)."},
     {"scan_stream", native_scan_stream, METH_VARARGS,
-     "scan_stream(read, first, sink, low=65536, window=None) -> (origin, skipped, not_events,"
+     "scan_stream(read, first, sink, file, low=65536, window=None) -> (origin, skipped, not_events,"
      " legacy, rest, memory) | None\n\nNormalise a trace's event array into sink, an"
      " EventSink, as it is read: first holds its start (from its opening bracket), read(n) ->"
      " bytes the next piece (b'' at the end); rest is what was read past its closing bracket."
-     " Each Args holds a copy of its bytes. low: the bytes read ahead of an event before it"
+     " Each Args's bytes are set aside in file (a temporary file, open for reading and writing). low: the bytes read ahead of an event before it"
      " is read (the window holds 16 times as many); tests make it small. window: None, or"
      " (origin or None, ((lo, hi) per kind), (lo, hi) of [memory] events) in absolute"
      " trace µs (--steps). None: not a document this reader takes (sink is then partly filled"
@@ -70,12 +58,20 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&PinType) < 0 || PyType_Ready(&ArgsType) < 0) return NULL;
+    if (PyType_Ready(&StoreType) < 0 || PyType_Ready(&ArgsType) < 0 ||
+        PyType_Ready(&SpanType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
     Py_INCREF(&ArgsType);
     if (PyModule_AddObject(m, "Args", (PyObject *)&ArgsType) < 0) {
         Py_DECREF(&ArgsType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SpanType);
+    if (PyModule_AddObject(m, "Span", (PyObject *)&SpanType) < 0) {
+        Py_DECREF(&SpanType);
         Py_DECREF(m);
         return NULL;
     }

@@ -105,23 +105,40 @@ static inline PyObject *num_obj(const Num *n) {
     return n->is_int ? PyLong_FromLongLong(n->i) : PyFloat_FromDouble(n->d);
 }
 
-/* Pin (_native.c): keeps the trace bytes exported while any Args views them. */
-extern PyTypeObject PinType;
+/* Store (_native_store.c): the temporary file the args bytes are set aside in. */
+extern PyTypeObject StoreType;
 typedef struct {
     PyObject_HEAD
-    Py_buffer view;
-} Pin;
+    PyObject *file, *name; /* the Python file object (held open) and its name */
+    int fd;
+    char *buf;                  /* what was put and not yet written out */
+    Py_ssize_t used, flushed;   /* bytes in buf; bytes in the file before them */
+} Store;
+PyObject *store_new(PyObject *file);
+/* Appends p[0:n]; its offset, or -1 with OSError (the disk is full). */
+Py_ssize_t store_put(Store *s, const char *p, Py_ssize_t n);
+/* The n bytes at off: in the buffer, or read into `into` (n bytes of room); NULL with
+ * OSError. */
+const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into);
 
-/* Args (_native_args.c): an event's args object, decoded when first read. */
+/* Span (_native_span.c): one complete event, its fields inline. */
+extern PyTypeObject SpanType;
+/* A Span; its args the store's bytes at off, len (store not NULL) or `args`. */
+PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track,
+                    PyObject *store, Py_ssize_t off, Py_ssize_t len, PyObject *args,
+                    PyObject *corr);
+/* A Span's start, end and track, read without making objects. */
+int span_fields(PyObject *span, Num *start, Num *end, long long *track);
+
+/* Args (_native_args.c): an event's args object, read back and decoded when first read. */
 extern PyTypeObject ArgsType;
 typedef struct {
     PyObject_HEAD
-    PyObject *pin;
-    const char *ptr;
-    Py_ssize_t len;
+    PyObject *store; /* the Store its bytes are in */
+    Py_ssize_t off, len;
     PyObject *dict; /* decoded, on first read */
 } Args;
-PyObject *args_new(PyObject *pin, const char *ptr, Py_ssize_t len);
+PyObject *args_new(PyObject *store, Py_ssize_t off, Py_ssize_t len);
 void args_set_decoder(PyObject *decode);
 
 /* A cursor over JSON bytes (the reader: _native_json.h). */

@@ -1,7 +1,7 @@
 """Types of the analysis's C part (``_native.c``), for mypy."""
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import IO, Any
 
 class Args(Mapping[str, Any]):
     """An event's args object, decoded from the trace bytes when first read."""
@@ -12,22 +12,35 @@ class Args(Mapping[str, Any]):
     def raw(self) -> bytes: ...
     def shapes(self) -> tuple[bytes, bytes, bytes] | None: ...
 
-def scan(
-    data: bytes | bytearray,
-    lo: int,
-    hi: int,
-    sink: Any,
-    consts: tuple[Any, ...],
-    decode_any: Callable[[Any], Any],
-    /,
-) -> tuple[Any, int, int, bool, int, list[Any] | None] | None: ...
+class Span:
+    """One complete event, its fields inline (``model.Span``'s fields, compact)."""
+
+    start: float
+    end: float
+    name: str
+    track: int
+    args: Mapping[str, Any]
+    correlation: object
+    def __init__(
+        self,
+        start: float,
+        end: float,
+        name: str,
+        track: int,
+        args: Mapping[str, Any],
+        correlation: object = None,
+    ) -> None: ...
+    def __getitem__(self, index: int) -> Any: ...
+    def __len__(self) -> int: ...
+
+def configure(consts: tuple[Any, ...], /) -> None: ...
 def scan_stream(
     read: Callable[[int], bytes],
     first: bytes | bytearray | memoryview,
     sink: Any,
-    consts: tuple[Any, ...],
-    decode_any: Callable[[Any], Any],
+    file: IO[bytes],
     low: int = ...,
+    window: Any = ...,
     /,
 ) -> tuple[Any, int, int, bool, bytes, list[Any] | None] | None: ...
 def nest(

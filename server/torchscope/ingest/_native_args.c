@@ -1,11 +1,14 @@
 /* Args: one event's "args" object, left as its bytes until it is read.
  *
- * A read-only Mapping that decodes its JSON object on first use (_native_decode.c, else
- * the stdlib json decoder configure() was given) and keeps the dict; most events' args are
- * never read. One small object per event, and no garbage-collector header: the dict it may
- * hold is decoded JSON, which cannot refer back to it, so it is never part of a cycle. */
+ * A read-only Mapping over bytes set aside in the trace's Store (_native_store.c): on first
+ * use it reads them back and decodes the JSON object (_native_decode.c, else the stdlib
+ * json decoder configure() was given), and keeps the dict; most events' args are never
+ * read. One small object per event, and no garbage-collector header: the dict it may hold
+ * is decoded JSON, which cannot refer back to it, so it is never part of a cycle. */
 #include "_native.h"
 #include "_native_json.h"
+
+enum { STACK_ROOM = 2048 };
 
 static PyObject *g_decode; /* the stdlib json decoder configure() was given */
 
@@ -14,11 +17,11 @@ void args_set_decoder(PyObject *decode) {
     Py_XSETREF(g_decode, decode);
 }
 
-PyObject *args_new(PyObject *pin, const char *ptr, Py_ssize_t len) {
+PyObject *args_new(PyObject *store, Py_ssize_t off, Py_ssize_t len) {
     Args *a = PyObject_New(Args, &ArgsType);
     if (a == NULL) return NULL;
-    a->pin = Py_NewRef(pin);
-    a->ptr = ptr;
+    a->store = Py_NewRef(store);
+    a->off = off;
     a->len = len;
     a->dict = NULL;
     return (PyObject *)a;
@@ -26,15 +29,33 @@ PyObject *args_new(PyObject *pin, const char *ptr, Py_ssize_t len) {
 
 static void args_dealloc(PyObject *self) {
     Args *a = (Args *)self;
-    Py_XDECREF(a->pin);
+    Py_XDECREF(a->store);
     Py_XDECREF(a->dict);
     Py_TYPE(self)->tp_free(self);
+}
+
+/* The args' bytes, read into `stack` (STACK_ROOM bytes) or, when longer, into *heap (to
+ * free); NULL with an exception. */
+static const char *args_bytes(const Args *a, char *stack, char **heap) {
+    char *into = stack;
+    *heap = NULL;
+    if (a->len > STACK_ROOM) {
+        into = *heap = PyMem_Malloc((size_t)a->len);
+        if (into == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    return store_get((Store *)a->store, a->off, a->len, into);
 }
 
 /* The decoded dict (borrowed), or NULL with the decoder's exception. */
 static PyObject *decoded(Args *a) {
     if (a->dict != NULL) return a->dict;
-    PyObject *d = json_decode(a->ptr, a->len, g_decode);
+    char stack[STACK_ROOM], *heap;
+    const char *p = args_bytes(a, stack, &heap);
+    PyObject *d = p == NULL ? NULL : json_decode(p, a->len, g_decode);
+    PyMem_Free(heap);
     if (d != NULL && !PyDict_Check(d)) { /* cannot be: scan() made Args only for objects */
         Py_DECREF(d);
         PyErr_SetString(PyExc_TypeError, "Args: the args bytes are not a JSON object");
@@ -122,7 +143,11 @@ static PyObject *args_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 
 static PyObject *args_raw(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     Args *a = (Args *)self;
-    return PyBytes_FromStringAndSize(a->ptr, a->len);
+    char stack[STACK_ROOM], *heap;
+    const char *p = args_bytes(a, stack, &heap);
+    PyObject *out = p == NULL ? NULL : PyBytes_FromStringAndSize(p, a->len);
+    PyMem_Free(heap);
+    return out;
 }
 
 /* The raw bytes of "Input Dims", "Input type" and "Concrete Inputs" (b"" when absent; the
@@ -131,10 +156,18 @@ static PyObject *args_raw(PyObject *self, PyObject *Py_UNUSED(ignored)) {
 static PyObject *args_shapes(PyObject *self, PyObject *Py_UNUSED(ignored)) {
     static const char *const keys[3] = {"Input Dims", "Input type", "Concrete Inputs"};
     Args *a = (Args *)self;
-    const char *at[3];
+    char stack[STACK_ROOM], *heap;
+    const char *p = args_bytes(a, stack, &heap), *at[3];
     Py_ssize_t len[3];
-    if (object_fields(a->ptr, a->len, keys, 3, at, len) != 0) Py_RETURN_NONE;
-    return Py_BuildValue("(y#y#y#)", at[0], len[0], at[1], len[1], at[2], len[2]);
+    PyObject *out;
+    if (p == NULL)
+        out = NULL;
+    else if (object_fields(p, a->len, keys, 3, at, len) != 0)
+        out = Py_NewRef(Py_None);
+    else
+        out = Py_BuildValue("(y#y#y#)", at[0], len[0], at[1], len[1], at[2], len[2]);
+    PyMem_Free(heap);
+    return out;
 }
 
 static PyMethodDef args_methods[] = {

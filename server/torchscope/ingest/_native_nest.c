@@ -75,19 +75,28 @@ static int sort_items(Item *items, Item *tmp, Py_ssize_t n) {
     }
 }
 
-/* One span's item; BAIL unless it is a tuple with numbers at 0, 1 and an int track at 3. */
+/* One span's item; BAIL unless it is a Span, or a tuple with numbers at 0, 1 and an int
+ * track at 3. */
 static int item_of(PyObject *span, int rank, Py_ssize_t index, Item *it) {
-    if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) < 4 || index > INT32_MAX) return BAIL;
-    PyObject *track = PyTuple_GET_ITEM(span, 3);
-    if (!PyLong_CheckExact(track)) return BAIL;
-    long t = PyLong_AsLong(track);
-    if ((t == -1 && PyErr_Occurred()) || t < INT32_MIN || t > INT32_MAX) {
-        PyErr_Clear();
-        return BAIL;
-    }
     Num start, end;
-    if (num_from(PyTuple_GET_ITEM(span, 0), &start) || num_from(PyTuple_GET_ITEM(span, 1), &end))
-        return BAIL;
+    long long t;
+    if (index > INT32_MAX) return BAIL;
+    if (Py_IS_TYPE(span, &SpanType)) {
+        span_fields(span, &start, &end, &t);
+    } else {
+        if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) < 4) return BAIL;
+        PyObject *track = PyTuple_GET_ITEM(span, 3);
+        if (!PyLong_CheckExact(track)) return BAIL;
+        t = PyLong_AsLongLong(track);
+        if (t == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return BAIL;
+        }
+        if (num_from(PyTuple_GET_ITEM(span, 0), &start) ||
+            num_from(PyTuple_GET_ITEM(span, 1), &end))
+            return BAIL;
+    }
+    if (t < INT32_MIN || t > INT32_MAX) return BAIL;
     it->start = start.d;
     it->end = end.d;
     it->int_start = (uint8_t)start.is_int;

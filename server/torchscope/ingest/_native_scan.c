@@ -89,8 +89,16 @@ static int span_args(Ctx *c, const Event *ev, PyObject **out) {
     return out[0] == NULL ? ERR : 0;
 }
 
+/* A compact span's args as an Args over its Store bytes (the last put), or the empty dict. */
+static PyObject *compact_args(Ctx *c, const Event *ev) {
+    if (ev->args == NULL || ev->args[0] == 'n') return Py_NewRef(c->empty);
+    return args_new(c->store, c->last_off, ev->args_len);
+}
+
 /* The track of a span's thread or stream, added on first sight. */
 static long track_of(Ctx *c, State *s, const Event *ev, int kind, PyObject *args) {
+    /* args: the span's args object, or NULL for a compact span's (made here, for a new
+     * track's first args, from its Store bytes) */
     if (s->last_track >= 0 && same_id(&ev->tid, &s->last_tid) && same_id(&ev->pid, &s->last_pid))
         return s->last_track;
     PyObject *key = pair(ev);
@@ -104,12 +112,14 @@ static long track_of(Ctx *c, State *s, const Event *ev, int kind, PyObject *args
     } else {
         track = (long)PyList_GET_SIZE(c->track_keys);
         PyObject *idx = PyLong_FromLong(track), *k = PyLong_FromLong(kind);
-        if (idx == NULL || k == NULL || PyDict_SetItem(c->track_ids, key, idx) < 0 ||
-            PyList_Append(c->track_keys, key) < 0 || PyList_Append(c->track_kinds, k) < 0 ||
-            PyList_Append(c->track_first_args, args) < 0)
+        PyObject *first = args != NULL ? Py_NewRef(args) : compact_args(c, ev);
+        if (idx == NULL || k == NULL || first == NULL ||
+            PyDict_SetItem(c->track_ids, key, idx) < 0 || PyList_Append(c->track_keys, key) < 0 ||
+            PyList_Append(c->track_kinds, k) < 0 || PyList_Append(c->track_first_args, first) < 0)
             track = -1;
         Py_XDECREF(idx);
         Py_XDECREF(k);
+        Py_XDECREF(first);
     }
     Py_DECREF(key);
     if (track >= 0) {
@@ -134,6 +144,35 @@ static int final_kind(const Ctx *c, const Event *ev, int *legacy) {
 
 static void drop(PyObject **items, int n) {
     for (int k = 0; k < n; k++) Py_XDECREF(items[k]);
+}
+
+/* complete_event's end for a compact Span (_native_span.c): the args bytes set aside in the
+ * Store, the one span key (correlation) read; 0, BAIL or ERR. */
+static int compact_span(Ctx *c, State *s, const Event *ev, int kind, int legacy, const Num *start,
+                        const Num *end) {
+    if (ev->args != NULL && ev->args[0] != 'n' && ev->args[0] != '{') {
+        s->skipped++; /* args neither an object nor null */
+        return 0;
+    }
+    int absent = ev->args == NULL || ev->args[0] == 'n', st = 0;
+    PyObject *corr = absent ? Py_NewRef(Py_None) : key_value(c, ev->key_at[0], ev->key_len[0], &st);
+    if (corr == NULL) return st;
+    if (!(in_range(start) && num_le(start, end) && as_double(end) < 1e18)) {
+        Py_DECREF(corr);
+        s->skipped++;
+        return 0;
+    }
+    c->last_off = absent ? 0 : store_put((Store *)c->store, ev->args, ev->args_len);
+    long track = c->last_off < 0 ? -1 : track_of(c, s, ev, kind, NULL);
+    PyObject *span = track < 0 ? NULL
+                     : span_make(start, end, ev->name->str, track, absent ? NULL : c->store,
+                                 c->last_off, absent ? 0 : ev->args_len, c->empty, corr);
+    Py_DECREF(corr);
+    if (span == NULL) return ERR;
+    s->legacy |= legacy;
+    st = PyList_Append(c->lists[kind], span) < 0 ? ERR : 0;
+    Py_DECREF(span);
+    return st;
 }
 
 /* One complete ("X") event, as sink.EventSink.accept takes it; 0, BAIL or ERR. */
@@ -162,6 +201,7 @@ static int complete_event(Ctx *c, State *s, const Event *ev) {
         end.d = as_double(&start) + 0.0;
     }
     if (too_big(&start) || too_big(&end)) return BAIL;
+    if (c->compact) return compact_span(c, s, ev, kind, legacy, &start, &end);
     /* start, end, name, track, args, then one value per span key */
     enum { FIXED = 4 };
     PyObject *items[FIXED + 1 + MAX_SPAN_KEYS];
@@ -351,6 +391,11 @@ static int unpack_config(Ctx *c) {
                           &decode))
         return ERR;
     c->decode_any = decode;
+    c->compact = c->span_type == (PyObject *)&SpanType;
+    if (c->compact && config.n_keys != 1) {
+        PyErr_SetString(PyExc_ValueError, "configure: a Span holds one span key (correlation)");
+        return ERR;
+    }
     int kinds[3] = {c->op_kind, c->ann_kind, c->overhead_kind};
     for (int k = 0; k < 3; k++) {
         if (kinds[k] < 0 || kinds[k] >= c->n_lists) {
@@ -424,12 +469,13 @@ static void ctx_free(Ctx *c) {
     PyMem_Free(c->lists);
     PyMem_Free(c->lo);
     PyMem_Free(c->hi);
-    Py_XDECREF(c->arena); /* the Args made keep their blocks */
+    Py_XDECREF(c->store); /* the Args made keep it */
 }
 
-int scan_open(Ctx *c, PyObject *sink, PyObject *window) {
+int scan_open(Ctx *c, PyObject *sink, PyObject *window, PyObject *file) {
     memset(c, 0, sizeof(*c));
-    if (unpack_sink(c, sink) < 0 || unpack_config(c) < 0 || unpack_window(c, window) < 0) {
+    if (unpack_sink(c, sink) < 0 || unpack_config(c) < 0 || unpack_window(c, window) < 0 ||
+        (c->store = store_new(file)) == NULL) {
         ctx_free(c);
         return ERR;
     }

@@ -48,8 +48,9 @@ typedef struct {
     PyObject *span_type, *empty, *decode_any;
     PyObject *memory_type;
     int op_kind, ann_kind, overhead_kind;
-    PyObject *arena; /* the Pin of the block the Args' bytes are copied to */
-    Py_ssize_t arena_used, arena_cap;
+    PyObject *store; /* the Store the Args' bytes are set aside in */
+    Py_ssize_t last_off; /* where the last compact span's args went in it */
+    int compact; /* the sink's span type is Span (_native_span.c), not a tuple type */
     Table table;
     struct MemRec *mem; /* the [memory] events, in file order */
     Py_ssize_t n_mem, cap_mem;
@@ -126,7 +127,7 @@ int scan_array(Ctx *c, State *s, Cur *cur, Window *w); /* 0, BAIL or ERR */
  * (0 or ERR; it holds nothing then); scan_close gives scan_array's answer for its status st (None on BAIL,
  * NULL on ERR, else the tuple with where, stolen, made by the caller only when st is 0)
  * and frees what c holds. */
-int scan_open(Ctx *c, PyObject *sink, PyObject *window);
+int scan_open(Ctx *c, PyObject *sink, PyObject *window, PyObject *file);
 PyObject *scan_close(Ctx *c, int st, const State *s, PyObject *where);
 
 Entry *intern(Ctx *c, const char *p, Py_ssize_t n, int escaped, int *status); /* _names.c */

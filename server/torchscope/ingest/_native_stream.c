@@ -2,13 +2,11 @@
  *
  * It reads the array from read(n), a piece at a time (a plain file's bytes or a gzip
  * stream's, inflating), through a window of about a megabyte that is reused, and copies
- * each span's args (a quarter of the bytes) into blocks the Args pin: the document is never
- * held whole. The same events give the same spans at every piece size
+ * each span's args (two fifths of the bytes) out to a temporary file (_native_store.c): the
+ * document is never held whole, nor are the args. The same events give the same spans at every piece size
  * (test_ingest_stream cuts events at every byte).
  */
 #include "_native_scan.h"
-
-enum { ARENA_BLOCK = 1 << 20 };
 
 static int window_reserve(Window *w, Py_ssize_t cap) {
     if (cap <= w->cap) return 0;
@@ -63,40 +61,23 @@ int window_fill(Window *w, Cur *cur, const char **keep, Py_ssize_t need) {
     return 0;
 }
 
-/* An Args over a copy of p[0:n] in the current block (a bytearray, pinned while any Args
- * into it lives). */
+/* An Args over a copy of p[0:n] set aside in the scan's Store. */
 PyObject *make_args(Ctx *c, const char *p, Py_ssize_t n) {
-    if (c->arena == NULL || c->arena_used + n > c->arena_cap) {
-        Py_ssize_t cap = n > ARENA_BLOCK ? n : ARENA_BLOCK;
-        PyObject *block = PyByteArray_FromStringAndSize(NULL, cap);
-        if (block == NULL) return NULL;
-        Pin *pin = PyObject_New(Pin, &PinType);
-        if (pin == NULL || PyObject_GetBuffer(block, &pin->view, PyBUF_WRITABLE) < 0) {
-            if (pin != NULL) PyObject_Free(pin);
-            Py_DECREF(block);
-            return NULL;
-        }
-        Py_DECREF(block); /* the view holds it */
-        Py_XSETREF(c->arena, (PyObject *)pin);
-        c->arena_used = 0;
-        c->arena_cap = cap;
-    }
-    char *at = (char *)((Pin *)c->arena)->view.buf + c->arena_used;
-    memcpy(at, p, (size_t)n);
-    c->arena_used += n;
-    return args_new(c->arena, at, n);
+    Py_ssize_t off = store_put((Store *)c->store, p, n);
+    return off < 0 ? NULL : args_new(c->store, off, n);
 }
 
 PyObject *native_scan_stream(PyObject *Py_UNUSED(module), PyObject *args) {
-    PyObject *read, *sink, *window = Py_None;
+    PyObject *read, *sink, *file, *window = Py_None;
     Py_buffer first;
     Py_ssize_t low = 1 << 16;
-    if (!PyArg_ParseTuple(args, "Oy*O|nO:scan_stream", &read, &first, &sink, &low, &window))
+    if (!PyArg_ParseTuple(args, "Oy*OO|nO:scan_stream", &read, &first, &sink, &file, &low,
+                          &window))
         return NULL;
     /* A window of 16 × low (1 MiB), refilled to half of it when low is left. */
     Window w = {read, NULL, 0, 0, low < 1 ? 1 : low > WINDOW_MOST ? WINDOW_MOST : low, 0};
     Ctx c;
-    if (scan_open(&c, sink, window) < 0) {
+    if (scan_open(&c, sink, window, file) < 0) {
         PyBuffer_Release(&first);
         return NULL;
     }

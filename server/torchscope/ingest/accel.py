@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from .kineto import KINETO, EventModel
+from .kineto import KINETO, SPAN_ARG_KEYS, EventModel
+from .model import Span
 from .text import clean, has_surrogate
 
 native: ModuleType | None = None
@@ -32,6 +33,16 @@ def json_loads(data: Any) -> Any:
     return clean(value) if has_surrogate(raw) else value
 
 
+def _span_type(model: EventModel) -> type[Any]:
+    """The type the C scanner makes spans of: its compact ``Span`` for the model torch writes
+    (the fields of :class:`~.model.Span`), else the model's own tuple type."""
+    assert native is not None
+    if model.span_type is Span and model.span_keys == SPAN_ARG_KEYS:
+        span: type[Any] = native.Span
+        return span
+    return model.span_type
+
+
 def configure(model: EventModel) -> None:
     """Give the C scanner ``model``'s tables (a no-op when they are the ones it has)."""
     if native is None or _configured[0] is model:
@@ -43,7 +54,7 @@ def configure(model: EventModel) -> None:
             model.annotation_prefixes,
             model.line_marker_prefix,
             model.overhead_names,
-            model.span_type,
+            _span_type(model),
             _EMPTY,
             model.memory_type,
             model.kind("ops"),

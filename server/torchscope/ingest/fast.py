@@ -3,8 +3,9 @@
 Every input form streams: a plain ``.json`` read a megabyte at a time, a ``.json.gz`` (one
 member or several, of any size) inflated as it is read (:class:`~.source.Document`), and a
 bare array of events. The scanner reads the event array through a reused window of about a
-megabyte; each span's args (a quarter of the bytes) are copied into blocks that its
-``Args`` pins, so the document is never held whole.
+megabyte; each span's args (two fifths of the bytes) are set aside in a temporary file
+(:func:`args_file`) that its ``Args`` reads back when asked, so neither the document nor the
+args are ever held whole.
 
 The document is what the reference reader would parse: the bytes before the first
 ``"traceEvents": [`` and after the array's closing bracket must make, with ``null`` for
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 import gc
 import re
-from typing import Any
+import tempfile
+from typing import IO, Any
 
 from . import accel
+from .errors import TraceError
 from .sink import EventSink
 from .source import Document
 from .values import decode_json
@@ -73,6 +76,28 @@ def _find_array(document: Document) -> tuple[bytearray, int, bool] | None:
     return None
 
 
+def args_file(name: str) -> IO[bytes]:
+    """The temporary file (already unlinked) the scanner sets the args bytes aside in; it
+    goes when the last span of the trace does."""
+    try:
+        return tempfile.TemporaryFile(prefix="torchscope-args-")
+    except OSError as exc:
+        raise TraceError(
+            f"{name}: torchscope sets each event's args aside in a temporary file while it "
+            f"reads a trace, and cannot create one in {tempfile.gettempdir()} "
+            f"({exc.strerror or exc}); set TMPDIR to a writable folder"
+        ) from None
+
+
+def _no_room(name: str, exc: OSError, document: Document) -> TraceError:
+    return TraceError(
+        f"{name}: no room to set the trace's args aside in {tempfile.gettempdir()} "
+        f"({exc.strerror or exc}) after {document.size >> 20} MiB of the trace; they take "
+        "about two fifths of its JSON size: free that much there, or set TMPDIR to a folder "
+        "with room"
+    )
+
+
 def scan(document: Document, sink: EventSink, low: int = LOW) -> tuple[dict[str, Any], int] | None:
     """Fill ``sink`` from ``document``: the document's metadata and the count of array
     entries that were not events; ``None`` when the C scanner is not built or does not take
@@ -89,8 +114,12 @@ def scan(document: Document, sink: EventSink, low: int = LOW) -> tuple[dict[str,
     gc.disable()  # the spans built here cannot be garbage yet; collections would only cost
     try:
         array = memoryview(head)[lo:]
-        done = native.scan_stream(document, array, sink, low, sink.window)
+        # not closed here: the Args read it until the last of them goes, which closes it
+        spill = args_file(document.name)
+        done = native.scan_stream(document, array, sink, spill, low, sink.window)
         array.release()
+    except OSError as exc:  # writing the args out: the disk is full
+        raise _no_room(document.name, exc, document) from None
     finally:
         if enabled:
             gc.enable()

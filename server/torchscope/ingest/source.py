@@ -136,7 +136,7 @@ class Document:
 
     def __init__(self, fh: BinaryIO, name: str) -> None:
         self._fh = fh
-        self._name = name
+        self.name = name
         head = fh.read(2)
         if not head:
             raise _empty(name)
@@ -161,9 +161,9 @@ class Document:
         self.size += len(piece)
         fed = self._counted.count
         if self.gzipped and self.size > BOMB_FLOOR and self.size > BOMB_RATIO * fed:
-            raise _bomb(self._name, fed, self.size)
+            raise _bomb(self.name, fed, self.size)
         if self.bounded and self.size >= self._check_at:
-            check_memory(self._name, self.size, so_far=True)
+            check_memory(self.name, self.size, so_far=True)
             self._check_at = self.size + CHECK_EVERY
         return piece
 
@@ -201,7 +201,7 @@ class Document:
                 self._inflated = _gzip_reader(self._counted)
             return self._inflated.read(max(1, n))
         except _ERRORS as exc:
-            raise _corrupt(self._name, _gzip_damage(self._fh) or exc) from None
+            raise _corrupt(self.name, _gzip_damage(self._fh) or exc) from None
 
     def rest(self) -> bytes:
         """Everything left to read."""

@@ -1,0 +1,56 @@
+"""The fast reader keeps a trace compactly (``_native_span.c``, ``_native_store.c``): each
+span in 80 bytes, its args bytes set aside in a temporary file that goes with the trace,
+and a clear message when that file cannot be made or filled."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from torchscope.ingest import Span, TraceError, accel, load_trace
+
+DATA = Path(__file__).parents[1] / "data" / "traces"
+TRACE = DATA / "hta_ddp_nccl_a100_rank0.json.gz"
+
+pytestmark = pytest.mark.skipif(accel.native is None, reason="the C scanner is not built")
+
+
+def _deleted_files() -> set[str]:
+    """This process's open files whose name is gone (a temporary file, unlinked)."""
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.endswith("(deleted)"):
+            out.add(fd)
+    return out
+
+
+def test_spans_are_compact_and_their_args_are_read_back() -> None:
+    before = _deleted_files()
+    trace = load_trace(TRACE)
+    spans = [*trace.ops, *trace.runtime, *trace.kernels]
+    assert accel.native is not None and {type(s) for s in spans} == {accel.native.Span}
+    assert max(map(sys.getsizeof, spans)) <= 80
+    kernel = next(k for k in trace.kernels if k.args)
+    assert kernel.args["correlation"] == kernel.correlation == kernel[5]
+    assert Span(*kernel) == kernel and tuple(kernel) == tuple(Span(*kernel))
+    assert len(_deleted_files() - before) == 1  # the args, set aside
+    del trace, spans, kernel
+    gc.collect()
+    assert _deleted_files() <= before  # gone with the trace: nothing left on disk
+
+
+def test_no_temporary_folder_is_one_message(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
+    with pytest.raises(TraceError, match=r"cannot create one in .*gone.*set TMPDIR"):
+        load_trace(TRACE)
