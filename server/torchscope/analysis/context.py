@@ -8,8 +8,10 @@ means.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, sub
@@ -58,8 +60,14 @@ _NAME = itemgetter(2)
 _TRACK = itemgetter(3)
 
 
+def _indices() -> array[int]:
+    """An empty column of indices (8 bytes each, where a list holds an 8-byte pointer to a
+    32-byte int for every index above 256)."""
+    return array("q")
+
+
 def step_ranges(
-    steps: list[Step], spans: list[Span], starts: list[float] | None = None
+    steps: list[Step], spans: list[Span], starts: Sequence[float] | None = None
 ) -> list[tuple[int, int]]:
     """For spans sorted by start (as normalise leaves every list), the slice ``[lo, hi)`` of
     each step's members: those starting inside its window."""
@@ -113,23 +121,24 @@ class Context:
     blocking: list[bool] = field(default_factory=list)
     """Per runtime call: does it block the CPU until the device catches up?"""
     _op_kernels: dict[int, list[int]] | None = None
-    _ops_by_name: dict[str, list[int]] | None = None
+    _ops_by_name: dict[str, array[int]] | None = None
     _columns: dict[tuple[int, str], Any] = field(default_factory=dict)
 
-    def starts(self, spans: list[Span]) -> list[float]:
-        """Start times of one of the trace's span lists (computed once per list)."""
+    def starts(self, spans: list[Span]) -> array[float]:
+        """Start times of one of the trace's span lists (computed once per list), as doubles:
+        8 bytes each, not a float object and a list slot (40)."""
         key = (id(spans), "starts")
         if key not in self._columns:
-            self._columns[key] = list(map(_START, spans))
-        found: list[float] = self._columns[key]
+            self._columns[key] = array("d", map(_START, spans))
+        found: array[float] = self._columns[key]
         return found
 
-    def durations(self, spans: list[Span]) -> list[float]:
-        """Durations of one of the trace's span lists (computed once per list)."""
+    def durations(self, spans: list[Span]) -> array[float]:
+        """Durations of one of the trace's span lists (computed once per list), as doubles."""
         key = (id(spans), "durations")
         if key not in self._columns:
-            self._columns[key] = list(map(sub, map(_END, spans), self.starts(spans)))
-        found: list[float] = self._columns[key]
+            self._columns[key] = array("d", map(sub, map(_END, spans), map(_START, spans)))
+        found: array[float] = self._columns[key]
         return found
 
     def ranges(self, spans: list[Span]) -> list[tuple[int, int]]:
@@ -168,11 +177,11 @@ class Context:
                 out[lo:hi] = [k] * (hi - lo)
         return out
 
-    def ops_by_name(self) -> dict[str, list[int]]:
+    def ops_by_name(self) -> dict[str, array[int]]:
         """Op name → indices of its calls inside the steps, in time order (built once; rules
         that look for a few op names use it instead of scanning every op)."""
         if self._ops_by_name is None:
-            groups: defaultdict[str, list[int]] = defaultdict(list)
+            groups: defaultdict[str, array[int]] = defaultdict(_indices)
             ops = self.trace.ops
             for lo, hi in self.ranges(ops):
                 for i, name in zip(range(lo, hi), map(_NAME, ops[lo:hi])):
@@ -242,7 +251,7 @@ def _find_flush(trace: Trace, nest: Nesting, steps: list[Step], names: list[str]
     return flush
 
 
-def _find_lazy_init(trace: Trace, steps: list[Step], starts: list[float]) -> set[int]:
+def _find_lazy_init(trace: Trace, steps: list[Step], starts: Sequence[float]) -> set[int]:
     """Setup calls of ≥ LAZY_INIT_MIN_US before the end of the first step (``starts``: the
     runtime calls' start times)."""
     limit = steps[0].end if steps else math.inf

@@ -8,8 +8,9 @@ fall inside the window.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from heapq import nlargest
 from itertools import compress, repeat
 from operator import gt, itemgetter, le, lt, sub
@@ -72,22 +73,27 @@ def _largest(values: list[float], n: int) -> list[int]:
 
 
 class Timeline:
-    """Disjoint, sorted busy intervals of one device."""
+    """Disjoint, sorted busy intervals of one device, as two columns of doubles (8 bytes an
+    edge: a device's timeline has about one interval per kernel)."""
 
     __slots__ = ("ends", "starts")
 
     def __init__(self, intervals: Iterable[tuple[float, float]]) -> None:
-        self.starts, self.ends = _merge(sorted(intervals, key=_FIRST))
+        self._set(*_merge(sorted(intervals, key=_FIRST)))
+
+    def _set(self, starts: Iterable[float], ends: Iterable[float]) -> None:
+        self.starts = array("d", starts)
+        self.ends = array("d", ends)
 
     @classmethod
     def from_sorted(cls, intervals: Iterable[tuple[float, float]]) -> Timeline:
         """The same union from intervals already sorted by start (skips the sort)."""
         timeline = cls.__new__(cls)
-        timeline.starts, timeline.ends = _merge(intervals)
+        timeline._set(*_merge(intervals))
         return timeline
 
     @classmethod
-    def from_columns(cls, starts: list[float], ends: list[float]) -> Timeline:
+    def from_columns(cls, starts: Sequence[float], ends: Sequence[float]) -> Timeline:
         """The same union from start and end columns sorted by start, without a (start, end)
         tuple per interval. Where no interval ends before the one ahead of it (the usual
         case: one stream, or streams taking turns) the merge is a few passes in C."""
@@ -96,10 +102,9 @@ class Timeline:
             # Ends never decrease: interval i opens a stretch when it starts after the end
             # of interval i - 1, and a stretch ends where its last interval ends.
             opens = [True, *map(gt, starts[1:], ends)]
-            timeline.starts = list(compress(starts, opens))
-            timeline.ends = [*compress(ends, opens[1:]), *ends[-1:]]
+            timeline._set(compress(starts, opens), [*compress(ends, opens[1:]), *ends[-1:]])
         else:
-            timeline.starts, timeline.ends = _merge(zip(starts, ends))
+            timeline._set(*_merge(zip(starts, ends)))
         return timeline
 
     def __len__(self) -> int:

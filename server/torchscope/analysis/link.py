@@ -8,7 +8,8 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from itertools import compress, count, repeat
 from operator import ge, itemgetter, not_
@@ -77,6 +78,44 @@ def is_pageable(name: str) -> bool:
     return "Pageable" in name
 
 
+_LABELS = ("kernel", "memcpy", "memset")
+_MASK = (1 << 32) - 1
+
+
+class Launched(Mapping[int, list[tuple[str, int]]]):
+    """Runtime call → the device spans it launched, as (``kernel``/``memcpy``/``memset``,
+    index), in that order of kinds and by index: the first as one code per runtime call in
+    an array (kind << 32 | index; -1: none), the rest (a CUDA graph launch's) in a dict. A
+    dict of lists of tuples took about 100 bytes per launch; this takes 8."""
+
+    __slots__ = ("_first", "_more")
+
+    def __init__(self, n_runtime: int) -> None:
+        self._first = array("q", [-1]) * n_runtime
+        self._more: dict[int, list[tuple[str, int]]] = {}
+
+    def add(self, kind: int, rts: list[int], found: list[bool]) -> None:
+        """Record the device spans of ``_LABELS[kind]`` whose runtime call was found."""
+        first, more, label, base = self._first, self._more, _LABELS[kind], kind << 32
+        for r, i in zip(compress(rts, found), compress(count(), found)):
+            if first[r] < 0:
+                first[r] = base + i
+            else:
+                more.setdefault(r, []).append((label, i))
+
+    def __getitem__(self, r: int) -> list[tuple[str, int]]:
+        code = self._first[r] if 0 <= r < len(self._first) else -1
+        if code < 0:
+            raise KeyError(r)
+        return [(_LABELS[code >> 32], code & _MASK), *self._more.get(r, ())]
+
+    def __iter__(self) -> Iterator[int]:
+        return compress(count(), map(ge, self._first, repeat(0)))
+
+    def __len__(self) -> int:
+        return len(self._first) - self._first.count(-1)
+
+
 @dataclass
 class Links:
     """For each device span, the runtime call that launched it (-1 when unknown) and the
@@ -88,7 +127,7 @@ class Links:
     kernel_issued: list[float]
     memcpy_issued: list[float]
     memset_issued: list[float]
-    rt_device: dict[int, list[tuple[str, int]]]
+    rt_device: Launched
     """Runtime call → the device spans it launched, as (``kernel``/``memcpy``/``memset``, index)."""
     linked: int
     unlinked: int
@@ -128,14 +167,12 @@ def link(trace: Trace) -> Links:
         rt_by_corr = {c: i for i, c in enumerate(corrs) if isinstance(c, (int, str))}
     rt_by_corr.pop(None, None)
     op_by_ext: dict[int, Span] | None = None
-    rt_device: dict[int, list[tuple[str, int]]] = {}
+    rt_device = Launched(len(runtime))
     linked = unlinked = 0
     out: dict[str, tuple[list[int], list[float]]] = {}
     starts = [*map(_START, runtime), float("nan")]
-    for label, spans in (
-        ("kernel", trace.kernels),
-        ("memcpy", trace.memcpys),
-        ("memset", trace.memsets),
+    for kind, (label, spans) in enumerate(
+        zip(_LABELS, (trace.kernels, trace.memcpys, trace.memsets))
     ):
         dev_corrs = _correlations(spans)
         try:
@@ -144,13 +181,7 @@ def link(trace: Trace) -> Links:
             rts = [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
         issued = list(map(starts.__getitem__, rts))  # -1 (not linked) reads the nan
         found = list(map(ge, rts, repeat(0)))
-        get = rt_device.get
-        for r, item in zip(compress(rts, found), zip(repeat(label), compress(count(), found))):
-            lst = get(r)
-            if lst is None:
-                rt_device[r] = [item]
-            else:
-                lst.append(item)
+        rt_device.add(kind, rts, found)
         linked += found.count(True)
         for i in compress(count(), map(not_, found)):
             e = _ext(spans[i].args)

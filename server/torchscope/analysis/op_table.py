@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import and_, itemgetter, le
 
@@ -164,7 +165,7 @@ def _op_device_time(ctx: Context) -> dict[str, float]:
         (trace.memsets, ctx.links.memset_rt, ctx.step_of_memset),
     ):
         op_of = list(map(rt_op.__getitem__, rts))
-        dur = ctx.durations(spans)
+        dur: Sequence[float] = ctx.durations(spans)
         if min(op_of, default=0) < 0 or min(where, default=0) < 0:  # keep those that count
             keep = list(map(and_, map(le, repeat(0), op_of), map(le, repeat(0), where)))
             op_of = list(compress(op_of, keep))

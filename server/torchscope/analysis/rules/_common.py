@@ -195,7 +195,7 @@ def step_slices(ctx: Context, spans: list[Span], step_of: list[int]) -> list[tup
     return found
 
 
-def picker(indices: list[int]) -> Callable[[list[T]], Sequence[T]]:
+def picker(indices: Sequence[int]) -> Callable[[Sequence[T]], Sequence[T]]:
     """A function giving ``values[i]`` for each index, fetched in C (``itemgetter`` of many
     indices; of one it returns the bare value, so that case is wrapped). Build it once to
     read the same indices from several columns."""

@@ -7,7 +7,7 @@ rows shows up as one op name with a huge count. Foreach/fused variants (``torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import lt
 
@@ -33,7 +33,7 @@ SOURCE_SAMPLE = 200
 """Calls whose source line is looked up to find where most of them come from."""
 
 
-def _common_location(ctx: Context, ops: list[int]) -> tuple[str | None, int | None]:
+def _common_location(ctx: Context, ops: Sequence[int]) -> tuple[str | None, int | None]:
     """The source line most of these calls come from (None when the trace has no sources)."""
     if not ctx.sources.available:
         return None, None

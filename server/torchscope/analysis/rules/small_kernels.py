@@ -7,6 +7,7 @@ them. Fusing (``torch.compile``), CUDA graphs, or bigger work per kernel are the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import and_, eq, itemgetter, le, lt, sub
 
@@ -49,7 +50,7 @@ class SmallKernels(LinkedKernelRule):
         # a single kernel, whether the kernel ran shorter than the call.
         for k, lo, hi in step_slices(ctx, trace.kernels, ctx.step_of_kernel):
             rs = rts[lo:hi]
-            durs = kernel_dur[lo:hi]
+            durs: Sequence[float] = kernel_dur[lo:hi]
             if min(rs) < 0:  # some not linked (-1): leave them out
                 linked = list(map(le, repeat(0), rs))
                 rs, durs = list(compress(rs, linked)), list(compress(durs, linked))
