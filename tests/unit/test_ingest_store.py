@@ -1,18 +1,19 @@
-"""The fast reader keeps a trace compactly (``_native_span.c``, ``_native_store.c``): each
-span in 80 bytes, its args bytes set aside in a temporary file that goes with the trace,
+"""The fast reader keeps a trace compactly (``_native_span.c``, ``_native_memory.c``,
+``_native_store.c``): each span in 80 bytes, each ``[memory]`` event in 64, the args bytes set aside in a temporary file that goes with the trace,
 and a clear message when that file cannot be made or filled."""
 
 from __future__ import annotations
 
 import gc
 import os
+import pickle
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from torchscope.ingest import Span, TraceError, accel, load_trace
+from torchscope.ingest import MemoryEvent, Span, TraceError, accel, load_trace
 
 DATA = Path(__file__).parents[1] / "data" / "traces"
 TRACE = DATA / "hta_ddp_nccl_a100_rank0.json.gz"
@@ -42,10 +43,27 @@ def test_spans_are_compact_and_their_args_are_read_back() -> None:
     kernel = next(k for k in trace.kernels if k.args)
     assert kernel.args["correlation"] == kernel.correlation == kernel[5]
     assert Span(*kernel) == kernel and tuple(kernel) == tuple(Span(*kernel))
+    assert pickle.loads(pickle.dumps(kernel)) == kernel  # its args travel as their dict
     assert len(_deleted_files() - before) == 1  # the args, set aside
     del trace, spans, kernel
     gc.collect()
     assert _deleted_files() <= before  # gone with the trace: nothing left on disk
+
+
+def test_memory_events_are_compact_and_read_as_the_reference_reads_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path = DATA / "tracelens_bert_small_h100_torch26.json.gz"
+    fast = load_trace(path).memory
+    with monkeypatch.context() as m:
+        m.setattr(accel, "native", None)
+        reference = load_trace(path).memory
+    assert accel.native is not None and {type(e) for e in fast} == {accel.native.MemoryEvent}
+    assert max(map(sys.getsizeof, fast)) <= 64
+    assert fast == reference and len(fast) > 100
+    one = fast[0]
+    assert (one.ts, one.track, one.bytes, one.addr, one.device_type, one.device_id) == one[:]
+    assert pickle.loads(pickle.dumps(one)) == one == MemoryEvent(*one)
 
 
 def test_no_temporary_folder_is_one_message(

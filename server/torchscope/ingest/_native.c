@@ -10,7 +10,8 @@
  *   reader), _native_event.c (one event's fields), _native_names.c (its strings) and
  *   _native_memory.c ([memory] events);
  * - loads: a JSON value, for those it is sure to read as stdlib json does: _native_decode.c;
- * - Span: one complete event in 80 bytes, its fields inline: _native_span.c;
+ * - Span: one complete event in 80 bytes, its fields inline: _native_span.c (and
+ *   MemoryEvent, a [memory] event in 64: _native_memory.c);
  * - Args: an event's args, set aside in a temporary file (_native_store.c) and read back
  *   and decoded when first read: _native_args.c;
  * - nest: the per-thread containment sweep (analysis/nesting.py): _native_nest.c;
@@ -59,7 +60,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__native(void) {
     if (PyType_Ready(&StoreType) < 0 || PyType_Ready(&ArgsType) < 0 ||
-        PyType_Ready(&SpanType) < 0)
+        PyType_Ready(&SpanType) < 0 || PyType_Ready(&MemEventType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
@@ -70,8 +71,11 @@ PyMODINIT_FUNC PyInit__native(void) {
         return NULL;
     }
     Py_INCREF(&SpanType);
-    if (PyModule_AddObject(m, "Span", (PyObject *)&SpanType) < 0) {
+    Py_INCREF(&MemEventType);
+    if (PyModule_AddObject(m, "Span", (PyObject *)&SpanType) < 0 ||
+        PyModule_AddObject(m, "MemoryEvent", (PyObject *)&MemEventType) < 0) {
         Py_DECREF(&SpanType);
+        Py_DECREF(&MemEventType);
         Py_DECREF(m);
         return NULL;
     }

@@ -130,6 +130,9 @@ PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track
 /* A Span's start, end and track, read without making objects. */
 int span_fields(PyObject *span, Num *start, Num *end, long long *track);
 
+/* MemoryEvent (_native_memory.c): one [memory] event, its fields inline. */
+extern PyTypeObject MemEventType;
+
 /* Args (_native_args.c): an event's args object, read back and decoded when first read. */
 extern PyTypeObject ArgsType;
 typedef struct {

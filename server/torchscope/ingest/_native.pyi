@@ -33,6 +33,21 @@ class Span:
     def __getitem__(self, index: int) -> Any: ...
     def __len__(self) -> int: ...
 
+class MemoryEvent:
+    """One ``[memory]`` event, its fields inline (``model.MemoryEvent``'s fields, compact)."""
+
+    ts: float
+    track: int
+    bytes: int
+    addr: int
+    device_type: int
+    device_id: int
+    def __init__(
+        self, ts: float, track: int, bytes: int, addr: int, device_type: int, device_id: int
+    ) -> None: ...
+    def __getitem__(self, index: int) -> Any: ...
+    def __len__(self) -> int: ...
+
 def configure(consts: tuple[Any, ...], /) -> None: ...
 def scan_stream(
     read: Callable[[int], bytes],

@@ -9,6 +9,7 @@
  * 10M events has about 6M spans. No garbage-collector header: what a Span refers to (a
  * str, the Store, decoded JSON) cannot refer back to it. */
 #include "_native.h"
+#include "_native_record.h"
 
 enum { INT_START = 1, INT_END = 2, INT_CORR = 4, STORED_ARGS = 8 };
 
@@ -126,7 +127,8 @@ static PyObject *time_obj(double d, int is_int) {
 }
 
 /* Field i (0-5) as a new reference. */
-static PyObject *field(Span *s, Py_ssize_t i) {
+static PyObject *field(PyObject *self, Py_ssize_t i) {
+    Span *s = (Span *)self;
     switch (i) {
     case 0: return time_obj(s->start, s->flags & INT_START);
     case 1: return time_obj(s->end, s->flags & INT_END);
@@ -139,78 +141,10 @@ static PyObject *field(Span *s, Py_ssize_t i) {
     }
 }
 
-static PyObject *as_tuple(Span *s) {
-    PyObject *t = PyTuple_New(6);
-    for (Py_ssize_t i = 0; t != NULL && i < 6; i++) {
-        PyObject *v = field(s, i);
-        if (v == NULL) Py_CLEAR(t);
-        else PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
-}
-
-static Py_ssize_t span_length(PyObject *Py_UNUSED(self)) { return 6; }
-
-static PyObject *span_item(PyObject *self, Py_ssize_t i) {
-    if (i < 0 || i >= 6) {
-        PyErr_SetString(PyExc_IndexError, "Span index out of range");
-        return NULL;
-    }
-    return field((Span *)self, i);
-}
-
-static PyObject *span_subscript(PyObject *self, PyObject *key) {
-    if (PyIndex_Check(key)) {
-        Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
-        if (i == -1 && PyErr_Occurred()) return NULL;
-        return span_item(self, i < 0 ? i + 6 : i);
-    }
-    PyObject *t = as_tuple((Span *)self);
-    if (t == NULL) return NULL;
-    PyObject *out = PyObject_GetItem(t, key); /* a slice */
-    Py_DECREF(t);
-    return out;
-}
-
-/* Compared as the tuple of its fields (so equal to the NamedTuple the reference reader
- * makes of the same event). */
-static PyObject *span_richcompare(PyObject *self, PyObject *other, int op) {
-    if (!PyTuple_Check(other) && !Py_IS_TYPE(other, &SpanType)) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *a = as_tuple((Span *)self);
-    PyObject *b = Py_IS_TYPE(other, &SpanType) ? as_tuple((Span *)other) : Py_NewRef(other);
-    PyObject *out = a != NULL && b != NULL ? PyObject_RichCompare(a, b, op) : NULL;
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    return out;
-}
-
-static Py_hash_t span_hash(PyObject *self) {
-    PyObject *t = as_tuple((Span *)self);
-    if (t == NULL) return -1;
-    Py_hash_t h = PyObject_Hash(t);
-    Py_DECREF(t);
-    return h;
-}
-
-static PyObject *span_repr(PyObject *self) {
-    PyObject *t = as_tuple((Span *)self);
-    if (t == NULL) return NULL;
-    PyObject *out = PyUnicode_FromFormat(
-        "Span(start=%R, end=%R, name=%R, track=%R, args=%R, correlation=%R)",
-        PyTuple_GET_ITEM(t, 0), PyTuple_GET_ITEM(t, 1), PyTuple_GET_ITEM(t, 2),
-        PyTuple_GET_ITEM(t, 3), PyTuple_GET_ITEM(t, 4), PyTuple_GET_ITEM(t, 5));
-    Py_DECREF(t);
-    return out;
-}
-
-/* Pickled with its args as their dict (an Args pickles as one): no Store crosses. */
-static PyObject *span_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {
-    PyObject *t = as_tuple((Span *)self);
-    return t == NULL ? NULL : Py_BuildValue("(ON)", (PyObject *)Py_TYPE(self), t);
-}
+RECORD_METHODS(span, field, 6, "Span(start=%r, end=%r, name=%r, track=%r, args=%r, correlation=%r)")
 
 #define GETTER(i)                                                                         \
-    static PyObject *get_##i(PyObject *self, void *Py_UNUSED(c)) { return field((Span *)self, i); }
+    static PyObject *get_##i(PyObject *self, void *Py_UNUSED(c)) { return field(self, i); }
 GETTER(0)
 GETTER(1)
 GETTER(2)

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from .kineto import KINETO, SPAN_ARG_KEYS, EventModel
-from .model import Span
+from .model import MemoryEvent, Span
 from .text import clean, has_surrogate
 
 native: ModuleType | None = None
@@ -56,7 +56,7 @@ def configure(model: EventModel) -> None:
             model.overhead_names,
             _span_type(model),
             _EMPTY,
-            model.memory_type,
+            native.MemoryEvent if model.memory_type is MemoryEvent else model.memory_type,
             model.kind("ops"),
             model.kind("annotations"),
             model.kind("overhead"),

@@ -47,7 +47,10 @@ class Track(NamedTuple):
 
 class MemoryEvent(NamedTuple):
     """One ``[memory]`` instant event (``profile_memory=True``): an allocation (``bytes`` > 0)
-    or a free (< 0) of the block at ``addr`` on a device (c10 ``DeviceType``: 0 CPU, 1 CUDA)."""
+    or a free (< 0) of the block at ``addr`` on a device (c10 ``DeviceType``: 0 CPU, 1 CUDA).
+
+    The C scanner makes ``_native.MemoryEvent`` objects instead: the same fields, read the
+    same ways, in 64 bytes."""
 
     ts: float
     track: int

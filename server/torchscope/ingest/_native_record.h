@@ -1,0 +1,77 @@
+/* What Span (_native_span.c) and MemoryEvent (_native_memory.c) share: the ways a
+ * NamedTuple is read (indices, slices, ==, hash, repr, pickling), for a C type that holds
+ * its fields inline and makes field i on demand. */
+#ifndef TORCHSCOPE_NATIVE_RECORD_H
+#define TORCHSCOPE_NATIVE_RECORD_H
+
+#include "_native.h"
+
+typedef PyObject *(*FieldFn)(PyObject *self, Py_ssize_t i);
+
+/* The fields as a tuple (a new reference). */
+static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field) {
+    PyObject *t = PyTuple_New(n);
+    for (Py_ssize_t i = 0; t != NULL && i < n; i++) {
+        PyObject *v = field(self, i);
+        if (v == NULL) Py_CLEAR(t);
+        else PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* The functions of a record type `prefix` of n fields, field i made by field(self, i):
+ * its sequence and mapping slots, comparison as the tuple of its fields (equal to the
+ * NamedTuple of the same values), hash, repr (fmt: n %r), and pickling as type(*fields). */
+#define RECORD_METHODS(prefix, field, n, fmt)                                               \
+    static PyObject *prefix##_tuple(PyObject *self) { return record_tuple(self, n, field); } \
+    static Py_ssize_t prefix##_length(PyObject *Py_UNUSED(self)) { return n; }              \
+    static PyObject *prefix##_item(PyObject *self, Py_ssize_t i) {                          \
+        if (i < 0 || i >= n) {                                                              \
+            PyErr_SetString(PyExc_IndexError, #prefix " index out of range");               \
+            return NULL;                                                                    \
+        }                                                                                   \
+        return field(self, i);                                                              \
+    }                                                                                       \
+    static PyObject *prefix##_subscript(PyObject *self, PyObject *key) {                    \
+        if (PyIndex_Check(key)) {                                                           \
+            Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);                       \
+            if (i == -1 && PyErr_Occurred()) return NULL;                                   \
+            return prefix##_item(self, i < 0 ? i + n : i);                                  \
+        }                                                                                   \
+        PyObject *t = prefix##_tuple(self); /* a slice */                                   \
+        if (t == NULL) return NULL;                                                         \
+        PyObject *out = PyObject_GetItem(t, key);                                           \
+        Py_DECREF(t);                                                                       \
+        return out;                                                                         \
+    }                                                                                       \
+    static PyObject *prefix##_richcompare(PyObject *self, PyObject *other, int op) {        \
+        if (!PyTuple_Check(other) && !Py_IS_TYPE(other, Py_TYPE(self)))                     \
+            Py_RETURN_NOTIMPLEMENTED;                                                       \
+        PyObject *a = prefix##_tuple(self);                                                       \
+        PyObject *b = Py_IS_TYPE(other, Py_TYPE(self)) ? prefix##_tuple(other) : Py_NewRef(other); \
+        PyObject *out = a != NULL && b != NULL ? PyObject_RichCompare(a, b, op) : NULL;     \
+        Py_XDECREF(a);                                                                      \
+        Py_XDECREF(b);                                                                      \
+        return out;                                                                         \
+    }                                                                                       \
+    static Py_hash_t prefix##_hash(PyObject *self) {                                        \
+        PyObject *t = prefix##_tuple(self);                                                       \
+        if (t == NULL) return -1;                                                           \
+        Py_hash_t h = PyObject_Hash(t);                                                     \
+        Py_DECREF(t);                                                                       \
+        return h;                                                                           \
+    }                                                                                       \
+    static PyObject *prefix##_repr(PyObject *self) {                                        \
+        PyObject *t = prefix##_tuple(self), *f = NULL, *out = NULL;                               \
+        if (t != NULL) f = PyUnicode_FromString(fmt);                                       \
+        if (f != NULL) out = PyUnicode_Format(f, t);                                        \
+        Py_XDECREF(t);                                                                      \
+        Py_XDECREF(f);                                                                      \
+        return out;                                                                         \
+    }                                                                                       \
+    static PyObject *prefix##_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {        \
+        PyObject *t = prefix##_tuple(self);                                                       \
+        return t == NULL ? NULL : Py_BuildValue("(ON)", (PyObject *)Py_TYPE(self), t);      \
+    }
+
+#endif
