@@ -1,6 +1,7 @@
 """The fast reader keeps a trace compactly (``_native_span.c``, ``_native_memory.c``,
-``_native_store.c``): each span in 80 bytes, each ``[memory]`` event in 64, the args bytes set aside in a temporary file that goes with the trace,
-and a clear message when that file cannot be made or filled."""
+``_native_store.c``): each span in 80 bytes, each ``[memory]`` event in 64, the args bytes
+set aside in a temporary file that goes with the trace, and a clear message when that file
+cannot be made or filled."""
 
 from __future__ import annotations
 
