@@ -77,7 +77,8 @@ def test_nesting_in_c_equals_the_python_sweep(
     trace = load_trace(shared_traces / name)
     every_other = list(range(0, len(trace.runtime), 2))
     for subset in (None, every_other):
-        native = nesting.build_nesting(trace, subset)
+        native = nesting._unlinked(trace)
+        assert _native_nest(trace, native, subset) is True  # the C sweep took it
         with monkeypatch.context() as m:
             m.setattr(accel, "native", None)
             python = nesting.build_nesting(trace, subset)
@@ -127,34 +128,33 @@ def test_nesting_takes_int_and_float_times_and_hands_back_others(
     big = Span(*trace.ops[0])._replace(end=2**60)  # beyond a compact Span's: a tuple
     trace.ops[0] = big
     links = nesting._unlinked(trace)
-    out = (
-        links.op_parent,
-        links.op_self,
-        links.op_ann,
-        links.op_py,
-        links.rt_op,
-        links.rt_ann,
-        links.rt_py,
-        links.ann_parent,
-        links.ann_op,
-        links.ann_py,
-        links.py_parent,
+    before = [list(x) for x in _columns(links)]
+    assert _native_nest(trace, links, None) is None
+    assert [list(x) for x in _columns(links)] == before  # handed back untouched
+
+
+def _columns(nest: nesting.Nesting) -> tuple[Any, ...]:
+    """What ``_native.nest`` writes, in its order."""
+    n = nest
+    return (n.op_parent, n.op_self, n.op_ann, n.op_py, n.rt_op, n.rt_ann, n.rt_py) + (
+        n.ann_parent,
+        n.ann_op,
+        n.ann_py,
+        n.py_parent,
     )
+
+
+def _native_nest(trace: Any, nest: nesting.Nesting, subset: list[int] | None) -> bool | None:
     assert accel.native is not None
-    before = [list(x) for x in out]
-    assert (
-        accel.native.nest(
-            trace.annotations,
-            trace.python,
-            trace.ops,
-            trace.runtime,
-            None,
-            out,
-            nesting.NEST_TOLERANCE_US,
-        )
-        is None
+    return accel.native.nest(
+        trace.annotations,
+        trace.python,
+        trace.ops,
+        trace.runtime,
+        subset,
+        _columns(nest),
+        nesting.NEST_TOLERANCE_US,
     )
-    assert [list(x) for x in out] == before  # handed back untouched
 
 
 def _same(a: Any, b: Any) -> bool:

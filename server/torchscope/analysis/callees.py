@@ -10,7 +10,7 @@ of ``fn`` it costs. Frames carry the function's def line (kineto#630), which is 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -93,7 +93,7 @@ def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[Cal
     return found
 
 
-def _outermost_under_root(i: int, pys: list[Span], parent: list[int], roots: set[int]) -> bool:
+def _outermost_under_root(i: int, pys: list[Span], parent: Sequence[int], roots: set[int]) -> bool:
     """Frame ``i`` is under a root and the outermost frame of its function on the way up
     (recursion and callbacks count once)."""
     up = parent[i]

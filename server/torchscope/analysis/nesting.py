@@ -11,6 +11,7 @@ and which op issued each runtime call. Annotations are transparent for op nestin
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
@@ -26,23 +27,32 @@ _ANN, _PY, _OP, _RT = 0, 1, 2, 3  # sort rank at equal (start, end): outermost f
 _START, _END, _TRACK = itemgetter(0), itemgetter(1), itemgetter(3)
 
 
+Links = array  # of int32 ("i"): 4 bytes a link, where a list held 8 and often an int's 32
+"""One link per span of a kind, an index into another kind's list."""
+
+
+def _none(n: int) -> Links[int]:
+    """``n`` links, all -1."""
+    return array("i", [-1]) * n
+
+
 @dataclass
 class Nesting:
     """Parent links, as indices into the trace's per-kind lists; -1 means none."""
 
-    op_parent: list[int]
+    op_parent: Links[int]
     """Nearest enclosing op of each op (annotations skipped): -1 marks a top-level op."""
     op_self: list[float]
     """Each op's duration minus that of the ops directly under it."""
-    op_ann: list[int]
-    op_py: list[int]
-    rt_op: list[int]
-    rt_ann: list[int]
-    rt_py: list[int]
-    ann_parent: list[int]
-    ann_op: list[int]
-    ann_py: list[int]
-    py_parent: list[int]
+    op_ann: Links[int]
+    op_py: Links[int]
+    rt_op: Links[int]
+    rt_ann: Links[int]
+    rt_py: Links[int]
+    ann_parent: Links[int]
+    ann_op: Links[int]
+    ann_py: Links[int]
+    py_parent: Links[int]
 
     def annotation_chain(self, ann: int) -> list[int]:
         """``ann`` and the annotations enclosing it, innermost first."""
@@ -91,17 +101,17 @@ def _unlinked(trace: Trace) -> Nesting:
     ops, anns, pys, rts = trace.ops, trace.annotations, trace.python, trace.runtime
     n_ops = len(ops)
     nest = Nesting(
-        op_parent=[-1] * n_ops,
+        op_parent=_none(n_ops),
         op_self=list(map(sub, map(_END, ops), map(_START, ops))),
-        op_ann=[-1] * n_ops,
-        op_py=[-1] * n_ops,
-        rt_op=[-1] * len(rts),
-        rt_ann=[-1] * len(rts),
-        rt_py=[-1] * len(rts),
-        ann_parent=[-1] * len(anns),
-        ann_op=[-1] * len(anns),
-        ann_py=[-1] * len(anns),
-        py_parent=[-1] * len(pys),
+        op_ann=_none(n_ops),
+        op_py=_none(n_ops),
+        rt_op=_none(len(rts)),
+        rt_ann=_none(len(rts)),
+        rt_py=_none(len(rts)),
+        ann_parent=_none(len(anns)),
+        ann_op=_none(len(anns)),
+        ann_py=_none(len(anns)),
+        py_parent=_none(len(pys)),
     )
     return nest
 

@@ -47,8 +47,8 @@ static PyMethodDef methods[] = {
     {"nest", native_nest, METH_VARARGS,
      "nest(annotations, python, ops, runtime, runtime_subset, (op_parent, op_self, op_ann,"
      " op_py, rt_op, rt_ann, rt_py, ann_parent, ann_op, ann_py, py_parent), tolerance) ->"
-     " True | None\n\nnesting._sweep in C, writing the same links and self times into the"
-     " lists; None: spans it does not take (the lists are then untouched)."},
+     " True | None\n\nnesting._sweep in C, writing the same links (into the int32 arrays) and"
+     " self times (into op_self, a list); None: spans it does not take (all then untouched)."},
     {NULL, NULL, 0, NULL},
 };
 

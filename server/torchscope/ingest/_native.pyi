@@ -64,7 +64,7 @@ def nest(
     ops: list[Any],
     runtime: list[Any],
     runtime_subset: list[int] | None,
-    out: tuple[list[Any], ...],
+    out: tuple[Any, ...],
     tolerance: float,
     /,
 ) -> bool | None: ...

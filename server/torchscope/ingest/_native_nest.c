@@ -208,24 +208,10 @@ static int sweep(const Item *items, Py_ssize_t n, double tol, Frame *stack, Out 
     return 0;
 }
 
-/* The links into the lists: siblings share their parent's int object, as in Python. */
-static int write_back(PyObject *lists[N_LINKS], PyObject *self_list, Out *out) {
-    for (int w = 0; w < N_LINKS; w++) {
-        int32_t last = -1;
-        PyObject *obj = NULL;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lists[w]); i++) {
-            int32_t v = out->link[w][i];
-            if (v == -1) continue;
-            if (v != last || obj == NULL) {
-                obj = PyLong_FromLong(v);
-                if (obj == NULL) return ERR;
-                last = v;
-            } else {
-                Py_INCREF(obj);
-            }
-            PyList_SetItem(lists[w], i, obj); /* steals; the list holds the old -1 */
-        }
-    }
+/* The links into their int32 arrays (views), the self times into their list. */
+static int write_back(Py_buffer views[N_LINKS], PyObject *self_list, Out *out) {
+    for (int w = 0; w < N_LINKS; w++)
+        memcpy(views[w].buf, out->link[w], (size_t)views[w].len);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self_list); i++) {
         if (!out->self_set[i]) continue;
         PyObject *v = num_obj(&out->self[i]);
@@ -250,13 +236,13 @@ static void work_free(Work *w) {
     PyMem_Free(w->out.self_set);
 }
 
-static int work_alloc(Work *w, Py_ssize_t n_items, PyObject *links[N_LINKS], Py_ssize_t n_ops) {
+static int work_alloc(Work *w, Py_ssize_t n_items, Py_buffer links[N_LINKS], Py_ssize_t n_ops) {
     w->items = PyMem_Malloc((n_items + 1) * sizeof(Item));
     w->tmp = PyMem_Malloc((n_items + 1) * sizeof(Item));
     w->stack = PyMem_Malloc((n_items + 1) * sizeof(Frame)); /* only its depth is touched */
     int ok = w->items != NULL && w->tmp != NULL && w->stack != NULL;
     for (int i = 0; ok && i < N_LINKS; i++) {
-        Py_ssize_t len = PyList_GET_SIZE(links[i]) + 1;
+        Py_ssize_t len = links[i].len / (Py_ssize_t)sizeof(int32_t) + 1;
         w->out.link[i] = PyMem_Malloc(len * sizeof(int32_t));
         ok = w->out.link[i] != NULL;
         if (ok) memset(w->out.link[i], 0xff, len * sizeof(int32_t)); /* all -1 */
@@ -268,36 +254,49 @@ static int work_alloc(Work *w, Py_ssize_t n_items, PyObject *links[N_LINKS], Py_
     return ok ? 0 : ERR;
 }
 
-/* Each list the sweep writes must be as long as the spans it indexes. */
-static int sizes_match(PyObject *spans[4], PyObject *links[N_LINKS], PyObject *self_list) {
+/* Each link array the sweep writes must be int32 and as long as the spans it indexes. */
+static int sizes_match(PyObject *spans[4], Py_buffer views[N_LINKS], PyObject *self_list) {
     static const int of[N_LINKS] = {R_OP, R_OP, R_OP, R_RT, R_RT, R_RT, R_ANN, R_ANN, R_ANN,
                                     R_PY};
     for (int i = 0; i < N_LINKS; i++)
-        if (PyList_GET_SIZE(links[i]) != PyList_GET_SIZE(spans[of[i]])) return 0;
+        if (views[i].itemsize != sizeof(int32_t) || views[i].format == NULL ||
+            strcmp(views[i].format, "i") != 0 ||
+            views[i].len != PyList_GET_SIZE(spans[of[i]]) * (Py_ssize_t)sizeof(int32_t))
+            return 0;
     return PyList_GET_SIZE(self_list) == PyList_GET_SIZE(spans[R_OP]);
+}
+
+static void release(Py_buffer views[N_LINKS], int n) {
+    for (int i = 0; i < n; i++) PyBuffer_Release(&views[i]);
 }
 
 PyObject *native_nest(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *spans[4], *subset, *links[N_LINKS], *self_list;
+    Py_buffer views[N_LINKS];
     double tol;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O(O!O!O!O!O!O!O!O!O!O!O!)d:nest", &PyList_Type,
-                          &spans[R_ANN], &PyList_Type, &spans[R_PY], &PyList_Type,
-                          &spans[R_OP], &PyList_Type, &spans[R_RT], &subset, &PyList_Type,
-                          &links[OP_PARENT], &PyList_Type, &self_list, &PyList_Type,
-                          &links[OP_ANN], &PyList_Type, &links[OP_PY], &PyList_Type,
-                          &links[RT_OP], &PyList_Type, &links[RT_ANN], &PyList_Type,
-                          &links[RT_PY], &PyList_Type, &links[ANN_PARENT], &PyList_Type,
-                          &links[ANN_OP], &PyList_Type, &links[ANN_PY], &PyList_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O(OO!OOOOOOOOO)d:nest", &PyList_Type, &spans[R_ANN],
+                          &PyList_Type, &spans[R_PY], &PyList_Type, &spans[R_OP], &PyList_Type,
+                          &spans[R_RT], &subset, &links[OP_PARENT], &PyList_Type, &self_list,
+                          &links[OP_ANN], &links[OP_PY], &links[RT_OP], &links[RT_ANN],
+                          &links[RT_PY], &links[ANN_PARENT], &links[ANN_OP], &links[ANN_PY],
                           &links[PY_PARENT], &tol))
         return NULL;
-    if ((subset != Py_None && !PyList_Check(subset)) || !sizes_match(spans, links, self_list))
+    for (int i = 0; i < N_LINKS; i++) {
+        if (PyObject_GetBuffer(links[i], &views[i], PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+            release(views, i);
+            return NULL;
+        }
+    }
+    if ((subset != Py_None && !PyList_Check(subset)) || !sizes_match(spans, views, self_list)) {
+        release(views, N_LINKS);
         Py_RETURN_NONE;
+    }
     Py_ssize_t n_rt = subset == Py_None ? PyList_GET_SIZE(spans[R_RT]) : PyList_GET_SIZE(subset);
     Py_ssize_t n = PyList_GET_SIZE(spans[R_ANN]) + PyList_GET_SIZE(spans[R_PY]) +
                    PyList_GET_SIZE(spans[R_OP]) + n_rt;
     Work w;
     memset(&w, 0, sizeof(w));
-    int st = work_alloc(&w, n, links, PyList_GET_SIZE(self_list));
+    int st = work_alloc(&w, n, views, PyList_GET_SIZE(self_list));
     for (Py_ssize_t i = 0; st == 0 && i < PyList_GET_SIZE(self_list); i++)
         st = num_from(PyList_GET_ITEM(self_list, i), &w.out.self[i]);
     if (st == 0) st = collect(spans, subset, w.items, &n);
@@ -305,8 +304,9 @@ PyObject *native_nest(PyObject *Py_UNUSED(module), PyObject *args) {
         st = sort_items(w.items, w.tmp, n);
         if (st == 0) st = sweep(w.items, n, tol, w.stack, &w.out);
     }
-    if (st == 0) st = write_back(links, self_list, &w.out);
+    if (st == 0) st = write_back(views, self_list, &w.out);
     work_free(&w);
+    release(views, N_LINKS);
     if (st == ERR) return NULL;
     if (st == BAIL) Py_RETURN_NONE;
     Py_RETURN_TRUE;

@@ -143,7 +143,9 @@ def distinct_names(ctx: Context, spans: list[Span]) -> set[str]:
     return found
 
 
-def positions(values: list[Any], value: object, lo: int = 0, hi: int | None = None) -> list[int]:
+def positions(
+    values: Sequence[Any], value: object, lo: int = 0, hi: int | None = None
+) -> list[int]:
     """Indices ``i`` in ``[lo, hi)`` with ``values[i] == value``, in order. Meant for rare
     values: ``list.index`` scans in C, so the cost is one step per hit plus a C scan, not
     a Python test per item."""
