@@ -136,11 +136,10 @@ def test_nesting_takes_int_and_float_times_and_hands_back_others(
 def _columns(nest: nesting.Nesting) -> tuple[Any, ...]:
     """What ``_native.nest`` writes, in its order."""
     n = nest
-    return (n.op_parent, n.op_self, n.op_ann, n.op_py, n.rt_op, n.rt_ann, n.rt_py) + (
-        n.ann_parent,
-        n.ann_op,
-        n.ann_py,
-        n.py_parent,
+    return (
+        *(n.op_parent, n.op_self, n.op_ann, n.op_py),
+        *(n.rt_op, n.rt_ann, n.rt_py),
+        *(n.ann_parent, n.ann_op, n.ann_py, n.py_parent),
     )
 
 

@@ -51,6 +51,22 @@ def test_spans_are_compact_and_their_args_are_read_back() -> None:
     assert _deleted_files() <= before  # gone with the trace: nothing left on disk
 
 
+def test_args_read_back_in_any_order_are_the_reference_readers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read back through a 64 KiB block (``store_get``): forwards, backwards and jumping
+    about, every span's args are what the reference reader decoded."""
+    path = DATA / "hta_ddp_v100_rank1.json.gz"
+    fast = load_trace(path)
+    with monkeypatch.context() as m:
+        m.setattr(accel, "native", None)
+        reference = load_trace(path)
+    order = list(range(len(fast.ops)))
+    jumping = order[::7] + order[3::7] + order[1::7]
+    for indices in (order[::-1], jumping, order):
+        assert all(dict(fast.ops[i].args) == reference.ops[i].args for i in indices)
+
+
 def test_memory_events_are_compact_and_read_as_the_reference_reads_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

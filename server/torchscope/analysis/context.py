@@ -18,6 +18,7 @@ from operator import itemgetter, sub
 from typing import Any
 
 from ..ingest import Span, Trace
+from .groups import Groups
 from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
 from .nesting import Nesting, build_nesting
@@ -120,7 +121,7 @@ class Context:
     """Runtime calls that are CUDA lazy initialisation."""
     blocking: list[bool] = field(default_factory=list)
     """Per runtime call: does it block the CPU until the device catches up?"""
-    _op_kernels: dict[int, list[int]] | None = None
+    _op_kernels: Groups | None = None
     _ops_by_name: dict[str, array[int]] | None = None
     _columns: dict[tuple[int, str], Any] = field(default_factory=dict)
 
@@ -191,15 +192,13 @@ class Context:
 
     _cpu_index: object = None
 
-    def op_kernels(self) -> dict[int, list[int]]:
+    def op_kernels(self) -> Groups:
         """Innermost op → kernels its runtime calls launched (built on first use)."""
         if self._op_kernels is None:
-            out: dict[int, list[int]] = {}
-            rt_op = self.nest.rt_op
-            for k, r in enumerate(self.links.kernel_rt):
-                if r >= 0 and rt_op[r] >= 0:
-                    out.setdefault(rt_op[r], []).append(k)
-            self._op_kernels = out
+            rt_op = array("q", self.nest.rt_op)
+            rt_op.append(-1)  # what an unlinked kernel (runtime -1) reads
+            owner = list(map(rt_op.__getitem__, self.links.kernel_rt))
+            self._op_kernels = Groups(len(self.trace.ops), owner)
         return self._op_kernels
 
     @property

@@ -8,13 +8,15 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterator, Mapping
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, count, repeat
+from itertools import accumulate, chain, compress, count, repeat
 from operator import ge, itemgetter, not_
+from typing import Any, TypeVar, overload
 
 from ..ingest import Span, Trace
+from .groups import Groups
 
 _START = itemgetter(0)
 _CORRELATION = itemgetter(5)
@@ -79,41 +81,43 @@ def is_pageable(name: str) -> bool:
 
 
 _LABELS = ("kernel", "memcpy", "memset")
-_MASK = (1 << 32) - 1
+_T = TypeVar("_T")
 
 
 class Launched(Mapping[int, list[tuple[str, int]]]):
     """Runtime call → the device spans it launched, as (``kernel``/``memcpy``/``memset``,
-    index), in that order of kinds and by index: the first as one code per runtime call in
-    an array (kind << 32 | index; -1: none), the rest (a CUDA graph launch's) in a dict. A
-    dict of lists of tuples took about 100 bytes per launch; this takes 8."""
+    index), kernels first, each kind by index: :class:`~.groups.Groups` over the three kinds'
+    runtime columns end to end (a dict of lists of tuples took ~100 bytes a launch)."""
 
-    __slots__ = ("_first", "_more")
+    __slots__ = ("_ends", "_groups")
 
-    def __init__(self, n_runtime: int) -> None:
-        self._first = array("q", [-1]) * n_runtime
-        self._more: dict[int, list[tuple[str, int]]] = {}
+    def __init__(self, n_runtime: int, rts: Sequence[Sequence[int]]) -> None:
+        self._groups = Groups(n_runtime, list(chain.from_iterable(rts)))
+        self._ends = list(accumulate(map(len, rts)))
 
-    def add(self, kind: int, rts: list[int], found: list[bool]) -> None:
-        """Record the device spans of ``_LABELS[kind]`` whose runtime call was found."""
-        first, more, label, base = self._first, self._more, _LABELS[kind], kind << 32
-        for r, i in zip(compress(rts, found), compress(count(), found)):
-            if first[r] < 0:
-                first[r] = base + i
-            else:
-                more.setdefault(r, []).append((label, i))
+    def _decode(self, position: int) -> tuple[str, int]:
+        kind = bisect_right(self._ends, position)
+        return _LABELS[kind], position - (self._ends[kind - 1] if kind else 0)
 
     def __getitem__(self, r: int) -> list[tuple[str, int]]:
-        code = self._first[r] if 0 <= r < len(self._first) else -1
-        if code < 0:
-            raise KeyError(r)
-        return [(_LABELS[code >> 32], code & _MASK), *self._more.get(r, ())]
+        return list(map(self._decode, self._groups[r]))
+
+    @overload
+    def get(self, r: int, /) -> list[tuple[str, int]] | None: ...
+    @overload
+    def get(self, r: int, default: list[tuple[str, int]] | _T, /) -> list[tuple[str, int]] | _T: ...
+    def get(self, r: int, default: Any = None, /) -> Any:  # not Mapping.get's try/except
+        found = self._groups.get(r)
+        return default if found is None else list(map(self._decode, found))
 
     def __iter__(self) -> Iterator[int]:
-        return compress(count(), map(ge, self._first, repeat(0)))
+        return iter(self._groups)
 
     def __len__(self) -> int:
-        return len(self._first) - self._first.count(-1)
+        return len(self._groups)
+
+    def __contains__(self, r: object) -> bool:
+        return r in self._groups
 
 
 @dataclass
@@ -167,13 +171,10 @@ def link(trace: Trace) -> Links:
         rt_by_corr = {c: i for i, c in enumerate(corrs) if isinstance(c, (int, str))}
     rt_by_corr.pop(None, None)
     op_by_ext: dict[int, Span] | None = None
-    rt_device = Launched(len(runtime))
     linked = unlinked = 0
     out: dict[str, tuple[list[int], list[float]]] = {}
     starts = [*map(_START, runtime), float("nan")]
-    for kind, (label, spans) in enumerate(
-        zip(_LABELS, (trace.kernels, trace.memcpys, trace.memsets))
-    ):
+    for label, spans in zip(_LABELS, (trace.kernels, trace.memcpys, trace.memsets)):
         dev_corrs = _correlations(spans)
         try:
             rts = list(map(rt_by_corr.get, dev_corrs, repeat(-1)))
@@ -181,7 +182,6 @@ def link(trace: Trace) -> Links:
             rts = [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
         issued = list(map(starts.__getitem__, rts))  # -1 (not linked) reads the nan
         found = list(map(ge, rts, repeat(0)))
-        rt_device.add(kind, rts, found)
         linked += found.count(True)
         for i in compress(count(), map(not_, found)):
             e = _ext(spans[i].args)
@@ -202,7 +202,7 @@ def link(trace: Trace) -> Links:
         kernel_issued=out["kernel"][1],
         memcpy_issued=out["memcpy"][1],
         memset_issued=out["memset"][1],
-        rt_device=rt_device,
+        rt_device=Launched(len(runtime), [out[label][0] for label in _LABELS]),
         linked=linked,
         unlinked=unlinked,
     )

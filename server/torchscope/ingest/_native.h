@@ -113,12 +113,14 @@ typedef struct {
     int fd;
     char *buf;                  /* what was put and not yet written out */
     Py_ssize_t used, flushed;   /* bytes in buf; bytes in the file before them */
+    char *block;                /* the last block read back */
+    Py_ssize_t block_at, block_len;
 } Store;
 PyObject *store_new(PyObject *file);
 /* Appends p[0:n]; its offset, or -1 with OSError (the disk is full). */
 Py_ssize_t store_put(Store *s, const char *p, Py_ssize_t n);
-/* The n bytes at off: in the buffer, or read into `into` (n bytes of room); NULL with
- * OSError. */
+/* The n bytes at off: in the buffer or the block last read back (valid until the next
+ * call), or read into `into` (n bytes of room); NULL with OSError. */
 const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into);
 
 /* Span (_native_span.c): one complete event, its fields inline. */

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-enum { STORE_BUFFER = 1 << 20 };
+enum { STORE_BUFFER = 1 << 20, READ_BLOCK = 1 << 16 };
 
 /* Writes the buffer out; 0, or ERR with OSError naming the file. */
 static int store_flush(Store *s) {
@@ -46,8 +46,8 @@ Py_ssize_t store_put(Store *s, const char *p, Py_ssize_t n) {
     return s->flushed + s->used - n;
 }
 
-const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into) {
-    if (off >= s->flushed) return s->buf + (off - s->flushed); /* not written out yet */
+/* Reads n bytes at off into `into`; 0, or ERR with OSError. */
+static int read_at(Store *s, Py_ssize_t off, Py_ssize_t n, char *into) {
     Py_ssize_t done = 0;
     while (done < n) {
         ssize_t got = pread(s->fd, into + done, (size_t)(n - done), off + done);
@@ -55,16 +55,37 @@ const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into) {
         if (got <= 0) {
             if (got == 0) errno = EIO; /* the file is shorter than what was written */
             PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, s->name);
-            return NULL;
+            return ERR;
         }
         done += got;
     }
-    return into;
+    return 0;
+}
+
+/* Args are mostly read in the order they were written (a stage walks one kind's spans by
+ * index), so a read brings in the 64 KiB block around them: the next ones are there. */
+const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into) {
+    if (off >= s->flushed) return s->buf + (off - s->flushed); /* not written out yet */
+    if (off >= s->block_at && off + n <= s->block_at + s->block_len)
+        return s->block + (off - s->block_at);
+    if (n > READ_BLOCK) return read_at(s, off, n, into) < 0 ? NULL : into;
+    if (s->block == NULL && (s->block = PyMem_Malloc(READ_BLOCK)) == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t at = off; /* args written in one piece are never split across flushes */
+    Py_ssize_t len = s->flushed - at < READ_BLOCK ? s->flushed - at : READ_BLOCK;
+    s->block_len = 0;
+    if (read_at(s, at, len, s->block) < 0) return NULL;
+    s->block_at = at;
+    s->block_len = len;
+    return s->block + (off - at);
 }
 
 static void store_dealloc(PyObject *self) {
     Store *s = (Store *)self;
     PyMem_Free(s->buf);
+    PyMem_Free(s->block);
     if (s->file != NULL) { /* closing it frees the disk space */
         PyObject *type, *value, *tb; /* it may go while an exception is on its way */
         PyErr_Fetch(&type, &value, &tb);
@@ -95,6 +116,8 @@ PyObject *store_new(PyObject *file) {
     s->name = name;
     s->fd = no;
     s->flushed = s->used = 0;
+    s->block = NULL;
+    s->block_at = s->block_len = 0;
     s->buf = PyMem_Malloc(STORE_BUFFER);
     if (s->buf == NULL) {
         Py_DECREF(s);

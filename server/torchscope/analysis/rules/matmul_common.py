@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..context import Context
 
 MATMUL_OPS = frozenset({"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"})
@@ -20,7 +22,7 @@ def shapes_recorded(ctx: Context) -> bool:
     return False
 
 
-def kernels_of_op(ctx: Context, op: int) -> list[int]:
+def kernels_of_op(ctx: Context, op: int) -> Sequence[int]:
     """Kernels launched by runtime calls whose innermost op is ``op``."""
     return ctx.op_kernels().get(op, [])
 
