@@ -64,7 +64,7 @@ def is_dataloader(name: str) -> bool:
     return name.startswith(DATALOADER)
 
 
-def all_linked(ctx: Context, rts: list[int]) -> bool:
+def all_linked(ctx: Context, rts: Sequence[int]) -> bool:
     """Every device span of one kind has its runtime call (the usual case); checked once."""
     key = (id(rts), "metrics.all_linked")
     found: bool | None = ctx._columns.get(key)

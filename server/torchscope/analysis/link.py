@@ -8,6 +8,7 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -125,12 +126,12 @@ class Links:
     """For each device span, the runtime call that launched it (-1 when unknown) and the
     CPU time it was issued at (used to put device work in the step whose code launched it)."""
 
-    kernel_rt: list[int]
-    memcpy_rt: list[int]
-    memset_rt: list[int]
-    kernel_issued: list[float]
-    memcpy_issued: list[float]
-    memset_issued: list[float]
+    kernel_rt: array[int]
+    memcpy_rt: array[int]
+    memset_rt: array[int]
+    kernel_issued: array[float]
+    memcpy_issued: array[float]
+    memset_issued: array[float]
     rt_device: Launched
     """Runtime call → the device spans it launched, as (``kernel``/``memcpy``/``memset``, index)."""
     linked: int
@@ -172,15 +173,18 @@ def link(trace: Trace) -> Links:
     rt_by_corr.pop(None, None)
     op_by_ext: dict[int, Span] | None = None
     linked = unlinked = 0
-    out: dict[str, tuple[list[int], list[float]]] = {}
-    starts = [*map(_START, runtime), float("nan")]
+    out: dict[str, tuple[array[int], array[float]]] = {}
+    starts = array("d", map(_START, runtime))
+    starts.append(float("nan"))
     for label, spans in zip(_LABELS, (trace.kernels, trace.memcpys, trace.memsets)):
         dev_corrs = _correlations(spans)
         try:
-            rts = list(map(rt_by_corr.get, dev_corrs, repeat(-1)))
+            rts = array("q", map(rt_by_corr.get, dev_corrs, repeat(-1)))
         except TypeError:
-            rts = [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
-        issued = list(map(starts.__getitem__, rts))  # -1 (not linked) reads the nan
+            rts = array(
+                "q", [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
+            )
+        issued = array("d", map(starts.__getitem__, rts))  # -1 (not linked) reads the nan
         found = list(map(ge, rts, repeat(0)))
         linked += found.count(True)
         for i in compress(count(), map(not_, found)):

@@ -49,7 +49,7 @@ class SmallKernels(LinkedKernelRule):
         # Per step slice, in C: the launch call of each linked kernel, whether it launches
         # a single kernel, whether the kernel ran shorter than the call.
         for k, lo, hi in step_slices(ctx, trace.kernels, ctx.step_of_kernel):
-            rs = rts[lo:hi]
+            rs: Sequence[int] = rts[lo:hi]
             durs: Sequence[float] = kernel_dur[lo:hi]
             if min(rs) < 0:  # some not linked (-1): leave them out
                 linked = list(map(le, repeat(0), rs))
