@@ -182,7 +182,11 @@ def test_steps_keep_only_the_chosen_steps(
     steps = sorted(a.name for a in part.annotations if a.name.startswith("ProfilerStep#"))
     assert steps == ["ProfilerStep#3", "ProfilerStep#4"]
     ann = {a.name: a for a in whole.annotations}
-    lo, hi, next_end = ann["ProfilerStep#3"].start, ann["ProfilerStep#4"].end, ann["ProfilerStep#5"].end
+    lo, hi, next_end = (
+        ann["ProfilerStep#3"].start,
+        ann["ProfilerStep#4"].end,
+        ann["ProfilerStep#5"].end,
+    )
     assert [o[:4] for o in part.ops] == [o[:4] for o in whole.ops if lo <= o.start < hi]
     assert [r[:4] for r in part.runtime] == [r[:4] for r in whole.runtime if lo <= r.start < hi]
     assert [k[:4] for k in part.kernels] == [
@@ -211,11 +215,11 @@ def test_a_trace_is_refused_only_when_it_needs_more_memory_than_there_is() -> No
     # No size is refused as such: 4 GiB of JSON is analysed whole where 16 GiB is available.
     check_memory("big.json", 4 << 30, available=Budget(16 << 30, "16.0 GB is available"))
     with pytest.raises(TraceError) as refused:
-        check_memory("big.json", 2**30, available=Budget(1 << 30, "1.0 GB is available"))
+        check_memory("big.json", 2**30, available=Budget(1 << 29, "0.5 GB is available"))
     message = str(refused.value)
     assert message.startswith("big.json: too large to analyse whole on this machine: 1.0 GB of")
-    assert "needs about 1.8 GB of memory (1.75× its size + 64.0 MB)" in message, message
-    assert "and 1.0 GB is available" in message
+    assert "needs about 780.8 MB of memory (0.7× its size + 64.0 MB)" in message, message
+    assert "and 0.5 GB is available" in message
     assert "--steps FIRST-LAST (e.g. --steps 10-20)" in message
     assert "a machine with more memory" in message
 
@@ -242,11 +246,13 @@ def test_a_gzip_trace_whose_size_cannot_be_told_is_checked_as_it_inflates(
     head = json.dumps(doc).encode()[:-1] + b',"traceEvents":['
     big = tmp_path / "members.json.gz"
     big.write_bytes(gzip.compress(head + body + b"," + body, 1) + gzip.compress(b"]}"))
-    with memory_limit(MEMORY_BASE + (50 << 20)), pytest.raises(TraceError) as refused:
+    with memory_limit(MEMORY_BASE + (20 << 20)), pytest.raises(TraceError) as refused:
         load_trace(big)
     message = str(refused.value)
-    assert re.search(r"too large to analyse whole on this machine: more than 6\d\.\d MB of", message)
-    assert "the analysis may take 114.0 MB" in message and "--steps" in message, message
+    assert re.search(
+        r"too large to analyse whole on this machine: more than 6\d\.\d MB of", message
+    )
+    assert "the analysis may take 84.0 MB" in message and "--steps" in message, message
 
 
 def test_origin_is_the_first_complete_event_not_a_metadata_timestamp() -> None:
@@ -294,7 +300,8 @@ def test_shapes_key_ignores_ids_and_sees_shapes() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["tracelens_bert_small_h100_torch26.json.gz", "kineto_resnet50_train_workers0_v100.json.gz"]
+    "name",
+    ["tracelens_bert_small_h100_torch26.json.gz", "kineto_resnet50_train_workers0_v100.json.gz"],
 )
 def test_memoised_work_equals_the_work_of_each_call(
     shared_traces: Path, name: str, monkeypatch: pytest.MonkeyPatch

@@ -1,6 +1,6 @@
 /* Store: where a trace's args bytes are set aside while the trace is analysed.
  *
- * The bytes of each span's args object (about two fifths of a trace's JSON) are appended to
+ * The bytes of each span's args object (about a quarter of a trace's JSON) are appended to
  * a temporary file (ingest/fast.py makes it, already unlinked) through a buffer of a
  * megabyte, and each Args keeps only its offset and length: the process holds none of
  * them, whatever the trace's size, and reads one back (pread) when an analysis stage asks

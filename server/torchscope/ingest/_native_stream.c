@@ -2,7 +2,7 @@
  *
  * It reads the array from read(n), a piece at a time (a plain file's bytes or a gzip
  * stream's, inflating), through a window of about a megabyte that is reused, and copies
- * each span's args (two fifths of the bytes) out to a temporary file (_native_store.c): the
+ * each span's args (a quarter of the bytes) out to a temporary file (_native_store.c): the
  * document is never held whole, nor are the args. The same events give the same spans at every piece size
  * (test_ingest_stream cuts events at every byte).
  */

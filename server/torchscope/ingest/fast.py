@@ -3,7 +3,7 @@
 Every input form streams: a plain ``.json`` read a megabyte at a time, a ``.json.gz`` (one
 member or several, of any size) inflated as it is read (:class:`~.source.Document`), and a
 bare array of events. The scanner reads the event array through a reused window of about a
-megabyte; each span's args (two fifths of the bytes) are set aside in a temporary file
+megabyte; each span's args (a quarter of the bytes) are set aside in a temporary file
 (:func:`args_file`) that its ``Args`` reads back when asked, so neither the document nor the
 args are ever held whole.
 
@@ -93,7 +93,7 @@ def _no_room(name: str, exc: OSError, document: Document) -> TraceError:
     return TraceError(
         f"{name}: no room to set the trace's args aside in {tempfile.gettempdir()} "
         f"({exc.strerror or exc}) after {document.size >> 20} MiB of the trace; they take "
-        "about two fifths of its JSON size: free that much there, or set TMPDIR to a folder "
+        "about a quarter of its JSON size: free that much there, or set TMPDIR to a folder "
         "with room"
     )
 

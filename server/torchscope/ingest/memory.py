@@ -19,22 +19,24 @@ from typing import NamedTuple
 
 from .errors import TraceError
 
-MEMORY_FACTOR = 1.75
+MEMORY_FACTOR = 0.7
 """Peak RSS of ``torchscope analyze TRACE`` (a whole trace, a fresh process), per byte of
 uncompressed JSON, beyond :data:`MEMORY_BASE`. Measured on synthetic traces
-(``bench/run_all.py``'s ``synthesise``; ``bench/large_traces.py``), 2026-12-02, the peak
-from ``os.wait4`` of a fresh process:
+(``bench/run_all.py``'s ``synthesise``; ``bench/large_traces.py``), 2026-12-03, the peak
+from ``os.wait4`` of a fresh process, with spans and ``[memory]`` events in compact records
+and the args in a temporary file (``fast.py``):
 
 ======== ======== ========= ===========
 events   JSON     peak RSS  peak ÷ JSON
 ======== ======== ========= ===========
-1M       196 MB   363 MB    1.85×
-5M       986 MB   1629 MB   1.65×
+1M       196 MB   158 MB    0.80×
+10M      1976 MB  1217 MB   0.62×
+30M      5940 MB  3686 MB   0.62×
 ======== ======== ========= ===========
 
-The slope between them is 1.60 bytes of memory per byte of JSON, and the line crosses 0
-events at 48 MB; 1.75 and 64 MB leave ~10 % headroom (Kineto's own indented files take
-less per byte)."""
+The slope is 0.60 to 0.62 bytes of memory per byte of JSON, and the line crosses 0 events at
+about 40 MB; 0.7 and 64 MB leave 10-15 % headroom (Kineto's own indented files take less
+per byte). The temporary file takes another quarter of the JSON on disk, not in memory."""
 
 MEMORY_BASE = 64 << 20
 """The part of the peak that does not grow with the trace: the interpreter, the analysis'
