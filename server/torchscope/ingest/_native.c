@@ -6,9 +6,10 @@
  *
  * - configure: the event model's tables (ingest/kineto.py), given once at import;
  * - scan_stream: a trace's event array → the EventSink's spans, as the trace is read
- *   (ingest/fast.py): _native_stream.c and _native_scan.c, with _native_json.h (the JSON
- *   reader), _native_event.c (one event's fields), _native_names.c (its strings) and
- *   _native_memory.c ([memory] events);
+ *   (ingest/fast.py): _native_stream.c, _native_scan.c and _native_setup.c, with
+ *   _native_json.h (the JSON reader), _native_event.c (one event's fields),
+ *   _native_names.c (its strings), _native_memory.c ([memory] events) and
+ *   _native_store.c (where the args go);
  * - loads: a JSON value, for those it is sure to read as stdlib json does: _native_decode.c;
  * - Span: one complete event in 80 bytes, its fields inline: _native_span.c (and
  *   MemoryEvent, a [memory] event in 64: _native_memory.c);
