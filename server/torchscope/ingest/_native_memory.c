@@ -25,7 +25,7 @@ static PyObject *mem_field(PyObject *self, Py_ssize_t i) {
     }
 }
 
-RECORD_METHODS(mem, mem_field, 6,
+RECORD_METHODS(mem, mem_field,
                "MemoryEvent(ts=%r, track=%r, bytes=%r, addr=%r, device_type=%r, device_id=%r)")
 
 static int fits32(long long v) { return v >= INT32_MIN && v <= INT32_MAX; }
@@ -64,29 +64,12 @@ static PyObject *mem_new(PyTypeObject *Py_UNUSED(type), PyObject *a, PyObject *k
     return out;
 }
 
-static PyMethodDef mem_methods[] = {
-    {"__reduce__", mem_reduce, METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-#define MEM_GETTER(i)                                                                     \
-    static PyObject *mem_get_##i(PyObject *self, void *Py_UNUSED(c)) { return mem_field(self, i); }
-MEM_GETTER(0)
-MEM_GETTER(1)
-MEM_GETTER(2)
-MEM_GETTER(3)
-MEM_GETTER(4)
-MEM_GETTER(5)
-
 static PyGetSetDef mem_getset[] = {
     {"ts", mem_get_0, NULL, NULL, NULL},          {"track", mem_get_1, NULL, NULL, NULL},
     {"bytes", mem_get_2, NULL, NULL, NULL},       {"addr", mem_get_3, NULL, NULL, NULL},
     {"device_type", mem_get_4, NULL, NULL, NULL}, {"device_id", mem_get_5, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
-
-static PySequenceMethods mem_as_sequence = {.sq_length = mem_length, .sq_item = mem_item};
-static PyMappingMethods mem_as_mapping = {.mp_length = mem_length, .mp_subscript = mem_subscript};
 
 PyTypeObject MemEventType = {
     PyVarObject_HEAD_INIT(NULL, 0)

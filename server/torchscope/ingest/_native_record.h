@@ -19,10 +19,30 @@ static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field
     return t;
 }
 
-/* The functions of a record type `prefix` of n fields, field i made by field(self, i):
- * its sequence and mapping slots, comparison as the tuple of its fields (equal to the
- * NamedTuple of the same values), hash, repr (fmt: n %r), and pickling as type(*fields). */
-#define RECORD_METHODS(prefix, field, n, fmt)                                               \
+/* The functions of a record type `prefix` of six fields, field i made by field(self, i):
+ * a getter per field (prefix_get_0 … _5, for the type's getset table), its sequence and
+ * mapping slots (prefix_as_sequence, prefix_as_mapping), comparison as the tuple of its
+ * fields (equal to the NamedTuple of the same values), hash, repr (fmt: six %r), and
+ * pickling as type(*fields) (prefix_methods). */
+#define RECORD_METHODS(prefix, field, fmt)                                                  \
+    enum { prefix##_n = 6 };                                                                \
+    static PyObject *prefix##_get_0(PyObject *self, void *Py_UNUSED(c)) { return field(self, 0); } \
+    static PyObject *prefix##_get_1(PyObject *self, void *Py_UNUSED(c)) { return field(self, 1); } \
+    static PyObject *prefix##_get_2(PyObject *self, void *Py_UNUSED(c)) { return field(self, 2); } \
+    static PyObject *prefix##_get_3(PyObject *self, void *Py_UNUSED(c)) { return field(self, 3); } \
+    static PyObject *prefix##_get_4(PyObject *self, void *Py_UNUSED(c)) { return field(self, 4); } \
+    static PyObject *prefix##_get_5(PyObject *self, void *Py_UNUSED(c)) { return field(self, 5); } \
+    RECORD_SLOTS(prefix, field, prefix##_n, fmt)                                            \
+    static PySequenceMethods prefix##_as_sequence = {.sq_length = prefix##_length,          \
+                                                     .sq_item = prefix##_item};             \
+    static PyMappingMethods prefix##_as_mapping = {.mp_length = prefix##_length,            \
+                                                   .mp_subscript = prefix##_subscript};     \
+    static PyMethodDef prefix##_methods[] = {                                               \
+        {"__reduce__", prefix##_reduce, METH_NOARGS, NULL},                                 \
+        {NULL, NULL, 0, NULL},                                                              \
+    };
+
+#define RECORD_SLOTS(prefix, field, n, fmt)                                                 \
     static PyObject *prefix##_tuple(PyObject *self) { return record_tuple(self, n, field); } \
     static Py_ssize_t prefix##_length(PyObject *Py_UNUSED(self)) { return n; }              \
     static PyObject *prefix##_item(PyObject *self, Py_ssize_t i) {                          \

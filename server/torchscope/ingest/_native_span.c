@@ -141,32 +141,14 @@ static PyObject *field(PyObject *self, Py_ssize_t i) {
     }
 }
 
-RECORD_METHODS(span, field, 6, "Span(start=%r, end=%r, name=%r, track=%r, args=%r, correlation=%r)")
-
-#define GETTER(i)                                                                         \
-    static PyObject *get_##i(PyObject *self, void *Py_UNUSED(c)) { return field(self, i); }
-GETTER(0)
-GETTER(1)
-GETTER(2)
-GETTER(3)
-GETTER(4)
-GETTER(5)
+RECORD_METHODS(span, field, "Span(start=%r, end=%r, name=%r, track=%r, args=%r, correlation=%r)")
 
 static PyGetSetDef span_getset[] = {
-    {"start", get_0, NULL, NULL, NULL},       {"end", get_1, NULL, NULL, NULL},
-    {"name", get_2, NULL, NULL, NULL},        {"track", get_3, NULL, NULL, NULL},
-    {"args", get_4, NULL, NULL, NULL},        {"correlation", get_5, NULL, NULL, NULL},
+    {"start", span_get_0, NULL, NULL, NULL},  {"end", span_get_1, NULL, NULL, NULL},
+    {"name", span_get_2, NULL, NULL, NULL},   {"track", span_get_3, NULL, NULL, NULL},
+    {"args", span_get_4, NULL, NULL, NULL},   {"correlation", span_get_5, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
-
-static PyMethodDef span_methods[] = {
-    {"__reduce__", span_reduce, METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-static PySequenceMethods span_as_sequence = {.sq_length = span_length, .sq_item = span_item};
-static PyMappingMethods span_as_mapping = {.mp_length = span_length,
-                                           .mp_subscript = span_subscript};
 
 PyTypeObject SpanType = {
     PyVarObject_HEAD_INIT(NULL, 0)
