@@ -138,7 +138,7 @@ class Context:
         """Durations of one of the trace's span lists (computed once per list), as doubles."""
         key = (id(spans), "durations")
         if key not in self._columns:
-            self._columns[key] = array("d", map(sub, map(_END, spans), map(_START, spans)))
+            self._columns[key] = array("d", map(sub, map(_END, spans), self.starts(spans)))
         found: array[float] = self._columns[key]
         return found
 

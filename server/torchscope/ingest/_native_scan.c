@@ -156,6 +156,7 @@ static int compact_span(Ctx *c, State *s, const Event *ev, int kind, int legacy,
         return 0;
     }
     int absent = ev->args == NULL || ev->args[0] == 'n', st = 0;
+    if (!absent && ev->args_len > INT32_MAX) return BAIL; /* a Span holds up to 2 GiB */
     PyObject *corr = absent ? Py_NewRef(Py_None) : key_value(c, ev->key_at[0], ev->key_len[0], &st);
     if (corr == NULL) return st;
     if (!(in_range(start) && num_le(start, end) && as_double(end) < 1e18)) {
