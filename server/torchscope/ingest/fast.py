@@ -116,10 +116,13 @@ def scan(document: Document, sink: EventSink, low: int = LOW) -> tuple[dict[str,
         array = memoryview(head)[lo:]
         # not closed here: the Args read it until the last of them goes, which closes it
         spill = args_file(document.name)
-        done = native.scan_stream(document, array, sink, spill, low, sink.window)
+        try:
+            done = native.scan_stream(document, array, sink, spill, low, sink.window)
+        except OSError as exc:
+            if exc.filename != spill.name:
+                raise  # reading the trace, not writing its args
+            raise _no_room(document.name, exc, document) from None
         array.release()
-    except OSError as exc:  # writing the args out: the disk is full
-        raise _no_room(document.name, exc, document) from None
     finally:
         if enabled:
             gc.enable()
