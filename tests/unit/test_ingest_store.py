@@ -1,5 +1,5 @@
 """The fast reader keeps a trace compactly (``_native_span.c``, ``_native_memory.c``,
-``_native_store.c``): each span in 80 bytes, each ``[memory]`` event in 64, the args bytes
+``_native_store.c``): each span in 64 bytes, each ``[memory]`` event in 64, the args bytes
 set aside in a temporary file that goes with the trace, and a clear message when that file
 cannot be made or filled."""
 
@@ -40,7 +40,7 @@ def test_spans_are_compact_and_their_args_are_read_back() -> None:
     trace = load_trace(TRACE)
     spans = [*trace.ops, *trace.runtime, *trace.kernels]
     assert accel.native is not None and {type(s) for s in spans} == {accel.native.Span}
-    assert max(map(sys.getsizeof, spans)) <= 80
+    assert max(map(sys.getsizeof, spans)) <= 64
     kernel = next(k for k in trace.kernels if k.args)
     assert kernel.args["correlation"] == kernel.correlation == kernel[5]
     assert Span(*kernel) == kernel and tuple(kernel) == tuple(Span(*kernel))

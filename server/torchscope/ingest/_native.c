@@ -11,7 +11,7 @@
  *   _native_names.c (its strings), _native_memory.c ([memory] events) and
  *   _native_store.c (where the args go);
  * - loads: a JSON value, for those it is sure to read as stdlib json does: _native_decode.c;
- * - Span: one complete event in 80 bytes, its fields inline: _native_span.c (and
+ * - Span: one complete event in 64 bytes, its fields inline: _native_span.c (and
  *   MemoryEvent, a [memory] event in 64: _native_memory.c);
  * - Args: an event's args, set aside in a temporary file (_native_store.c) and read back
  *   and decoded when first read: _native_args.c;

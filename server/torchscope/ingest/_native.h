@@ -115,8 +115,12 @@ typedef struct {
     Py_ssize_t used, flushed;   /* bytes in buf; bytes in the file before them */
     char *block;                /* the last block read back */
     Py_ssize_t block_at, block_len;
+    int id;                     /* its slot in the table of Stores (store_of) */
 } Store;
+enum { MAX_STORES = 1 << 16 };
 PyObject *store_new(PyObject *file);
+/* The Store of an id (borrowed). */
+Store *store_of(int id);
 /* Appends p[0:n]; its offset, or -1 with OSError (the disk is full). */
 Py_ssize_t store_put(Store *s, const char *p, Py_ssize_t n);
 /* The n bytes at off: in the buffer or the block last read back (valid until the next
@@ -125,10 +129,12 @@ const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into);
 
 /* Span (_native_span.c): one complete event, its fields inline. */
 extern PyTypeObject SpanType;
-/* A Span; its args the store's bytes at off, len (store not NULL) or `args`. */
+/* A Span; its args the store's bytes at off, len (store not NULL), else empty. NULL with
+ * no exception set: a number beyond what a Span holds (the caller hands the trace back). */
 PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track,
-                    PyObject *store, Py_ssize_t off, Py_ssize_t len, PyObject *args,
-                    PyObject *corr);
+                    PyObject *store, Py_ssize_t off, Py_ssize_t len, PyObject *corr);
+/* The empty args of a span without them (configure's). */
+void span_set_empty(PyObject *empty);
 /* A Span's start, end and track, read without making objects. */
 int span_fields(PyObject *span, Num *start, Num *end, long long *track);
 

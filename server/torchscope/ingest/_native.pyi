@@ -13,7 +13,8 @@ class Args(Mapping[str, Any]):
     def shapes(self) -> tuple[bytes, bytes, bytes] | None: ...
 
 class Span:
-    """One complete event, its fields inline (``model.Span``'s fields, compact)."""
+    """One complete event, its fields inline (``model.Span``'s fields, compact); made only by
+    the scanner, pickled as ``model.Span``."""
 
     start: float
     end: float
@@ -21,15 +22,6 @@ class Span:
     track: int
     args: Mapping[str, Any]
     correlation: object
-    def __init__(
-        self,
-        start: float,
-        end: float,
-        name: str,
-        track: int,
-        args: Mapping[str, Any],
-        correlation: object = None,
-    ) -> None: ...
     def __getitem__(self, index: int) -> Any: ...
     def __len__(self) -> int: ...
 

@@ -25,7 +25,9 @@ static PyObject *mem_field(PyObject *self, Py_ssize_t i) {
     }
 }
 
-RECORD_METHODS(mem, mem_field,
+static PyObject *own_type(PyObject *self) { return Py_NewRef((PyObject *)Py_TYPE(self)); }
+
+RECORD_METHODS(mem, mem_field, own_type,
                "MemoryEvent(ts=%r, track=%r, bytes=%r, addr=%r, device_type=%r, device_id=%r)")
 
 static int fits32(long long v) { return v >= INT32_MIN && v <= INT32_MAX; }

@@ -23,8 +23,8 @@ static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field
  * a getter per field (prefix_get_0 … _5, for the type's getset table), its sequence and
  * mapping slots (prefix_as_sequence, prefix_as_mapping), comparison as the tuple of its
  * fields (equal to the NamedTuple of the same values), hash, repr (fmt: six %r), and
- * pickling as type(*fields) (prefix_methods). */
-#define RECORD_METHODS(prefix, field, fmt)                                                  \
+ * pickling as pickled_as(self)(*fields), a type (a new reference) (prefix_methods). */
+#define RECORD_METHODS(prefix, field, pickled_as, fmt)                                      \
     enum { prefix##_n = 6 };                                                                \
     static PyObject *prefix##_get_0(PyObject *self, void *Py_UNUSED(c)) { return field(self, 0); } \
     static PyObject *prefix##_get_1(PyObject *self, void *Py_UNUSED(c)) { return field(self, 1); } \
@@ -32,7 +32,7 @@ static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field
     static PyObject *prefix##_get_3(PyObject *self, void *Py_UNUSED(c)) { return field(self, 3); } \
     static PyObject *prefix##_get_4(PyObject *self, void *Py_UNUSED(c)) { return field(self, 4); } \
     static PyObject *prefix##_get_5(PyObject *self, void *Py_UNUSED(c)) { return field(self, 5); } \
-    RECORD_SLOTS(prefix, field, prefix##_n, fmt)                                            \
+    RECORD_SLOTS(prefix, field, prefix##_n, pickled_as, fmt)                                \
     static PySequenceMethods prefix##_as_sequence = {.sq_length = prefix##_length,          \
                                                      .sq_item = prefix##_item};             \
     static PyMappingMethods prefix##_as_mapping = {.mp_length = prefix##_length,            \
@@ -42,7 +42,7 @@ static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field
         {NULL, NULL, 0, NULL},                                                              \
     };
 
-#define RECORD_SLOTS(prefix, field, n, fmt)                                                 \
+#define RECORD_SLOTS(prefix, field, n, pickled_as, fmt)                                     \
     static PyObject *prefix##_tuple(PyObject *self) { return record_tuple(self, n, field); } \
     static Py_ssize_t prefix##_length(PyObject *Py_UNUSED(self)) { return n; }              \
     static PyObject *prefix##_item(PyObject *self, Py_ssize_t i) {                          \
@@ -90,8 +90,11 @@ static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field
         return out;                                                                         \
     }                                                                                       \
     static PyObject *prefix##_reduce(PyObject *self, PyObject *Py_UNUSED(ignored)) {        \
-        PyObject *t = prefix##_tuple(self);                                                       \
-        return t == NULL ? NULL : Py_BuildValue("(ON)", (PyObject *)Py_TYPE(self), t);      \
+        PyObject *type = pickled_as(self), *t = type != NULL ? prefix##_tuple(self) : NULL;  \
+        PyObject *out = t != NULL ? Py_BuildValue("(OO)", type, t) : NULL;                   \
+        Py_XDECREF(type);                                                                   \
+        Py_XDECREF(t);                                                                      \
+        return out;                                                                         \
     }
 
 #endif

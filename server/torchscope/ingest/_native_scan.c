@@ -156,7 +156,6 @@ static int compact_span(Ctx *c, State *s, const Event *ev, int kind, int legacy,
         return 0;
     }
     int absent = ev->args == NULL || ev->args[0] == 'n', st = 0;
-    if (!absent && ev->args_len > INT32_MAX) return BAIL; /* a Span holds up to 2 GiB */
     PyObject *corr = absent ? Py_NewRef(Py_None) : key_value(c, ev->key_at[0], ev->key_len[0], &st);
     if (corr == NULL) return st;
     if (!(in_range(start) && num_le(start, end) && as_double(end) < 1e18)) {
@@ -168,9 +167,9 @@ static int compact_span(Ctx *c, State *s, const Event *ev, int kind, int legacy,
     long track = c->last_off < 0 ? -1 : track_of(c, s, ev, kind, NULL);
     PyObject *span = track < 0 ? NULL
                      : span_make(start, end, ev->name->str, track, absent ? NULL : c->store,
-                                 c->last_off, absent ? 0 : ev->args_len, c->empty, corr);
+                                 c->last_off, absent ? 0 : ev->args_len, corr);
     Py_DECREF(corr);
-    if (span == NULL) return ERR;
+    if (span == NULL) return PyErr_Occurred() ? ERR : BAIL; /* BAIL: beyond a Span */
     s->legacy |= legacy;
     st = PyList_Append(c->lists[kind], span) < 0 ? ERR : 0;
     Py_DECREF(span);

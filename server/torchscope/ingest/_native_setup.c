@@ -31,6 +31,7 @@ PyObject *native_configure(PyObject *Py_UNUSED(module), PyObject *consts) {
     Py_XDECREF(config.consts);
     config = next; /* the key bytes live in the str objects the held tuple holds */
     args_set_decoder(PyTuple_GET_ITEM(consts, 12));
+    span_set_empty(PyTuple_GET_ITEM(consts, 6));
     Py_RETURN_NONE;
 }
 

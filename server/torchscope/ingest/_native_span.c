@@ -1,61 +1,42 @@
-/* Span: one complete event as the C scanner keeps it, in 80 bytes.
+/* Span: one complete event as the C scanner keeps it, in 64 bytes.
  *
  * The same fields as ingest/model.py's Span (start, end, name, track, args, correlation),
  * read the same ways (attributes, indices 0-5, unpacking, ==), but held inline instead of
  * as a tuple of objects: the times as doubles (flagged when the trace wrote ints, which
  * are handed back as ints), the track and an int correlation as integers, and the args as
- * an offset into the trace's Store (_native_store.c), made into an Args when read. A tuple
- * with its two floats, correlation int and Args took about 200 bytes per span; a trace of
- * 10M events has about 6M spans. No garbage-collector header: what a Span refers to (a
- * str, the Store, decoded JSON) cannot refer back to it. */
+ * an offset into the trace's Store (_native_store.c, named by its id), made into an Args
+ * when read. A tuple with its two floats, correlation int and Args took about 200 bytes per
+ * span; a trace of 10M events has about 6M spans. No garbage-collector header: what a Span
+ * refers to (a str, the Store, decoded JSON) cannot refer back to it. It pickles as the
+ * NamedTuple, its args as their dict. */
 #include "_native.h"
 #include "_native_record.h"
 
 enum { INT_START = 1, INT_END = 2, INT_CORR = 4, STORED_ARGS = 8 };
+#define OFF_LIMIT ((Py_ssize_t)1 << 40)
 
 typedef struct {
     PyObject_HEAD
     double start, end;
     PyObject *name;
-    PyObject *args; /* the Store (STORED_ARGS: the bytes at off, len) or the args object */
     union {
         PyObject *corr; /* the correlation object */
         int64_t corr_i; /* with INT_CORR: the correlation, an int */
     };
-    uint64_t off : 56, flags : 8;
+    uint64_t off : 40, store : 16, flags : 8; /* STORED_ARGS: the args at off in Store store */
     int32_t len, track;
-} Span; /* 80 bytes: what pymalloc hands out for it, with no padding to round up */
+} Span; /* 64 bytes: a pymalloc size class, with no padding to round up */
 
-static int put_time(PyObject *v, double *d, int32_t *flags, int flag) {
-    Num n;
-    if (num_from(v, &n) != 0) {
-        PyErr_SetString(PyExc_TypeError, "Span: start and end are ints below 2**53 or floats");
-        return ERR;
-    }
-    *d = n.d;
-    if (n.is_int) *flags |= flag;
-    return 0;
-}
+static PyObject *g_empty; /* the args of a span without them */
 
-static void put_corr(Span *s, PyObject *corr) { /* after the flags are set */
-    int overflow = 0;
-    long long v = PyLong_CheckExact(corr) ? PyLong_AsLongLongAndOverflow(corr, &overflow) : 0;
-    if (PyLong_CheckExact(corr) && !overflow && !(v == -1 && PyErr_Occurred())) {
-        s->corr_i = v;
-        s->flags |= INT_CORR;
-    } else {
-        PyErr_Clear();
-        s->corr = Py_NewRef(corr);
-    }
+void span_set_empty(PyObject *empty) {
+    Py_XINCREF(empty);
+    Py_XSETREF(g_empty, empty);
 }
 
 PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track,
-                    PyObject *store, Py_ssize_t off, Py_ssize_t len, PyObject *args,
-                    PyObject *corr) {
-    if (len > INT32_MAX || track > INT32_MAX || off >= ((Py_ssize_t)1 << 56)) {
-        PyErr_SetString(PyExc_OverflowError, "Span: an args object over 2 GiB, or 2**31 tracks");
-        return NULL;
-    }
+                    PyObject *store, Py_ssize_t off, Py_ssize_t len, PyObject *corr) {
+    if (len > INT32_MAX || track > INT32_MAX || off >= OFF_LIMIT) return NULL;
     Span *s = PyObject_New(Span, &SpanType);
     if (s == NULL) return NULL;
     s->start = start->is_int ? (double)start->i : start->d;
@@ -65,59 +46,28 @@ PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track
     s->track = (int32_t)track;
     s->off = (uint64_t)off;
     s->len = (int32_t)len;
+    s->store = 0;
     if (store != NULL) {
-        s->args = Py_NewRef(store);
+        Py_INCREF(store); /* released in span_dealloc, through the table */
+        s->store = (uint64_t)((Store *)store)->id;
         s->flags |= STORED_ARGS;
+    }
+    int overflow = 0;
+    long long v = PyLong_CheckExact(corr) ? PyLong_AsLongLongAndOverflow(corr, &overflow) : 0;
+    if (PyLong_CheckExact(corr) && !overflow && !(v == -1 && PyErr_Occurred())) {
+        s->corr_i = v;
+        s->flags |= INT_CORR;
     } else {
-        s->args = Py_NewRef(args);
+        PyErr_Clear();
+        s->corr = Py_NewRef(corr);
     }
-    put_corr(s, corr);
-    return (PyObject *)s;
-}
-
-/* Span(start, end, name, track, args, correlation=None): as the NamedTuple is built. */
-static PyObject *span_new(PyTypeObject *type, PyObject *a, PyObject *kw) {
-    static char *kwlist[] = {"start", "end", "name", "track", "args", "correlation", NULL};
-    PyObject *start, *end, *name, *track, *args, *corr = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(a, kw, "OOOOO|O:Span", kwlist, &start, &end, &name, &track,
-                                     &args, &corr))
-        return NULL;
-    Span *s = (Span *)type->tp_alloc(type, 0);
-    if (s == NULL) return NULL;
-    int32_t flags = 0;
-    s->flags = 0;
-    s->name = NULL;
-    s->args = NULL;
-    s->corr_i = 0;
-    s->off = 0;
-    s->len = 0;
-    long t = PyLong_AsLong(track);
-    if ((t == -1 && PyErr_Occurred()) || t < INT32_MIN || t > INT32_MAX) {
-        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_OverflowError)) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_OverflowError, "Span: track beyond 2**31");
-        }
-        s->flags = INT_CORR; /* nothing to release */
-        Py_DECREF(s);
-        return NULL;
-    }
-    s->track = (int32_t)t;
-    if (put_time(start, &s->start, &flags, INT_START) || put_time(end, &s->end, &flags, INT_END)) {
-        s->flags = INT_CORR;
-        Py_DECREF(s);
-        return NULL;
-    }
-    s->flags = (uint64_t)flags;
-    s->name = Py_NewRef(name);
-    s->args = Py_NewRef(args);
-    put_corr(s, corr);
     return (PyObject *)s;
 }
 
 static void span_dealloc(PyObject *self) {
     Span *s = (Span *)self;
     Py_XDECREF(s->name);
-    Py_XDECREF(s->args);
+    if (s->flags & STORED_ARGS) Py_DECREF((PyObject *)store_of((int)s->store));
     if (!(s->flags & INT_CORR)) Py_XDECREF(s->corr);
     Py_TYPE(self)->tp_free(self);
 }
@@ -135,13 +85,24 @@ static PyObject *field(PyObject *self, Py_ssize_t i) {
     case 2: return Py_NewRef(s->name);
     case 3: return PyLong_FromLongLong(s->track);
     case 4:
-        return s->flags & STORED_ARGS ? args_new(s->args, s->off, s->len) : Py_NewRef(s->args);
+        if (s->flags & STORED_ARGS) return args_new((PyObject *)store_of((int)s->store), s->off, s->len);
+        return g_empty != NULL ? Py_NewRef(g_empty) : PyDict_New();
     default:
         return s->flags & INT_CORR ? PyLong_FromLongLong(s->corr_i) : Py_NewRef(s->corr);
     }
 }
 
-RECORD_METHODS(span, field, "Span(start=%r, end=%r, name=%r, track=%r, args=%r, correlation=%r)")
+/* Pickled as ingest/model.py's Span, the NamedTuple the reference reader makes. */
+static PyObject *as_named_tuple(PyObject *Py_UNUSED(self)) {
+    PyObject *model = PyImport_ImportModule("torchscope.ingest.model");
+    if (model == NULL) return NULL;
+    PyObject *type = PyObject_GetAttrString(model, "Span");
+    Py_DECREF(model);
+    return type;
+}
+
+RECORD_METHODS(span, field, as_named_tuple,
+               "Span(start=%r, end=%r, name=%r, track=%r, args=%r, correlation=%r)")
 
 static PyGetSetDef span_getset[] = {
     {"start", span_get_0, NULL, NULL, NULL},  {"end", span_get_1, NULL, NULL, NULL},
@@ -164,7 +125,6 @@ PyTypeObject SpanType = {
     .tp_richcompare = span_richcompare,
     .tp_methods = span_methods,
     .tp_getset = span_getset,
-    .tp_new = span_new,
 };
 
 /* For nest: a Span's start, end (as Nums) and track, without making objects. */

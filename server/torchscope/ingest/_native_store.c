@@ -13,6 +13,12 @@
 
 enum { STORE_BUFFER = 1 << 20, READ_BLOCK = 1 << 16 };
 
+/* The Stores alive, by id: a Span names its Store in 16 bits of a word instead of a
+ * pointer (_native_span.c), and holds a reference to it all the same. */
+static Store *table[MAX_STORES];
+
+Store *store_of(int id) { return table[id]; }
+
 /* Writes the buffer out; 0, or ERR with OSError naming the file. */
 static int store_flush(Store *s) {
     Py_ssize_t done = 0;
@@ -96,7 +102,22 @@ static void store_dealloc(PyObject *self) {
         PyErr_Restore(type, value, tb);
     }
     Py_XDECREF(s->name);
+    if (s->id >= 0 && table[s->id] == s) table[s->id] = NULL;
     Py_TYPE(self)->tp_free(self);
+}
+
+/* A free id, or -1 with RuntimeError. */
+static int free_id(void) {
+    static int next;
+    for (int k = 0; k < MAX_STORES; k++) {
+        int id = (next + k) % MAX_STORES;
+        if (table[id] == NULL) {
+            next = (id + 1) % MAX_STORES;
+            return id;
+        }
+    }
+    PyErr_Format(PyExc_RuntimeError, "more than %d traces are held at once", MAX_STORES);
+    return -1;
 }
 
 PyObject *store_new(PyObject *file) {
@@ -115,6 +136,7 @@ PyObject *store_new(PyObject *file) {
     s->file = Py_NewRef(file);
     s->name = name;
     s->fd = no;
+    s->id = -1;
     s->flushed = s->used = 0;
     s->block = NULL;
     s->block_at = s->block_len = 0;
@@ -123,6 +145,11 @@ PyObject *store_new(PyObject *file) {
         Py_DECREF(s);
         return PyErr_NoMemory();
     }
+    if ((s->id = free_id()) < 0) {
+        Py_DECREF(s);
+        return NULL;
+    }
+    table[s->id] = s;
     return (PyObject *)s;
 }
 

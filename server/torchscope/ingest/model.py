@@ -20,7 +20,7 @@ class Span(NamedTuple):
 
     The reference reader makes these; the C scanner makes ``_native.Span`` objects
     (``_native_span.c``) with the same fields, read the same ways (attributes, indices,
-    unpacking, ``==``) in 80 bytes instead of about 200: the times as doubles, the args as an
+    unpacking, ``==``) in 64 bytes instead of about 200: the times as doubles, the args as an
     offset into a temporary file they are set aside in, made into an ``Args`` when read."""
 
     start: float
