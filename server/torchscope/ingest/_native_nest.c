@@ -2,10 +2,12 @@
  *
  * The same items (thread, start, -end, rank, index), sorted in the same order, swept with
  * the same stack, and the same numbers written: op self times stay ints where the spans'
- * times are ints, as Python's arithmetic keeps them. Everything is computed before the first
- * list is written, so an input it does not take (BAIL: a span time that is not an int below
- * 2**53 or a float, a track that is not an int) leaves the lists as they were and the
- * Python sweep runs instead.
+ * times are ints, as Python's arithmetic keeps them. The links go straight into the
+ * caller's int32 arrays, which must all be -1 on entry (nesting._unlinked); the self times
+ * are written to their list only at the end. An input it does not take (BAIL: a span time
+ * that is not an int below 2**53 or a float, a track that is not an int, a self time beyond
+ * 2**53 part way) leaves the arrays all -1 and the list as it was, and the Python sweep runs
+ * instead.
  */
 #include "_native.h"
 
@@ -134,8 +136,9 @@ typedef struct {
     int32_t op, ann, py;
 } Frame;
 
-/* The outputs, as C arrays, -1 where nothing encloses (as the lists already hold); each
- * written back to its list at the end. */
+/* The outputs: the links straight into the caller's int32 arrays (all -1 on entry, so -1
+ * where nothing encloses; -1 again if the sweep hands the spans back), the self times as C
+ * numbers written back to their list at the end. */
 enum { OP_PARENT, OP_ANN, OP_PY, RT_OP, RT_ANN, RT_PY, ANN_PARENT, ANN_OP, ANN_PY, PY_PARENT,
        N_LINKS };
 
@@ -208,10 +211,8 @@ static int sweep(const Item *items, Py_ssize_t n, double tol, Frame *stack, Out 
     return 0;
 }
 
-/* The links into their int32 arrays (views), the self times into their list. */
-static int write_back(Py_buffer views[N_LINKS], PyObject *self_list, Out *out) {
-    for (int w = 0; w < N_LINKS; w++)
-        memcpy(views[w].buf, out->link[w], (size_t)views[w].len);
+/* The self times into their list (the links are already in their arrays). */
+static int write_back(PyObject *self_list, Out *out) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self_list); i++) {
         if (!out->self_set[i]) continue;
         PyObject *v = num_obj(&out->self[i]);
@@ -231,7 +232,6 @@ static void work_free(Work *w) {
     PyMem_Free(w->items);
     PyMem_Free(w->tmp);
     PyMem_Free(w->stack);
-    for (int i = 0; i < N_LINKS; i++) PyMem_Free(w->out.link[i]);
     PyMem_Free(w->out.self);
     PyMem_Free(w->out.self_set);
 }
@@ -241,12 +241,7 @@ static int work_alloc(Work *w, Py_ssize_t n_items, Py_buffer links[N_LINKS], Py_
     w->tmp = PyMem_Malloc((n_items + 1) * sizeof(Item));
     w->stack = PyMem_Malloc((n_items + 1) * sizeof(Frame)); /* only its depth is touched */
     int ok = w->items != NULL && w->tmp != NULL && w->stack != NULL;
-    for (int i = 0; ok && i < N_LINKS; i++) {
-        Py_ssize_t len = links[i].len / (Py_ssize_t)sizeof(int32_t) + 1;
-        w->out.link[i] = PyMem_Malloc(len * sizeof(int32_t));
-        ok = w->out.link[i] != NULL;
-        if (ok) memset(w->out.link[i], 0xff, len * sizeof(int32_t)); /* all -1 */
-    }
+    for (int i = 0; i < N_LINKS; i++) w->out.link[i] = (int32_t *)links[i].buf;
     w->out.self = PyMem_Malloc((n_ops + 1) * sizeof(Num));
     w->out.self_set = PyMem_Calloc(n_ops + 1, 1);
     ok = ok && w->out.self != NULL && w->out.self_set != NULL;
@@ -254,14 +249,24 @@ static int work_alloc(Work *w, Py_ssize_t n_items, Py_buffer links[N_LINKS], Py_
     return ok ? 0 : ERR;
 }
 
-/* Each link array the sweep writes must be int32 and as long as the spans it indexes. */
+/* Whether every link in the array is -1 (none yet, as nesting._unlinked makes them). */
+static int unlinked(const Py_buffer *view) {
+    const int32_t *v = (const int32_t *)view->buf;
+    for (Py_ssize_t i = 0; i < view->len / (Py_ssize_t)sizeof(int32_t); i++)
+        if (v[i] != -1) return 0;
+    return 1;
+}
+
+/* Each link array the sweep writes must be int32, as long as the spans it indexes, and
+ * all -1. */
 static int sizes_match(PyObject *spans[4], Py_buffer views[N_LINKS], PyObject *self_list) {
     static const int of[N_LINKS] = {R_OP, R_OP, R_OP, R_RT, R_RT, R_RT, R_ANN, R_ANN, R_ANN,
                                     R_PY};
     for (int i = 0; i < N_LINKS; i++)
         if (views[i].itemsize != sizeof(int32_t) || views[i].format == NULL ||
             strcmp(views[i].format, "i") != 0 ||
-            views[i].len != PyList_GET_SIZE(spans[of[i]]) * (Py_ssize_t)sizeof(int32_t))
+            views[i].len != PyList_GET_SIZE(spans[of[i]]) * (Py_ssize_t)sizeof(int32_t) ||
+            !unlinked(&views[i]))
             return 0;
     return PyList_GET_SIZE(self_list) == PyList_GET_SIZE(spans[R_OP]);
 }
@@ -303,8 +308,10 @@ PyObject *native_nest(PyObject *Py_UNUSED(module), PyObject *args) {
     if (st == 0) {
         st = sort_items(w.items, w.tmp, n);
         if (st == 0) st = sweep(w.items, n, tol, w.stack, &w.out);
+        if (st == BAIL) /* a self time beyond 2**53, part way: the links as they came */
+            for (int i = 0; i < N_LINKS; i++) memset(views[i].buf, 0xff, (size_t)views[i].len);
     }
-    if (st == 0) st = write_back(views, self_list, &w.out);
+    if (st == 0) st = write_back(self_list, &w.out);
     work_free(&w);
     release(views, N_LINKS);
     if (st == ERR) return NULL;
