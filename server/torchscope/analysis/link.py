@@ -9,11 +9,11 @@ instead. Classification is by name, because ``cbid`` numbers differ between CUDA
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, count, repeat
-from operator import ge, itemgetter, not_
+from operator import ge, gt, itemgetter, ne, not_
 from typing import Any, TypeVar, overload
 
 from ..ingest import Span, Trace
@@ -21,6 +21,10 @@ from .groups import Groups
 
 _START = itemgetter(0)
 _CORRELATION = itemgetter(5)
+_KEYS = (int, float, str)
+_NOTHING = object()
+"""Equal to no id."""
+"""The correlation values that can match (what a JSON id can be, less null)."""
 
 LAUNCH_CALLS = frozenset(
     {
@@ -145,8 +149,68 @@ def _ext(args: object) -> int | None:
     return c if isinstance(c, int) and not isinstance(c, bool) else None
 
 
-def _correlations(spans: list[Span]) -> list[object]:
-    return list(map(_CORRELATION, spans))
+class _ByCorrelation:
+    """Correlation id → index of the (last) runtime call carrying it, without a dict of every
+    call: Kineto numbers calls in launch order, so the calls whose id is above every earlier
+    one form an ascending run, searched by bisection (a list of ids, and their positions
+    unless the run is every call; a dict took ~150 bytes a call more). The few others
+    (threads interleaving, repeated ids, ids of mixed types) go to a dict, which wins a
+    lookup: its call came later."""
+
+    __slots__ = ("_extra", "_idx", "_n", "_run")
+
+    def __init__(self, runtime: Sequence[Span]) -> None:
+        n = len(runtime)
+        corrs = list(map(_CORRELATION, runtime))
+        in_run = [False] * n  # ids that are not all numbers or strings: all by dict
+        if all(map(isinstance, corrs, repeat(_KEYS))):
+            try:
+                in_run = [True, *map(gt, corrs[1:], accumulate(corrs, max))] if n else []
+            except TypeError:  # numbers and strings mixed
+                pass
+        self._run = list(compress(corrs, in_run))
+        self._n = len(self._run)
+        self._idx = None
+        if self._n != n:
+            self._idx = array("q", compress(range(n), in_run))
+            self._idx.append(-1)  # what the run's end reads
+        self._run.append(_NOTHING)  # a bisection past the run reads a miss
+        self._extra: dict[object, int] = {}
+        for i in compress(range(n), map(not_, in_run)):
+            c = corrs[i]
+            if isinstance(c, _KEYS):
+                self._extra[c] = i
+
+    def _at(self, position: int) -> int:
+        return position if self._idx is None else self._idx[position]
+
+    def _one(self, c: object) -> int:
+        if not isinstance(c, _KEYS):
+            return -1
+        found = self._extra.get(c)
+        if found is not None:
+            return found
+        try:
+            at = bisect_left(self._run, c, 0, self._n)
+        except TypeError:  # an id of another type than the run's
+            return -1
+        return self._at(at) if self._run[at] == c else -1
+
+    def lookup(self, spans: Sequence[Span]) -> array[int]:
+        """Per span, the runtime call with its correlation (-1: none). The bisections run
+        as ``map`` in C; only misses and the dict's ids take a second, per-item look."""
+        corrs = list(map(_CORRELATION, spans))
+        try:
+            at = array("q", map(bisect_left, repeat(self._run), corrs, repeat(0), repeat(self._n)))
+        except TypeError:  # a missing or odd id somewhere: one at a time
+            return array("q", map(self._one, corrs))
+        rts = at if self._idx is None else array("q", map(self._idx.__getitem__, at))
+        for i in compress(count(), map(ne, map(self._run.__getitem__, at), corrs)):
+            rts[i] = -1
+        if self._extra:
+            for i in compress(count(), map(self._extra.__contains__, corrs)):
+                rts[i] = self._extra[corrs[i]]
+        return rts
 
 
 def _ops_by_ext(trace: Trace) -> dict[int, Span]:
@@ -165,25 +229,14 @@ def link(trace: Trace) -> Links:
     The lookups run as ``map`` over whole lists (in C); the per-item Python loop only runs
     for the few spans that need a second look (no correlation, or an unhashable one)."""
     runtime = trace.runtime
-    corrs = _correlations(runtime)
-    try:
-        rt_by_corr: dict[object, int] = dict(zip(corrs, range(len(runtime))))
-    except TypeError:  # an unhashable correlation value somewhere: keep the hashable ones
-        rt_by_corr = {c: i for i, c in enumerate(corrs) if isinstance(c, (int, str))}
-    rt_by_corr.pop(None, None)
+    by_corr = _ByCorrelation(runtime)
     op_by_ext: dict[int, Span] | None = None
     linked = unlinked = 0
     out: dict[str, tuple[array[int], array[float]]] = {}
     starts = array("d", map(_START, runtime))
     starts.append(float("nan"))
     for label, spans in zip(_LABELS, (trace.kernels, trace.memcpys, trace.memsets)):
-        dev_corrs = _correlations(spans)
-        try:
-            rts = array("q", map(rt_by_corr.get, dev_corrs, repeat(-1)))
-        except TypeError:
-            rts = array(
-                "q", [rt_by_corr.get(c, -1) if isinstance(c, (int, str)) else -1 for c in dev_corrs]
-            )
+        rts = by_corr.lookup(spans)
         issued = array("d", map(starts.__getitem__, rts))  # -1 (not linked) reads the nan
         found = list(map(ge, rts, repeat(0)))
         linked += found.count(True)
