@@ -75,7 +75,7 @@ def test_nesting_in_c_equals_the_python_sweep(
     shared_traces: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     trace = load_trace(shared_traces / name)
-    every_other = list(range(0, len(trace.runtime), 2))
+    every_other = bytes([1, 0] * len(trace.runtime))[: len(trace.runtime)]
     for subset in (None, every_other):
         native = nesting._unlinked(trace)
         assert _native_nest(trace, native, subset) is True  # the C sweep took it
@@ -131,6 +131,17 @@ def test_nesting_takes_int_and_float_times_and_hands_back_others(
     before = [list(x) for x in _columns(links)]
     assert _native_nest(trace, links, None) is None
     assert [list(x) for x in _columns(links)] == before  # handed back untouched
+    # An item holds a track in 16 bits: a 65536th track goes to Python, as does a mask of
+    # the runtime calls that is not a byte per call.
+    trace.ops[0] = Span(*trace.ops[1])._replace(track=70_000)
+    assert _native_nest(trace, links, None) is None
+    trace.ops[0] = Span(*trace.ops[1])
+    links = nesting._unlinked(trace)
+    before = [list(x) for x in _columns(links)]
+    assert _native_nest(trace, links, b"\x01" * (len(trace.runtime) + 1)) is None
+    assert [list(x) for x in _columns(links)] == before
+    assert _native_nest(trace, links, b"\x00" * len(trace.runtime)) is True
+    assert list(links.rt_op) == [-1] * len(trace.runtime)  # no call wanted: none linked
 
 
 def _columns(nest: nesting.Nesting) -> tuple[Any, ...]:
@@ -143,7 +154,7 @@ def _columns(nest: nesting.Nesting) -> tuple[Any, ...]:
     )
 
 
-def _native_nest(trace: Any, nest: nesting.Nesting, subset: list[int] | None) -> bool | None:
+def _native_nest(trace: Any, nest: nesting.Nesting, subset: bytes | None) -> bool | None:
     assert accel.native is not None
     return accel.native.nest(
         trace.annotations,

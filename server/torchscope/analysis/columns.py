@@ -6,6 +6,7 @@ Per-item work runs in C (``map``, ``compress``, slices); see :mod:`.metrics`.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from operator import eq, itemgetter
@@ -112,21 +113,21 @@ class ByName(dict[str, _T]):
         return found
 
 
-def top_level(ctx: Context) -> list[int]:
+def top_level(ctx: Context) -> array[int]:
     """Indices of the top-level ops (parent -1: no enclosing op), ascending; built once,
     shared by the step numbers and :class:`CpuIndex`."""
     ops = ctx.trace.ops
-    found: list[int] | None = column(ctx, ops, "metrics.top_level")
+    found: array[int] | None = column(ctx, ops, "metrics.top_level")
     if found is None:
         parent = ctx.nest.op_parent
         n_top = parent.count(-1)
         if 4 * n_top <= len(parent):  # a few dispatches, many ops under them: jump to each
-            found = []
+            found = array("i")
             i = -1
             for _ in range(n_top):
                 i = parent.index(-1, i + 1)
                 found.append(i)
         else:
-            found = list(compress(range(len(parent)), map(eq, parent, repeat(-1))))
+            found = array("i", compress(range(len(parent)), map(eq, parent, repeat(-1))))
         ctx._columns[(id(ops), "metrics.top_level")] = found
     return found

@@ -62,9 +62,10 @@ _TRACK = itemgetter(3)
 
 
 def _indices() -> array[int]:
-    """An empty column of indices (8 bytes each, where a list holds an 8-byte pointer to a
-    32-byte int for every index above 256)."""
-    return array("q")
+    """An empty column of span indices (4 bytes each, where a list holds an 8-byte pointer to
+    a 32-byte int for every index above 256; a list of spans never reaches 2**31: it would
+    take over 100 GiB)."""
+    return array("i")
 
 
 def step_ranges(
@@ -81,11 +82,11 @@ def step_ranges(
     return out
 
 
-def assign(steps: list[Step], times: list[float]) -> list[int]:
-    """Index of the step whose window holds each time (-1 outside every step)."""
+def assign(steps: list[Step], times: Sequence[float]) -> array[int]:
+    """Index of the step whose window holds each time (-1 outside every step), as int32."""
     starts = [s.start for s in steps]
     ends = [s.end for s in steps]
-    out = [-1] * len(times)
+    out = array("i", [-1]) * len(times)
     if not steps:
         return out
     for i, t in enumerate(times):
@@ -108,19 +109,19 @@ class Context:
     measurements: Measurements | None
     timelines: dict[int, Timeline]
     primary_device: int | None
-    step_of_op: list[int]
-    step_of_rt: list[int]
-    step_of_ann: list[int]
-    step_of_kernel: list[int]
-    step_of_memcpy: list[int]
-    step_of_memset: list[int]
+    step_of_op: array[int]
+    step_of_rt: array[int]
+    step_of_ann: array[int]
+    step_of_kernel: array[int]
+    step_of_memcpy: array[int]
+    step_of_memset: array[int]
     sources: SourceMap
     flush: set[int] = field(default_factory=set)
     """Runtime calls that are the profiler's end-of-window flush."""
     lazy_init: set[int] = field(default_factory=set)
     """Runtime calls that are CUDA lazy initialisation."""
-    blocking: list[bool] = field(default_factory=list)
-    """Per runtime call: does it block the CPU until the device catches up?"""
+    blocking: bytearray = field(default_factory=bytearray)
+    """Per runtime call: does it block the CPU until the device catches up? (a byte each)"""
     _op_kernels: Groups | None = None
     _ops_by_name: dict[str, array[int]] | None = None
     _columns: dict[tuple[int, str], Any] = field(default_factory=dict)
@@ -150,7 +151,7 @@ class Context:
         found: list[tuple[int, int]] = self._columns[key]
         return found
 
-    def ranges_hold_steps(self, spans: list[Span], step_of: list[int]) -> bool:
+    def ranges_hold_steps(self, spans: list[Span], step_of: Sequence[int]) -> bool:
         """Whether :meth:`ranges` of ``spans`` are exactly each step's members by
         ``step_of`` (the matching ``step_of_*``): true unless steps overlap, which lets
         per-step work run over slices. Checked once per list, in C."""
@@ -170,12 +171,13 @@ class Context:
             self._columns[key] = found
         return found
 
-    def step_of(self, spans: list[Span]) -> list[int]:
-        """Per span of one of the trace's lists, the index of its step (-1: in none)."""
-        out = [-1] * len(spans)
+    def step_of(self, spans: list[Span]) -> array[int]:
+        """Per span of one of the trace's lists, the index of its step (-1: in none), as
+        int32: 4 bytes a span, where a list held an 8-byte pointer."""
+        out = array("i", [-1]) * len(spans)
         for k, (lo, hi) in enumerate(self.ranges(spans)):
             if hi > lo:
-                out[lo:hi] = [k] * (hi - lo)
+                out[lo:hi] = array("i", [k]) * (hi - lo)
         return out
 
     def ops_by_name(self) -> dict[str, array[int]]:
@@ -195,9 +197,8 @@ class Context:
     def op_kernels(self) -> Groups:
         """Innermost op → kernels its runtime calls launched (built on first use)."""
         if self._op_kernels is None:
-            rt_op = array("q", self.nest.rt_op)
-            rt_op.append(-1)  # what an unlinked kernel (runtime -1) reads
-            owner = list(map(rt_op.__getitem__, self.links.kernel_rt))
+            rt_op = self.nest.rt_op + array("i", [-1])  # an unlinked kernel (-1) reads -1
+            owner = array("i", map(rt_op.__getitem__, self.links.kernel_rt))
             self._op_kernels = Groups(len(self.trace.ops), owner)
         return self._op_kernels
 
@@ -288,7 +289,7 @@ def _timelines(trace: Trace) -> tuple[dict[int, Timeline], int | None]:
     return timelines, primary
 
 
-def _assign(ctx: Context, names: list[str], codes: list[int]) -> None:
+def _assign(ctx: Context, names: list[str], codes: bytearray) -> None:
     """The step of every span, flushes, lazy init and blocking calls."""
     trace = ctx.trace
     # Step of every span, from the per-step slices the context caches for later stages too.
@@ -301,8 +302,8 @@ def _assign(ctx: Context, names: list[str], codes: list[int]) -> None:
     ctx.flush = _find_flush(trace, ctx.nest, ctx.steps, names)
     ctx.lazy_init = _find_lazy_init(trace, ctx.steps, ctx.starts(trace.runtime))
     # Blocking calls: by name (one decision per distinct name), then pageable DtoH copies.
-    blocking = [c == 2 for c in codes]
-    for i in compress(range(len(codes)), [c == 1 for c in codes]):
+    blocking = bytearray(map((2).__eq__, codes))
+    for i in compress(range(len(codes)), map((1).__eq__, codes)):
         blocking[i] = any(is_pageable(m.name) and "DtoH" in m.name for m in ctx.copy_of(i))
     ctx.blocking = blocking
 
@@ -315,10 +316,10 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         n: (2 if n in SYNC_CALLS or n in BLOCKING_COPY_CALLS else 1 if is_copy_call(n) else 0)
         for n in set(names)
     }
-    codes = list(map(kind.__getitem__, names))
+    codes = bytearray(map(kind.__getitem__, names))  # a byte a call
     wanted = codes.copy()  # calls whose enclosing op matters: syncs, copies, launches
     deque(map(wanted.__setitem__, links.rt_device, repeat(1)), maxlen=0)  # a loop in C
-    nest = build_nesting(trace, list(compress(range(len(wanted)), wanted)))
+    nest = build_nesting(trace, wanted)
     steps = find_steps(trace)
     timelines, primary = _timelines(trace)
     ctx = Context(
@@ -329,12 +330,12 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         measurements=measurements,
         timelines=timelines,
         primary_device=primary,
-        step_of_op=[],
-        step_of_rt=[],
-        step_of_ann=[],
-        step_of_kernel=[],
-        step_of_memcpy=[],
-        step_of_memset=[],
+        step_of_op=array("i"),
+        step_of_rt=array("i"),
+        step_of_ann=array("i"),
+        step_of_kernel=array("i"),
+        step_of_memcpy=array("i"),
+        step_of_memset=array("i"),
         sources=SourceMap(trace, nest),
     )
     _assign(ctx, names, codes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from itertools import accumulate, compress, repeat
 from operator import itemgetter, not_
@@ -26,13 +27,13 @@ class CpuIndex:
         anns = ctx.trace.annotations  # sorted by start
         steps = map(str.startswith, map(_NAME, anns), repeat("ProfilerStep#"))
         keep = map(not_, steps)
-        self.ann_index = list(compress(range(len(anns)), keep))
+        self.ann_index = array("i", compress(range(len(anns)), keep))
         self.annotations = list(map(anns.__getitem__, self.ann_index))
-        self.ann_starts = list(map(_START, self.annotations))
+        self.ann_starts = array("d", map(_START, self.annotations))
         # reach[j]: the latest end among annotations 0..j, to stop scanning back early.
-        self.reach = list(accumulate(map(_END, self.annotations), max))
+        self.reach = array("d", accumulate(map(_END, self.annotations), max))
         self.op_index = top_level(ctx)  # shared, never changed
-        self.op_starts = list(map(ctx.starts(ctx.trace.ops).__getitem__, self.op_index))
+        self.op_starts = array("d", map(ctx.starts(ctx.trace.ops).__getitem__, self.op_index))
         self._all_ops = ctx.trace.ops  # sorted by start
         self._ops: list[Span] | None = None
 

@@ -23,6 +23,7 @@ per step: the CPU launches in order), so per-step work runs over slices.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, groupby, repeat
@@ -46,7 +47,7 @@ Runs = list[list[tuple[int, int]]]
 """Per step, the ``[lo, hi)`` slices of one span list that the step launched."""
 
 
-def _launch_step(ctx: Context, spans: list[Span], kind: str) -> list[int]:
+def _launch_step(ctx: Context, spans: list[Span], kind: str) -> array[int]:
     """Per span of one device list, the step that launched it (-1: none)."""
     links = ctx.links
     rts, issued, fallback = {
@@ -56,9 +57,9 @@ def _launch_step(ctx: Context, spans: list[Span], kind: str) -> list[int]:
     }[kind]
     primary = ctx.primary_device
     if not spans or primary is None:
-        return [-1] * len(spans)
-    step_of_rt = [*ctx.step_of_rt, -1]  # index -1 (not linked) reads the sentinel
-    out = list(map(step_of_rt.__getitem__, rts))
+        return array("i", [-1]) * len(spans)
+    step_of_rt = ctx.step_of_rt + array("i", [-1])  # index -1 (not linked) reads the sentinel
+    out = array("i", map(step_of_rt.__getitem__, rts))
     if not all_linked(ctx, rts):
         unlinked = list(compress(range(len(rts)), map(lt, rts, repeat(0))))
         by_op = [i for i in unlinked if issued[i] == issued[i]]  # linked by External id
@@ -75,11 +76,11 @@ def _launch_step(ctx: Context, spans: list[Span], kind: str) -> list[int]:
     return out
 
 
-def launch_steps(ctx: Context, spans: list[Span], kind: str) -> list[int]:
+def launch_steps(ctx: Context, spans: list[Span], kind: str) -> array[int]:
     """Per span of ``spans`` (``kind``: ``kernel``/``memcpy``/``memset``), the step that
-    launched it (-1: none); computed once per list."""
+    launched it (-1: none), as int32; computed once per list."""
     key = (id(spans), "launch.steps")
-    found: list[int] | None = ctx._columns.get(key)
+    found: array[int] | None = ctx._columns.get(key)
     if found is None:
         found = ctx._columns[key] = _launch_step(ctx, spans, kind)
     return found

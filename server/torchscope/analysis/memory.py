@@ -21,11 +21,13 @@ step's, and the line that most steps peaked at).
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from itertools import accumulate, compress, groupby
-from operator import itemgetter
+from itertools import accumulate, compress, groupby, repeat
+from operator import gt, itemgetter
 from typing import Any
 
 from ..ingest import LINE_MARKER_PREFIX
@@ -34,6 +36,7 @@ from .context import Context, assign
 from .lines import LineStats, _shapes
 
 _TRACK = itemgetter(3)
+_TS = itemgetter(0)
 
 #: c10 ``DeviceType`` values the profiler writes in ``Device Type``.
 DEVICE_NAMES = {0: "cpu", 1: "cuda"}
@@ -116,7 +119,7 @@ class MemorySummary:
 
 
 def _innermost(
-    ctx: Context, spans: list[Any], keep: list[bool] | None, times: list[float]
+    ctx: Context, spans: list[Any], keep: list[bool] | None, times: Sequence[float]
 ) -> list[int]:
     """For each memory event, the index in ``spans`` of the innermost span (of those ``keep``
     marks; None: all) open on the event's thread at its time; -1 when none. A sweep per
@@ -206,7 +209,7 @@ def memory_analysis(ctx: Context) -> MemoryAnalysis | None:
 def _per_line(
     ctx: Context,
     acc: dict[tuple[int, str], _LineAcc],
-    step_of: list[int],
+    step_of: Sequence[int],
     line_of: list[int | None],
     op_of: list[int],
     call_end: list[float],
@@ -235,18 +238,16 @@ def _analyse(ctx: Context) -> MemoryAnalysis:
     trace = ctx.trace
     events = trace.memory
     n_steps = len(ctx.steps)
-    times = [e.ts for e in events]
+    times = array("d", map(_TS, events))  # 8 bytes an event, not an int object and a slot
     step_of = assign(ctx.steps, times)
     lines_of = [_marker_line(a.name) for a in trace.annotations]
     call_end = _call_ends(ctx, n_steps)
     acc: dict[tuple[int, str], _LineAcc] = {}
-    line_of: list[int | None]
+    line_of: list[int | None] | None = None  # None: no line markers, only the peaks
     if any(line is not None for line in lines_of):
         marker = _innermost(ctx, trace.annotations, [ln is not None for ln in lines_of], times)
         line_of = [lines_of[m] if m >= 0 else None for m in marker]
         _per_line(ctx, acc, step_of, line_of, _innermost(ctx, trace.ops, None, times), call_end)
-    else:  # no line markers (a trace from elsewhere): no line to attribute, only the peaks
-        line_of = [None] * len(events)
     return MemoryAnalysis(
         lines=_line_memory(acc, n_steps),
         peaks=_peaks(ctx, times, step_of, line_of, call_end),
@@ -282,9 +283,9 @@ def _line_memory(acc: dict[tuple[int, str], _LineAcc], n_steps: int) -> dict[int
 
 def _peaks(
     ctx: Context,
-    times: list[float],
-    step_of: list[int],
-    line_of: list[int | None],
+    times: Sequence[float],
+    step_of: Sequence[int],
+    line_of: list[int | None] | None,
     call_end: list[float],
 ) -> dict[str, DevicePeak]:
     """Per device: the median step's peak above the start of the call, and the line that
@@ -294,7 +295,9 @@ def _peaks(
     # Per (device type, step): the running total after each allocation, in event order. The
     # events are in time order, so a step's come in runs (one, unless windows overlap), and
     # those after its call end are a run's tail; a running total is ``accumulate``.
-    history: dict[tuple[int, int], list[tuple[float, int | None]]] = {}
+    # (running totals after each allocation, their lines (-1: none)), as arrays: a trace
+    # holds millions of allocations.
+    history: dict[tuple[int, int], tuple[array[float], array[int]]] = {}
     running: dict[tuple[int, int], float] = {}
     events = ctx.trace.memory
     for step, group in groupby(range(len(events)), step_of.__getitem__):
@@ -308,21 +311,32 @@ def _peaks(
             sizes = [events[i].bytes for i in mine]
             totals = list(accumulate(sizes, initial=running.get((t, step), 0.0)))
             running[(t, step)] = totals[-1]
-            seen = [(now, line_of[i]) for i, size, now in zip(mine, sizes, totals[1:]) if size > 0]
-            if seen:
-                history.setdefault((t, step), []).extend(seen)
+            allocs = bytearray(map(gt, sizes, repeat(0)))
+            if any(allocs):
+                values, lines = history.setdefault((t, step), (array("d"), array("i")))
+                values.extend(compress(totals[1:], allocs))
+                if line_of is None:
+                    lines.extend(repeat(-1, allocs.count(1)))
+                else:
+                    lines.extend(
+                        -1 if ln is None else ln
+                        for ln in compress(map(line_of.__getitem__, mine), allocs)
+                    )
     named = {t: DEVICE_NAMES.get(t, f"device{t}") for t, _ in history}
     by_name = {(named[t], s): seen for (t, s), seen in history.items()}
     out: dict[str, DevicePeak] = {}
     for device in sorted(set(named.values())):
         per_step: list[tuple[float, int | None]] = []
         for s in range(len(ctx.steps)):
-            seen = by_name.get((device, s), [])
-            top = max((v for v, _ in seen), default=0.0)
-            line = next((ln for v, ln in seen if v >= 0.99 * top), None) if top > 0 else None
+            values, lines = by_name.get((device, s), (array("d"), array("i")))
+            top = max(values, default=0.0)
+            first = (
+                next((k for k, v in enumerate(values) if v >= 0.99 * top), -1) if top > 0 else -1
+            )
+            line = lines[first] if first >= 0 and lines[first] >= 0 else None
             per_step.append((top, line))
-        lines = Counter(line for _, line in per_step if line is not None)
-        common = lines.most_common(1)[0][0] if lines else None
+        counted = Counter(line for _, line in per_step if line is not None)
+        common = counted.most_common(1)[0][0] if counted else None
         out[device] = DevicePeak(median([p for p, _ in per_step]), common)
     return out
 

@@ -16,6 +16,7 @@ floats come out bit-identical.
 
 from __future__ import annotations
 
+from array import array
 from bisect import bisect_left
 from itertools import compress, repeat
 from operator import itemgetter, le, sub
@@ -55,10 +56,10 @@ def measure(ctx: Context) -> Metrics:
     )
 
 
-def _launch_delays(ctx: Context) -> list[list[float]]:
+def _launch_delays(ctx: Context) -> list[array[float]]:
     """Per step, launch call start → kernel start for every linked kernel the step launched
     (in kernel order, over the step's :func:`~.launch.launch_runs`)."""
-    out: list[list[float]] = [[] for _ in ctx.steps]
+    out: list[array[float]] = [array("d") for _ in ctx.steps]
     kernels = ctx.trace.kernels
     rts = ctx.links.kernel_rt
     k_starts, r_starts = ctx.starts(kernels), ctx.starts(ctx.trace.runtime)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import itemgetter, neg, sub
 
 from ..ingest import Span, Trace, accel
@@ -29,6 +29,10 @@ _START, _END, _TRACK = itemgetter(0), itemgetter(1), itemgetter(3)
 
 Links = array  # of int32 ("i"): 4 bytes a link, where a list held 8 and often an int's 32
 """One link per span of a kind, an index into another kind's list."""
+
+
+Wanted = bytes | bytearray
+"""A byte per runtime call: nonzero where the call is wanted."""
 
 
 def _none(n: int) -> Links[int]:
@@ -65,7 +69,7 @@ class Nesting:
 
 
 def _sweep_items(
-    trace: Trace, runtime_subset: list[int] | None
+    trace: Trace, wanted: Wanted | None
 ) -> list[tuple[int, float, float, int, int]]:
     """One list of (thread, start, -end, rank, index) for all four kinds, built with zip in
     C and sorted once: per thread, by start, longest first, annotations outside ops."""
@@ -79,10 +83,10 @@ def _sweep_items(
     ):
         n = len(spans)
         index: Iterable[int] = range(n)
-        if rank == _RT and runtime_subset is not None:
-            spans = [rts[i] for i in runtime_subset]
+        if rank == _RT and wanted is not None:
+            index = list(compress(range(n), wanted))
+            spans = list(map(rts.__getitem__, index))
             n = len(spans)
-            index = runtime_subset
         items.extend(
             zip(
                 map(_TRACK, spans),
@@ -116,13 +120,13 @@ def _unlinked(trace: Trace) -> Nesting:
     return nest
 
 
-def build_nesting(trace: Trace, runtime_subset: list[int] | None = None) -> Nesting:
+def build_nesting(trace: Trace, wanted: Wanted | None = None) -> Nesting:
     """Sweep every CPU thread once; see the module docstring.
 
-    ``runtime_subset``: the runtime calls whose enclosing op, marker and frame matter
-    (launches, copies, syncs); the others (``cudaEventQuery`` polls, capture checks) keep -1.
-    A third of a big trace's runtime calls are such polls, so skipping them shortens the sort
-    and the sweep.
+    ``wanted``: a byte per runtime call, nonzero for those whose enclosing op, marker and
+    frame matter (launches, copies, syncs); the others (``cudaEventQuery`` polls, capture
+    checks) keep -1. A third of a big trace's runtime calls are such polls, so skipping them
+    shortens the sort and the sweep. ``None``: all of them.
 
     The sweep runs in C where the extension is built (``_native_nest.c``, the same items,
     order and arithmetic); :func:`_sweep` is its Python twin."""
@@ -133,7 +137,7 @@ def build_nesting(trace: Trace, runtime_subset: list[int] | None = None) -> Nest
         trace.python,
         trace.ops,
         trace.runtime,
-        runtime_subset,
+        wanted,
         (
             nest.op_parent,
             nest.op_self,
@@ -150,16 +154,16 @@ def build_nesting(trace: Trace, runtime_subset: list[int] | None = None) -> Nest
         NEST_TOLERANCE_US,
     ):
         return nest
-    _sweep(trace, nest, runtime_subset)
+    _sweep(trace, nest, wanted)
     return nest
 
 
-def _sweep(trace: Trace, nest: Nesting, runtime_subset: list[int] | None) -> None:
+def _sweep(trace: Trace, nest: Nesting, wanted: Wanted | None) -> None:
     """Fill ``nest``'s links and self times by one stack sweep per thread.
 
     Over 60 lines on purpose: the sweep runs once per CPU event, with every list and the
     stack top in local variables; a helper call per event would cost a third more."""
-    items = _sweep_items(trace, runtime_subset)
+    items = _sweep_items(trace, wanted)
 
     op_parent, op_self, op_ann, op_py = nest.op_parent, nest.op_self, nest.op_ann, nest.op_py
     rt_op, rt_ann, rt_py = nest.rt_op, nest.rt_ann, nest.rt_py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import and_, itemgetter, le
@@ -68,7 +69,7 @@ def top_kernels(ctx: Context, limit: int = TOP_KERNELS) -> list[KernelStat]:
     k_starts, r_starts = ctx.starts(kernels), ctx.starts(ctx.trace.runtime)
     rts = ctx.links.kernel_rt
     # Launch delays of every kernel each step launched, when the step numbers found them.
-    per_step: list[list[float]] | None = column(ctx, kernels, "metrics.delays")
+    per_step: list[array[float]] | None = column(ctx, kernels, "metrics.delays")
     for k, runs in enumerate(launch_runs(ctx, kernels, "kernel")):
         members = [i for lo, hi in runs for i in range(lo, hi)]
         rows = list(map(row_of_id.__getitem__, map(ids.__getitem__, members)))

@@ -46,7 +46,7 @@ static PyMethodDef methods[] = {
      " trace µs (--steps). None: not a document this reader takes (sink is then partly filled"
      " and must be dropped)."},
     {"nest", native_nest, METH_VARARGS,
-     "nest(annotations, python, ops, runtime, runtime_subset, (op_parent, op_self, op_ann,"
+     "nest(annotations, python, ops, runtime, wanted, (op_parent, op_self, op_ann,"
      " op_py, rt_op, rt_ann, rt_py, ann_parent, ann_op, ann_py, py_parent), tolerance) ->"
      " True | None\n\nnesting._sweep in C, writing the same links (into the int32 arrays) and"
      " self times (into op_self, a list); None: spans it does not take (all then untouched)."},

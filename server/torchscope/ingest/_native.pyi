@@ -55,7 +55,7 @@ def nest(
     python: list[Any],
     ops: list[Any],
     runtime: list[Any],
-    runtime_subset: list[int] | None,
+    wanted: bytes | bytearray | None,
     out: tuple[Any, ...],
     tolerance: float,
     /,

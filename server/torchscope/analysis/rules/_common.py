@@ -4,6 +4,7 @@ per trace and cached on the context."""
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
 from itertools import groupby
@@ -101,26 +102,26 @@ def _runtime_kind(name: str) -> int:
     return RT_SYNC if name in SYNC_CALLS else RT_OTHER
 
 
-def runtime_kinds(ctx: Context) -> list[int]:
+def runtime_kinds(ctx: Context) -> bytearray:
     """Per runtime call, its ``RT_*`` kind (built once, one name test per distinct name).
     Reading a name means touching its event; sync, small-kernels and heavy-kernel all
-    classify calls, and read this small-int column instead."""
+    classify calls, and read this small-int column instead (a byte a call)."""
     runtime = ctx.trace.runtime
     key = (id(runtime), "rules.kinds")
-    found: list[int] | None = ctx._columns.get(key)
+    found: bytearray | None = ctx._columns.get(key)
     if found is None:
         kinds = ByName(_runtime_kind)
-        found = ctx._columns[key] = list(map(kinds.__getitem__, map(_NAME, runtime)))
+        found = ctx._columns[key] = bytearray(map(kinds.__getitem__, map(_NAME, runtime)))
     return found
 
 
-def gap_lengths(ctx: Context, timeline: Timeline) -> list[float]:
+def gap_lengths(ctx: Context, timeline: Timeline) -> array[float]:
     """``starts[j + 1] - ends[j]`` of one of the context's timelines: the idle gap after
     each busy stretch (built once; gpu-idle and launch-delay both look for long ones)."""
     key = (id(timeline), "rules.gaps")
-    found: list[float] | None = ctx._columns.get(key)
+    found: array[float] | None = ctx._columns.get(key)
     if found is None:
-        found = ctx._columns[key] = list(map(sub, timeline.starts[1:], timeline.ends))
+        found = ctx._columns[key] = array("d", map(sub, timeline.starts[1:], timeline.ends))
     return found
 
 
@@ -171,7 +172,9 @@ def indices_named(ctx: Context, spans: list[Span], wanted: Iterable[str]) -> lis
     return found
 
 
-def step_slices(ctx: Context, spans: list[Span], step_of: list[int]) -> list[tuple[int, int, int]]:
+def step_slices(
+    ctx: Context, spans: list[Span], step_of: Sequence[int]
+) -> list[tuple[int, int, int]]:
     """``(step, lo, hi)``: the spans of one of the trace's lists that lie in a step, as
     slices in index order, such that ``step_of[i] == step`` for every ``i`` in ``[lo, hi)``.
 

@@ -13,6 +13,7 @@ the innermost user frames of the ops that ran in it.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import itemgetter, le
 from typing import Any
@@ -92,7 +93,7 @@ def _opening(ctx: Context, k: int, a: float, b: float) -> tuple[str, list[tuple[
 
 
 def _long_gaps(
-    timeline: Timeline, lengths: list[float], a: float, b: float, shortest: float
+    timeline: Timeline, lengths: Sequence[float], a: float, b: float, shortest: float
 ) -> list[tuple[float, float]]:
     """``timeline.gaps(a, b)`` without those shorter than ``shortest`` (> 0); ``lengths``
     are the timeline's :func:`gap_lengths`. A step holds thousands of short gaps between
