@@ -119,15 +119,7 @@ def top_level(ctx: Context) -> array[int]:
     ops = ctx.trace.ops
     found: array[int] | None = column(ctx, ops, "metrics.top_level")
     if found is None:
-        parent = ctx.nest.op_parent
-        n_top = parent.count(-1)
-        if 4 * n_top <= len(parent):  # a few dispatches, many ops under them: jump to each
-            found = array("i")
-            i = -1
-            for _ in range(n_top):
-                i = parent.index(-1, i + 1)
-                found.append(i)
-        else:
-            found = array("i", compress(range(len(parent)), map(eq, parent, repeat(-1))))
+        parent = ctx.nest.op_parent  # (array.index takes no start before Python 3.10)
+        found = array("i", compress(range(len(parent)), map(eq, parent, repeat(-1))))
         ctx._columns[(id(ops), "metrics.top_level")] = found
     return found

@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, count, repeat
 from operator import ge, gt, itemgetter, ne, not_
@@ -164,10 +165,8 @@ class _ByCorrelation:
         corrs = list(map(_CORRELATION, runtime))
         in_run = [False] * n  # ids that are not all numbers or strings: all by dict
         if all(map(isinstance, corrs, repeat(_KEYS))):
-            try:
+            with suppress(TypeError):  # numbers and strings mixed: all by dict
                 in_run = [True, *map(gt, corrs[1:], accumulate(corrs, max))] if n else []
-            except TypeError:  # numbers and strings mixed
-                pass
         self._run = list(compress(corrs, in_run))
         self._n = len(self._run)
         self._idx = None

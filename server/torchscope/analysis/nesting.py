@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import itemgetter, neg, sub
+from typing import Union
 
 from ..ingest import Span, Trace, accel
 
@@ -31,7 +32,7 @@ Links = array  # of int32 ("i"): 4 bytes a link, where a list held 8 and often a
 """One link per span of a kind, an index into another kind's list."""
 
 
-Wanted = bytes | bytearray
+Wanted = Union[bytes, bytearray]  # not ``|``: Python 3.9 evaluates this line
 """A byte per runtime call: nonzero where the call is wanted."""
 
 
@@ -68,9 +69,7 @@ class Nesting:
         return chain
 
 
-def _sweep_items(
-    trace: Trace, wanted: Wanted | None
-) -> list[tuple[int, float, float, int, int]]:
+def _sweep_items(trace: Trace, wanted: Wanted | None) -> list[tuple[int, float, float, int, int]]:
     """One list of (thread, start, -end, rank, index) for all four kinds, built with zip in
     C and sorted once: per thread, by start, longest first, annotations outside ops."""
     rts = trace.runtime

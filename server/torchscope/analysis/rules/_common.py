@@ -7,8 +7,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
-from itertools import groupby
-from operator import add, itemgetter, sub
+from itertools import compress, groupby, repeat
+from operator import add, eq, itemgetter, sub
 from typing import Any, TypeVar
 
 from ...ingest import Span
@@ -147,18 +147,10 @@ def distinct_names(ctx: Context, spans: list[Span]) -> set[str]:
 def positions(
     values: Sequence[Any], value: object, lo: int = 0, hi: int | None = None
 ) -> list[int]:
-    """Indices ``i`` in ``[lo, hi)`` with ``values[i] == value``, in order. Meant for rare
-    values: ``list.index`` scans in C, so the cost is one step per hit plus a C scan, not
-    a Python test per item."""
+    """Indices ``i`` in ``[lo, hi)`` with ``values[i] == value``, in order: one pass in C
+    (``compress`` over ``map(eq, …)``; ``array.index`` takes no start before Python 3.10)."""
     stop = len(values) if hi is None else hi
-    found: list[int] = []
-    i = lo - 1
-    try:
-        while True:
-            i = values.index(value, i + 1, stop)
-            found.append(i)
-    except ValueError:
-        return found
+    return list(compress(range(lo, stop), map(eq, values[lo:stop], repeat(value))))
 
 
 def indices_named(ctx: Context, spans: list[Span], wanted: Iterable[str]) -> list[int]:
