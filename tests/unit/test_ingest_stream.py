@@ -218,7 +218,7 @@ def test_a_trace_is_refused_only_when_it_needs_more_memory_than_there_is() -> No
         check_memory("big.json", 2**30, available=Budget(1 << 29, "0.5 GB is available"))
     message = str(refused.value)
     assert message.startswith("big.json: too large to analyse whole on this machine: 1.0 GB of")
-    assert "needs about 780.8 MB of memory (0.7× its size + 64.0 MB)" in message, message
+    assert "needs about 627.2 MB of memory (0.55× its size + 64.0 MB)" in message, message
     assert "and 0.5 GB is available" in message
     assert "--steps FIRST-LAST (e.g. --steps 10-20)" in message
     assert "a machine with more memory" in message

@@ -19,24 +19,26 @@ from typing import NamedTuple
 
 from .errors import TraceError
 
-MEMORY_FACTOR = 0.7
+MEMORY_FACTOR = 0.55
 """Peak RSS of ``torchscope analyze TRACE`` (a whole trace, a fresh process), per byte of
 uncompressed JSON, beyond :data:`MEMORY_BASE`. Measured on synthetic traces
 (``bench/run_all.py``'s ``synthesise``; ``bench/large_traces.py``), 2026-12-03, the peak
-from ``os.wait4`` of a fresh process, with spans and ``[memory]`` events in compact records
-and the args in a temporary file (``fast.py``):
+from ``os.wait4`` of a fresh process, with spans and ``[memory]`` events in compact records,
+the args in a temporary file (``fast.py``) and the analysis' columns in arrays:
 
 ======== ======== ========= ===========
 events   JSON     peak RSS  peak ÷ JSON
 ======== ======== ========= ===========
-1M       196 MB   158 MB    0.80×
-10M      1976 MB  1217 MB   0.62×
-30M      5940 MB  3686 MB   0.62×
+1M       196 MB   115 MB    0.59×
+10M      1976 MB  903 MB    0.46×
+30M      5940 MB  2646 MB   0.45×
 ======== ======== ========= ===========
 
-The slope is 0.60 to 0.62 bytes of memory per byte of JSON, and the line crosses 0 events at
-about 40 MB; 0.7 and 64 MB leave 10-15 % headroom (Kineto's own indented files take less
-per byte). The temporary file takes another quarter of the JSON on disk, not in memory."""
+The slope is 0.44 bytes of memory per byte of JSON, and the line crosses 0 events at about
+35 MB; 0.55 and 64 MB leave about 25 % headroom (a trace whose times are floats holds a
+float object per op's self time where these hold small ints; Kineto's own indented files
+take less per byte). The temporary file takes another quarter of the JSON on disk, not in
+memory."""
 
 MEMORY_BASE = 64 << 20
 """The part of the peak that does not grow with the trace: the interpreter, the analysis'
