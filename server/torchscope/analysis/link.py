@@ -98,7 +98,7 @@ class Launched(Mapping[int, list[tuple[str, int]]]):
     __slots__ = ("_ends", "_groups")
 
     def __init__(self, n_runtime: int, rts: Sequence[Sequence[int]]) -> None:
-        self._groups = Groups(n_runtime, list(chain.from_iterable(rts)))
+        self._groups = Groups(n_runtime, array("q", chain.from_iterable(rts)))
         self._ends = list(accumulate(map(len, rts)))
 
     def _decode(self, position: int) -> tuple[str, int]:
