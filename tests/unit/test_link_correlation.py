@@ -18,6 +18,7 @@ _IDS = st.one_of(
     st.none(),
     st.sampled_from(["a", "b", "7"]),
     st.sampled_from([3.0, 5.5]),
+    st.lists(st.integers(0, 3), max_size=2),  # unhashable, as a JSON list would be
 )
 
 
@@ -46,7 +47,7 @@ def test_integer_ids_in_any_order(runtime: list[int], device: list[int]) -> None
 
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(runtime=st.lists(_IDS, max_size=30), device=st.lists(_IDS, max_size=30))
-def test_nulls_strings_floats_and_huge_ids(runtime: list[Any], device: list[Any]) -> None:
+def test_nulls_strings_floats_lists_and_huge_ids(runtime: list[Any], device: list[Any]) -> None:
     found = _ByCorrelation(_spans(runtime)).lookup(_spans(device))
     assert list(found) == _expected(runtime, device)
 

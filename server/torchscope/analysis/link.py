@@ -23,9 +23,9 @@ from .groups import Groups
 _START = itemgetter(0)
 _CORRELATION = itemgetter(5)
 _KEYS = (int, float, str)
+"""The correlation values that can match (what a JSON id can be, less null)."""
 _NOTHING = object()
 """Equal to no id."""
-"""The correlation values that can match (what a JSON id can be, less null)."""
 
 LAUNCH_CALLS = frozenset(
     {
@@ -207,7 +207,11 @@ class _ByCorrelation:
         for i in compress(count(), map(ne, map(self._run.__getitem__, at), corrs)):
             rts[i] = -1
         if self._extra:
-            for i in compress(count(), map(self._extra.__contains__, corrs)):
+            try:
+                hits = list(compress(count(), map(self._extra.__contains__, corrs)))
+            except TypeError:  # an unhashable id (a JSON list or object): one at a time
+                return array("q", map(self._one, corrs))
+            for i in hits:
                 rts[i] = self._extra[corrs[i]]
         return rts
 
