@@ -24,7 +24,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import accumulate, compress, groupby, repeat
 from operator import gt, itemgetter
@@ -281,6 +281,24 @@ def _line_memory(acc: dict[tuple[int, str], _LineAcc], n_steps: int) -> dict[int
     return out
 
 
+def _add_allocs(
+    seen: tuple[array[float], array[int]],
+    totals: Iterable[float],
+    mine: list[int],
+    allocs: bytearray,
+    line_of: list[int | None] | None,
+) -> None:
+    """Append one run's running totals after its allocations (``allocs``: a byte per event
+    of ``mine``) and their lines (-1: none) to ``seen``."""
+    values, lines = seen
+    values.extend(totals)
+    if line_of is None:
+        lines.extend(repeat(-1, allocs.count(1)))
+    else:
+        picked = compress(map(line_of.__getitem__, mine), allocs)
+        lines.extend(-1 if ln is None else ln for ln in picked)
+
+
 def _peaks(
     ctx: Context,
     times: Sequence[float],
@@ -313,15 +331,8 @@ def _peaks(
             running[(t, step)] = totals[-1]
             allocs = bytearray(map(gt, sizes, repeat(0)))
             if any(allocs):
-                values, lines = history.setdefault((t, step), (array("d"), array("i")))
-                values.extend(compress(totals[1:], allocs))
-                if line_of is None:
-                    lines.extend(repeat(-1, allocs.count(1)))
-                else:
-                    lines.extend(
-                        -1 if ln is None else ln
-                        for ln in compress(map(line_of.__getitem__, mine), allocs)
-                    )
+                seen = history.setdefault((t, step), (array("d"), array("i")))
+                _add_allocs(seen, compress(totals[1:], allocs), mine, allocs, line_of)
     named = {t: DEVICE_NAMES.get(t, f"device{t}") for t, _ in history}
     by_name = {(named[t], s): seen for (t, s), seen in history.items()}
     out: dict[str, DevicePeak] = {}
