@@ -5,9 +5,9 @@
  * times are ints, as Python's arithmetic keeps them. The links go straight into the
  * caller's int32 arrays, which must all be -1 on entry (nesting._unlinked); the self times
  * are written to their list only at the end. An input it does not take (BAIL: a span time
- * that is not an int below 2**53 or a float, a track that is not an int, a self time beyond
- * 2**53 part way) leaves the arrays all -1 and the list as it was, and the Python sweep runs
- * instead.
+ * that is not an int below 2**53 or a float, a track that is not an int in [0, 65536), a
+ * mask of the runtime calls that is not a byte per call, a self time beyond 2**53 part way)
+ * leaves the arrays all -1 and the list as it was, and the Python sweep runs instead.
  */
 #include "_native.h"
 
