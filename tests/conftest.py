@@ -1,5 +1,6 @@
 """Shared paths for all test suites."""
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,10 @@ SHARED_TRACES = REPO / "tests" / "data" / "traces"
 #: The workspaces the editors' end-to-end tests open hold a user's own tests (the run pick
 #: lists them); they import the workspace's modules and are not this suite's to collect.
 collect_ignore_glob = ["vscode/workspace/*"]
+
+#: Every analysis in the suite, in this process and in the workers and analysis children it
+#: starts, raises when its report contradicts itself (``analysis/consistency.py``, issue 40).
+os.environ["TORCHSCOPE_SELF_CHECK"] = "1"
 
 
 @pytest.fixture

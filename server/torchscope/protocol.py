@@ -17,9 +17,12 @@ would make a second shared module that both sides must keep in step.
 from __future__ import annotations
 
 import dataclasses
+import os
+import platform
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Optional
 
 PROTOCOL_VERSION = 2  # 2: job options travel as one ``options`` map
@@ -540,3 +543,40 @@ class FrameDecoder:
     def pending(self) -> int:
         """Bytes received that do not form a whole frame yet."""
         return len(self._buffer)
+
+
+# -- this machine: one name for its CPU and where its calibration lives ----------------------
+# The worker writes the calibration (``worker/calibrate.py``); the analysis of a trace recorded
+# on this machine reads it (``analysis/machine.py``). Both name the CPU with ``cpu_name``, so
+# ``profile``, ``calibrate`` and ``analyze`` say the same thing.
+
+CALIBRATION_FILE = "calibration.json"
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/torchscope``, else ``~/.cache/torchscope``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "torchscope"
+
+
+def cpu_name() -> str:
+    """This machine's CPU model (``/proc/cpuinfo``'s ``model name``; else what ``platform``
+    knows)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def machine_id() -> str:
+    """``host/CPU model``: the first part of every calibration key."""
+    return f"{host_name()}/{cpu_name()}"
+
+
+def host_name() -> str:
+    """This machine's network name, as ``torch.profiler`` writes it (``host_name``)."""
+    return platform.node() or "host"

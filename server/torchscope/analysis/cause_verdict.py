@@ -10,7 +10,7 @@ verdict names why the math is slow, from the numbers the findings measured: a th
 fixed cost per call, the guide's "too little work per call" — and a large one is
 ``low-efficiency`` (the intra-op threads, the dtype or the layout). The cause stays ``compute``:
 the time is in the ops' bodies; the id says what kind of fix it needs. A GPU verdict keeps
-its id (``verdict.device_verdict``) and gains the causes and the cause its id names.
+its id (``verdict.device_verdict``: the first of its causes names it).
 """
 
 from __future__ import annotations
@@ -18,20 +18,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .causes import (
-    GPU_CAUSE_OF,
     CpuCosts,
     compute_efficiency,
     compute_floor,
     cpu_costs,
-    gpu_costs,
     ranked,
 )
 from .context import Context
-from .efficiency import Efficiency, name_rates
+from .efficiency import Efficiency, missing_peak, name_rates
 from .formatting import format_bytes, format_duration, format_share
-from .results import Cause, Peaks, StepMetrics, TopOp, Verdict
+from .results import Peaks, StepMetrics, TopOp, Verdict
 from .roofline import (
     CACHE_RESIDENT_BYTES,
+    FUSION_ADVICE,
     dominant_memory_op,
     format_rate,
     memory_verdict,
@@ -39,6 +38,7 @@ from .roofline import (
     rate_suffix,
 )
 from .rules.low_efficiency_gemm import is_small, likely_cause
+from .work import is_memory_op
 
 
 def _ratio(slow: float, fast: float) -> str:
@@ -109,12 +109,14 @@ def _compute_verdict(
     head = f"{format_duration(c.call_us)} per call in {hottest}"
     if efficiency is None or peaks is None:
         suffix = rate_suffix(rates, peaks)
-        return replace(
-            base,
-            id="compute-bound",
-            headline=f"compute-bound (CPU): {head}{suffix}",
-            efficiency=rates.efficiency if suffix else None,
-        )
+        if suffix:
+            return replace(
+                base,
+                id="compute-bound",
+                headline=f"compute-bound (CPU): {head}{suffix}",
+                efficiency=rates.efficiency,
+            )
+        return _unknown_efficiency(ctx, eff, rates.gflops, head, base)
     floor = compute_floor("cpu", peaks.source)
     achieved = f"{format_rate(c.gemm_flops / c.run_us / 1e3)}, {format_share(efficiency)} of "
     achieved += peak_phrase(peaks, "CPU")
@@ -140,6 +142,24 @@ def _compute_verdict(
     )
 
 
+def _unknown_efficiency(
+    ctx: Context, eff: Efficiency, gflops: float | None, head: str, base: Verdict
+) -> Verdict:
+    """No peak to hold the math to: not ``compute-bound`` (the issue's nanoGPT step read so
+    at 0.52 GFLOP/s). A thin or small GEMM is still overhead (its shapes say so); otherwise
+    ``compute-heavy``: the time is in the math, how well it runs is unknown."""
+    rate = f" at {format_rate(gflops)}" if gflops else ""
+    why = f"efficiency unknown: {missing_peak(ctx)}"
+    if _small_shapes(ctx, eff):
+        return replace(
+            base,
+            id="overhead-bound",
+            headline=f"overhead-bound (CPU, small shapes): {head}{rate} — too little work per "
+            f"call for the math to dominate; give each call more work ({why})",
+        )
+    return replace(base, id="compute-heavy", headline=f"compute-heavy (CPU): {head}{rate} — {why}")
+
+
 def _share_of(c: CpuCosts, cause: str) -> str:
     """``62 %``: a cause's share of the call (``?`` for a call of no time)."""
     return format_share(min(1.0, c.costs[cause] / c.run_us)) if c.run_us > 0 else "?"
@@ -163,7 +183,8 @@ def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -
         headline=(
             f"overhead-bound (CPU, small tensors): {format_duration(c.call_us)} per call, "
             f"~{share} in {name} on {format_bytes(moved)} per call — cache-resident, so not "
-            "memory bandwidth: its fixed cost per call dominates; give each call more work"
+            "memory bandwidth: its fixed cost per call dominates; give each call more work, or "
+            "fuse the chain (torch.compile)"
         ),
     )
 
@@ -183,7 +204,7 @@ def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdic
         id="memory-bound",
         headline=(
             f"memory-bound (CPU): {format_duration(c.call_us)} per call, ~{share} in ops that "
-            "move bytes (elementwise, copies)"
+            f"move bytes (elementwise, copies); {FUSION_ADVICE}"
         ),
     )
 
@@ -198,6 +219,14 @@ def _wait_note(c: CpuCosts) -> str:
         return ""
     share = format_share(c.wait_us / c.call_us)
     return f"; {share} of it waiting for a CPU (another process held the core)"
+
+
+def _hottest_math(ops: list[TopOp]) -> str:
+    """The op the ``compute`` verdict names: the one with the most self time that is not
+    copy-like (``work.is_memory_op``: an elementwise, RNG or reduction op is the bandwidth
+    cause's, and its advice is fusion, not GEMM shapes)."""
+    math = [o for o in ops if not is_memory_op(o.name)] or ops
+    return max(math, key=lambda o: o.self_cpu_us).name if math else "its ops"
 
 
 def cpu_cause_verdict(
@@ -224,7 +253,7 @@ def cpu_cause_verdict(
         cause=cause,
         causes=causes,
     )
-    hottest = max(ops, key=lambda o: o.self_cpu_us).name if ops else "its ops"
+    hottest = _hottest_math(ops)
     if cause == "threads":
         verdict = replace(base, headline=_threads_headline(c))
     elif cause == "page-faults":
@@ -238,41 +267,22 @@ def cpu_cause_verdict(
     return replace(verdict, headline=verdict.headline + suffix)
 
 
-IDLE_CAUSES = ("dispatch", "sync", "input")
-"""What an idle device waits for: the CPU not launching, the CPU blocked in a synchronising
-call, the DataLoader."""
-
-
-def _gpu_cause(vid: str, costs: dict[str, float]) -> str:
-    """The cause a GPU verdict names: its id's (``GPU_CAUSE_OF``), except that an
-    ``overhead-bound`` device (idle for more than its share, no cause over its own line) names
-    whichever idle cause cost the most — a step whose idle time is the CPU blocked in
-    ``cudaStreamSynchronize`` below the sync-bound line says ``sync``, not ``dispatch``."""
-    if vid != "overhead-bound":
-        return GPU_CAUSE_OF.get(vid, "")
-    return max(IDLE_CAUSES, key=lambda c: (costs.get(c, 0.0), c == "dispatch"))
-
-
-def with_gpu_causes(verdict: Verdict, metrics: list[StepMetrics], peaks: Peaks | None) -> Verdict:
-    """A GPU verdict with its causes per step and the cause its id names; ``compute-bound``
-    whose dominant op is known to run below ``COMPUTE_FLOOR`` becomes ``low-efficiency``."""
-    if not metrics:
+def low_gpu_efficiency(verdict: Verdict, peaks: Peaks | None) -> Verdict:
+    """A GPU ``compute-bound`` whose dominant op is known to run below ``COMPUTE_FLOOR`` is
+    ``low-efficiency``; the cause stays ``compute``."""
+    eff = verdict.efficiency
+    if verdict.id != "compute-bound" or eff is None or peaks is None:
         return verdict
-    costs, wall = gpu_costs(metrics)
-    causes: list[Cause] = ranked(costs, wall)
-    out = replace(verdict, cause=_gpu_cause(verdict.id, costs), causes=causes)
-    eff = out.efficiency
-    if out.id == "compute-bound" and eff is not None and peaks is not None:
-        floor = compute_floor("cuda", peaks.source)
-        if eff < floor:
-            rest = out.headline.removeprefix("compute-bound: ")
-            return replace(
-                out,
-                id="low-efficiency",
-                headline=(
-                    f"low-efficiency: {rest}, but the dominant op runs at {format_share(eff)} of "
-                    f"{peak_phrase(peaks, 'GPU')} (compute-bound needs {format_share(floor)}); "
-                    "see low-efficiency-gemm"
-                ),
-            )
-    return out
+    floor = compute_floor("cuda", peaks.source)
+    if eff >= floor:
+        return verdict
+    rest = verdict.headline.removeprefix("compute-bound: ")
+    return replace(
+        verdict,
+        id="low-efficiency",
+        headline=(
+            f"low-efficiency: {rest}, but the dominant op runs at {format_share(eff)} of "
+            f"{peak_phrase(peaks, 'GPU')} (compute-bound needs {format_share(floor)}); "
+            "see low-efficiency-gemm"
+        ),
+    )

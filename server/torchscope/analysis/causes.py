@@ -25,12 +25,13 @@ whole time per call, against the peak (measured on this machine, spec sheet othe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import comb
 
 from .columns import median
 from .context import Context
 from .efficiency import Efficiency
-from .memory import page_fault_numbers
+from .memory import MIN_FAULTS_PER_CALL, page_fault_numbers
 from .results import Cause, Measurements, StepMetrics
 
 CAUSES = ("dispatch", "threads", "page-faults", "bandwidth", "compute", "sync", "input", "comm")
@@ -81,10 +82,51 @@ def ranked(costs: dict[str, float], total: float) -> list[Cause]:
     return [Cause(c, us, min(1.0, us / total) if total > 0 else 0.0) for c, us in kept]
 
 
-def threads_cost(m: Measurements) -> float:
-    """Median over the interleaved pairs of (N threads − one thread), when positive; each side
-    in the time it ran (its wait for a CPU another process held set aside) when measured."""
+THREADS_FASTER = 0.8
+"""One thread at least 20 % faster (median ratio one-thread / N-threads ≤ 0.8): beyond timing
+noise on a shared machine. Below it the threads are no cause and no finding."""
+
+SIGN_TEST_P = 0.05
+
+
+def sign_test_p(wins: int, n: int) -> float:
+    """One-sided P(at least ``wins`` of ``n`` fair coin flips)."""
+    return float(sum(comb(n, k) for k in range(wins, n + 1))) / float(2**n)
+
+
+@dataclass(frozen=True)
+class Contention:
+    """The interleaved pairs' judgment (``thread-contention`` and the ``threads`` cause)."""
+
+    ratio: float
+    """Median over the pairs of one-thread time / N-threads time."""
+    pairs: int
+    p_value: float
+
+    @property
+    def contended(self) -> bool:
+        """One thread measured faster by more than the noise."""
+        return self.ratio <= THREADS_FASTER and self.p_value <= SIGN_TEST_P
+
+
+def contention(m: Measurements) -> Contention | None:
+    """The pairs' median ratio and sign test (None: no one-thread batches were timed)."""
     if m.threads <= 1 or not m.single_thread_us:
+        return None
+    ratios = [s / c for c, s in zip(m.call_us, m.single_thread_us) if c > 0]
+    if not ratios:
+        return None
+    wins = sum(1 for r in ratios if r < 1.0)
+    return Contention(median(ratios), len(ratios), sign_test_p(wins, len(ratios)))
+
+
+def threads_cost(m: Measurements) -> float:
+    """Median over the interleaved pairs of (N threads − one thread), when positive and one
+    thread measured faster beyond the noise (``contention``: the test ``thread-contention``
+    applies, so the cause never comes without its finding); each side in the time it ran (its
+    wait for a CPU another process held set aside) when measured."""
+    judged = contention(m)
+    if judged is None or not judged.contended:
         return 0.0
     calls, singles = m.call_us, m.single_thread_us
     if len(m.wait_us) == len(calls) and len(m.single_wait_us) == len(singles):
@@ -118,8 +160,9 @@ def cpu_costs(
         wait = min(call_us, median(m.wait_us)) if m.wait_us else 0.0
         run_us = call_us - wait
         threads = min(run_us, threads_cost(m))
-        _, fault_cost, _, _ = page_fault_numbers(ctx)
-        faults = min(run_us - threads, fault_cost or 0.0)
+        counted, fault_cost, _, _ = page_fault_numbers(ctx)
+        noise = counted is None or counted < MIN_FAULTS_PER_CALL  # as allocation-churn
+        faults = 0.0 if noise else min(run_us - threads, fault_cost or 0.0)
         faults_per_call = median(m.page_faults) if m.page_faults else None
         one = median(m.single_thread_us) if m.single_thread_us and m.threads > 1 else None
         n_threads = m.threads
@@ -191,15 +234,20 @@ def gpu_costs(metrics: list[StepMetrics]) -> tuple[dict[str, float], float]:
     return costs, wall
 
 
-GPU_CAUSE_OF = {
-    "compute-bound": "compute",
-    "input-bound": "input",
-    "sync-bound": "sync",
-    "copy-bound": "bandwidth",
-    "overhead-bound": "dispatch",
-    "no-kernels": "dispatch",
-}
-"""A GPU verdict id → the cause it names. On a GPU the device and the CPU run at once, so the
-device's own busy time is the floor of the step: while the device sits idle for more than
-20 % of it (``verdict.COMPUTE_BOUND_BUSY``) the verdict names what keeps it idle (input, sync,
-copies, the CPU's dispatch) even where the kernels' total is larger."""
+DEVICE_WORK = ("compute", "comm")
+"""The GPU causes that are the device's own work: kernels and collectives."""
+
+
+def gpu_ranked(costs: dict[str, float], wall: float, device_floor: bool) -> list[Cause]:
+    """The GPU causes in the order of what holds the step. When the device is the floor of
+    the step (``device_floor``: busy at least ``verdict.COMPUTE_BOUND_BUSY``) that is the
+    costliest first. Otherwise the device waits on the host for over a fifth of the step: a
+    faster kernel would only lengthen its idle time, so the causes of that idle time (input,
+    sync, dispatch) and the copies the host issues come first, costliest first, and the
+    device's own work follows, ``hidden``, with its cost."""
+    causes = ranked(costs, wall)
+    if device_floor:
+        return causes
+    held = [c for c in causes if c.cause not in DEVICE_WORK]
+    under = [replace(c, hidden=True) for c in causes if c.cause in DEVICE_WORK]
+    return held + under if held else causes

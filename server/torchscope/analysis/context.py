@@ -21,6 +21,7 @@ from ..ingest import Span, Trace
 from .groups import Groups
 from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
+from .machine import LocalMachine, recorded_here
 from .nesting import Nesting, build_nesting
 from .results import Measurements
 from .segment import Step, find_steps
@@ -122,6 +123,8 @@ class Context:
     """Runtime calls that are CUDA lazy initialisation."""
     blocking: bytearray = field(default_factory=bytearray)
     """Per runtime call: does it block the CPU until the device catches up? (a byte each)"""
+    here: LocalMachine | None = None
+    """This machine, when the trace was recorded on it (``machine.recorded_here``)."""
     _op_kernels: Groups | None = None
     _ops_by_name: dict[str, array[int]] | None = None
     _columns: dict[tuple[int, str], Any] = field(default_factory=dict)
@@ -308,8 +311,10 @@ def _assign(ctx: Context, names: list[str], codes: bytearray) -> None:
     ctx.blocking = blocking
 
 
-def build_context(trace: Trace, measurements: Measurements | None) -> Context:
-    """Nest, link, segment and assign once."""
+def build_context(
+    trace: Trace, measurements: Measurements | None, local: LocalMachine | None = None
+) -> Context:
+    """Nest, link, segment and assign once; ``local`` is this machine (see ``machine``)."""
     links = link(trace)
     names = list(map(_NAME, trace.runtime))
     kind = {
@@ -328,6 +333,7 @@ def build_context(trace: Trace, measurements: Measurements | None) -> Context:
         links=links,
         steps=steps,
         measurements=measurements,
+        here=local if recorded_here(trace.meta.get("host_name"), local) else None,
         timelines=timelines,
         primary_device=primary,
         step_of_op=array("i"),

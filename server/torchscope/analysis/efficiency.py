@@ -101,15 +101,39 @@ class Efficiency:
 
 
 def peaks_of(ctx: Context) -> Peaks | None:
-    """Measured peaks when the worker calibrated, else the spec sheet of a named GPU."""
+    """Measured peaks when the worker calibrated (or, for a CPU trace recorded on this machine,
+    its calibration store), else the spec sheet of a named GPU."""
     m = ctx.measurements
     if m is not None and m.peaks is not None:
         return m.peaks
+    if ctx.here is not None and not ctx.device_run and m is None:
+        return ctx.here.peaks
     if ctx.device_run and ctx.trace.devices:
         primary = ctx.primary_device
         names = [d.name for d in ctx.trace.devices if primary is None or d.index == primary]
         return spec_sheet_peaks(names[0] if names else ctx.trace.devices[0].name)
     return None
+
+
+def missing_peak(ctx: Context) -> str:
+    """Why no peak is known (the ``rules_skipped`` reason of the rules that need one, and the
+    verdict's when it cannot judge the math)."""
+    if ctx.device_run or ctx.trace.devices:
+        names = ", ".join(dict.fromkeys(d.name for d in ctx.trace.devices)) or "the GPU"
+        return f"no peak known for {names} (not calibrated, not in the spec-sheet table)"
+    if ctx.here is not None:
+        return (
+            f"this machine's CPU ({ctx.here.cpu}) has no calibrated peak: run "
+            "`torchscope calibrate`"
+        )
+    if ctx.measurements is not None:
+        return "no peak known for this CPU (calibration failed)"
+    host = ctx.trace.meta.get("host_name")
+    where = f"CPU ({host})" if isinstance(host, str) and host else "this CPU"
+    return (
+        f"no peak known for {where}: the trace was recorded on another machine; analyze it "
+        "there, after `torchscope calibrate`"
+    )
 
 
 def _device_times(ctx: Context, work: dict[int, Work]) -> dict[int, float]:

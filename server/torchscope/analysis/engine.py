@@ -14,9 +14,11 @@ from operator import itemgetter
 from ..ingest import Trace, load_trace
 from .callees import callee_stats
 from .columns import median
+from .consistency import self_check
 from .context import Context, build_context
 from .efficiency import annotate_lines
 from .lines import line_stats
+from .machine import LocalMachine
 from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .op_table import top_kernels
@@ -53,14 +55,20 @@ def _devices(ctx: Context) -> tuple[Device, list[Device]]:
             else Device("cuda", m.device_name)
         )
         return dev, [dev]
+    if ctx.here is not None:
+        dev = Device("cpu", ctx.here.cpu)
+        return dev, [dev]
     host = trace.meta.get("host_name")
     dev = Device("cpu", f"CPU ({host})" if isinstance(host, str) and host else "CPU")
     return dev, [dev]
 
 
-def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
-    """Analyse an already loaded trace."""
-    ctx = build_context(trace, measurements)
+def analyze(
+    trace: Trace, measurements: Measurements | None = None, local: LocalMachine | None = None
+) -> Report:
+    """Analyse an already loaded trace; ``local``: this machine, whose CPU and calibrated
+    peaks a CPU trace recorded on it is judged by (``machine``)."""
+    ctx = build_context(trace, measurements, local)
     measured = measure(ctx)
     metrics, ops = list(measured.steps), list(measured.top_ops)
     verdict = decide(ctx, metrics, ops, measured.efficiency)
@@ -89,7 +97,7 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         notes.append(f"{trace.skipped_events} malformed events were skipped")
     if ctx.steps and ctx.steps[0].source != "ProfilerStep":
         notes.append(f"no ProfilerStep annotations: steps are {ctx.steps[0].source} windows")
-    return Report(
+    report = Report(
         device=device,
         verdict=verdict,
         timing=timing,
@@ -108,14 +116,20 @@ def analyze(trace: Trace, measurements: Measurements | None = None) -> Report:
         peaks=measured.efficiency.peaks,
         memory=memory_summary(ctx, measured.memory),
     )
+    self_check(report)
+    return report
 
 
-def analyze_trace(path: str | os.PathLike[str], measurements: Measurements | None = None) -> Report:
+def analyze_trace(
+    path: str | os.PathLike[str],
+    measurements: Measurements | None = None,
+    local: LocalMachine | None = None,
+) -> Report:
     """Analyse the trace at ``path`` (``.json`` or ``.json.gz``); raises :class:`TraceError`."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return analyze(load_trace(path), measurements)
+        return analyze(load_trace(path), measurements, local)
     finally:
         if enabled:
             gc.enable()

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .columns import median
+from .formatting import format_share
 from .results import Borderline, StepMetrics
 
 REGIME_GAP = 0.25
@@ -79,6 +80,22 @@ def deciding_steps(steps: list[StepMetrics]) -> tuple[float, list[StepMetrics]]:
         return median([s.device_busy_share for s in steps]), steps
     steady = [steps[i] for i in regimes.steady]
     return _total_share(steady), steady
+
+
+def regime_headline(headline: str, verdict_id: str, steps: Sequence[StepMetrics]) -> str:
+    """``input-bound: in 15 of 29 steps, GPU idle 61 % …; the other 14 run at 99 % GPU busy
+    (step-regimes)``: with two regimes the headline's figures are the steady steps', and it
+    says which steps those are (unchanged with one regime)."""
+    regimes = find_regimes(steps)
+    prefix = verdict_id + ": "
+    if regimes is None or not headline.startswith(prefix):
+        return headline
+    other = len(regimes.other)
+    return (
+        f"{prefix}in {len(regimes.steady)} of {len(steps)} steps, {headline[len(prefix) :]}; "
+        f"the other {other} run at {format_share(regime_share(steps, regimes.other))} GPU busy "
+        "(step-regimes)"
+    )
 
 
 def step_figure(verdict_id: str, s: StepMetrics) -> float | None:

@@ -90,6 +90,10 @@ class Cause:
     us_per_call: float
     share: float
     """``us_per_call`` over the time per call (per step on a GPU), 0-1."""
+    hidden: bool = False
+    """On a GPU idle for more than 20 % of the step: the device's own work (kernels,
+    collectives), which waits on the host, so it is not what holds the step and ranks after
+    the causes of the idle time (``causes.gpu_ranked``)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,7 @@ VERDICT_IDS = (
     "sync-bound",
     "copy-bound",
     "low-efficiency",
+    "compute-heavy",
     "no-activity",
 )
 """Every ``Verdict.id`` (docs/findings.md#verdicts): the verdict's diagnostic carries it as its

@@ -65,6 +65,10 @@ def ridge_point(peaks: Peaks) -> float | None:
     return peak_flops / bandwidth if peak_flops and bandwidth else None
 
 
+FUSION_ADVICE = "fuse the chain: torch.compile, or fused kernels (see memory-bound-chain)"
+"""What a memory-bound op (elementwise, RNG, reduction) is told: move the bytes once."""
+
+
 def memory_verdict(
     ctx: Context, eff: Efficiency, verdict: Verdict, peaks: Peaks | None
 ) -> Verdict | None:
@@ -89,7 +93,7 @@ def memory_verdict(
     headline = (
         f"memory-bound (CPU): {format_duration(verdict.cpu_us)} per call, {name} at "
         f"{format_gbps(rates.gbps)}{share} of {bandwidth_phrase(peaks)}; arithmetic intensity "
-        f"{intensity:.2g} FLOP/B{ridge_text}"
+        f"{intensity:.2g} FLOP/B{ridge_text}; {FUSION_ADVICE}"
     )
     return replace(verdict, id="memory-bound", headline=headline, efficiency=rates.efficiency)
 

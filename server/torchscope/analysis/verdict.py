@@ -8,14 +8,21 @@ so at 8×8 the guide's ``fn`` runs ~2.7 µs per call but shows 20-80 µs per pro
 
 from __future__ import annotations
 
-from .cause_verdict import cpu_cause_verdict, with_gpu_causes
+from .cause_verdict import cpu_cause_verdict, low_gpu_efficiency
+from .causes import gpu_costs, gpu_ranked, ranked
 from .columns import median
 from .context import Context
 from .efficiency import Efficiency
 from .formatting import format_duration, format_share
 from .link import is_launch
-from .regimes import borderline, borderline_headline, deciding_steps, step_figure
-from .results import Borderline, StepMetrics, TopOp, Verdict
+from .regimes import (
+    borderline,
+    borderline_headline,
+    deciding_steps,
+    regime_headline,
+    step_figure,
+)
+from .results import Borderline, Cause, StepMetrics, TopOp, Verdict
 from .roofline import judge_efficiency
 
 # -- CPU-only runs -----------------------------------------------------------------------
@@ -120,17 +127,27 @@ def _dominant_copy(ctx: Context) -> str:
     return max(time_by, key=lambda k: time_by[k]) if time_by else "Memcpy"
 
 
+def device_causes(metrics: list[StepMetrics], share: float) -> list[Cause]:
+    """The GPU causes of the steps a verdict decides on, in the order of what holds the step
+    (``causes.gpu_ranked``): the verdict names the first."""
+    costs, wall = gpu_costs(metrics)
+    return gpu_ranked(costs, wall, share >= COMPUTE_BOUND_BUSY)
+
+
 def device_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
-    """The GPU verdict, first matching rule wins; see the thresholds above. With two regimes
-    of busy share the figures are the steady steps' (``regimes``)."""
-    share, metrics = deciding_steps(metrics)
-    busy = median([s.device_busy_us for s in metrics])
-    cpu_us, basis = _timing_us(ctx, metrics)
-    device_us = median([s.device_time_us for s in metrics]) or busy
-    verdict_id, headline = _device_cause(ctx, metrics, share, busy) or _device_overhead(
+    """The GPU verdict: the first of its causes (``device_causes``), named by the thresholds
+    above. With two regimes of busy share the figures are the steady steps' (``regimes``) and
+    the headline says how many steps they are."""
+    share, steps = deciding_steps(metrics)
+    busy = median([s.device_busy_us for s in steps])
+    cpu_us, basis = _timing_us(ctx, steps)
+    device_us = median([s.device_time_us for s in steps]) or busy
+    causes = device_causes(steps, share)
+    verdict_id, headline = _device_cause(ctx, steps, share, busy, causes) or _device_overhead(
         share, cpu_us, device_us, basis
     )
-    close = _borderline(ctx, metrics, verdict_id, share)
+    close = _borderline(ctx, steps, verdict_id, share)
+    headline = regime_headline(headline, verdict_id, metrics)
     return Verdict(
         verdict_id,
         borderline_headline(headline, verdict_id, close),
@@ -139,6 +156,8 @@ def device_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
         overhead_share=1.0 - share,
         basis=basis,
         borderline=close,
+        cause=causes[0].cause if causes else "dispatch",
+        causes=causes,
     )
 
 
@@ -155,43 +174,45 @@ def _borderline(
     deciding = share if threshold == COMPUTE_BOUND_BUSY else median([f or 0.0 for f in figures])
 
     def alone(s: StepMetrics) -> str:
-        one = _device_cause(ctx, [s], s.device_busy_share, s.device_busy_us)
+        share = s.device_busy_share
+        one = _device_cause(ctx, [s], share, s.device_busy_us, device_causes([s], share))
         return one[0] if one else "overhead-bound"
 
     return borderline(verdict_id, deciding, threshold, metrics, alone)
 
 
 def _device_cause(
-    ctx: Context, metrics: list[StepMetrics], share: float, busy: float
+    ctx: Context, metrics: list[StepMetrics], share: float, busy: float, causes: list[Cause]
 ) -> tuple[str, str] | None:
-    """The id and headline of the first GPU verdict with a cause, in the order above (None:
-    the device waits on the CPU for no named reason)."""
+    """The id and headline the first cause names when it passes its line above (None: the
+    device waits on the CPU, ``overhead-bound``, whose cause is that first one)."""
+    first = causes[0].cause if causes else "dispatch"
     wall = median([s.wall_us for s in metrics])
+    memcpy = median([s.memcpy_us for s in metrics])
+    if first == "bandwidth" and busy > 0 and memcpy / busy >= COPY_BOUND_SHARE:
+        return "copy-bound", (
+            f"copy-bound: {format_share(min(1.0, memcpy / busy))} of GPU time in "
+            f"{_dominant_copy(ctx)}"
+        )
     if share >= COMPUTE_BOUND_BUSY:
         return "compute-bound", (
             f"compute-bound: GPU busy {format_share(share)} ({format_duration(busy)} of "
             f"{format_duration(wall)})"
         )
     wait = median([s.input_wait_us for s in metrics])
-    sync = median([s.sync_us for s in metrics])
-    if wall > 0 and wait / wall >= INPUT_BOUND_SHARE and wait >= sync:
+    if first == "input" and wall > 0 and wait / wall >= INPUT_BOUND_SHARE:
         return "input-bound", (
             f"input-bound: GPU idle {format_share(wait / wall)} of each step while waiting on "
             "DataLoader"
             f"{_dataloader_workers(ctx)} ({format_duration(wait)} of {format_duration(wall)})"
         )
-    if wall > 0 and sync / wall >= SYNC_BOUND_SHARE:
+    sync = median([s.sync_us for s in metrics])
+    if first == "sync" and wall > 0 and sync / wall >= SYNC_BOUND_SHARE:
         what, line = _dominant_sync(ctx)
         where = f" (line {line})" if line is not None else ""
         return "sync-bound", (
             f"sync-bound: {format_duration(sync)} of {format_duration(wall)} waiting in "
             f"{what}{where}"
-        )
-    memcpy = median([s.memcpy_us for s in metrics])
-    if busy > 0 and memcpy / busy >= COPY_BOUND_SHARE:
-        return "copy-bound", (
-            f"copy-bound: {format_share(min(1.0, memcpy / busy))} of GPU time in "
-            f"{_dominant_copy(ctx)}"
         )
     return None
 
@@ -211,6 +232,8 @@ def no_kernels_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
     profiling, or CUDA activity left out of ``activities``)."""
     launches = sum(1 for r in ctx.trace.runtime if is_launch(r.name))
     cpu_us, basis = _timing_us(ctx, metrics)
+    costs, wall = gpu_costs(metrics)
+    causes = ranked(costs, wall)
     return Verdict(
         "no-kernels",
         f"no kernels were recorded: {launches} kernel launches but no device activity in the trace "
@@ -220,6 +243,8 @@ def no_kernels_verdict(ctx: Context, metrics: list[StepMetrics]) -> Verdict:
         device_us=0.0,
         overhead_share=None,
         basis=basis,
+        cause=causes[0].cause if causes else "dispatch",
+        causes=causes,
     )
 
 
@@ -228,30 +253,28 @@ def decide(
 ) -> Verdict:
     """Pick the verdict for the whole trace, with its efficiency (see ``roofline``) and its
     ranked causes (``causes``)."""
-    verdict = _decide(ctx, metrics, ops, efficiency)
-    if verdict.causes or verdict.id == "no-activity":
+    verdict, device = _decide(ctx, metrics, ops, efficiency)
+    if not device:
         return verdict
     verdict = judge_efficiency(ctx, verdict, ops, efficiency)
-    return with_gpu_causes(verdict, metrics, efficiency.peaks)
+    return low_gpu_efficiency(verdict, efficiency.peaks)
 
 
 def _decide(
     ctx: Context, metrics: list[StepMetrics], ops: list[TopOp], efficiency: Efficiency
-) -> Verdict:
+) -> tuple[Verdict, bool]:
+    """The verdict, and whether it is a GPU one (judged against the device's peaks)."""
     if not metrics:
-        return Verdict(
-            "no-activity", "no-activity: the trace recorded no steps, ops or device work", 0.0, 0.0
-        )
+        empty = "no-activity: the trace recorded no steps, ops or device work"
+        return Verdict("no-activity", empty, 0.0, 0.0), False
     if ctx.device_run:
         if median([s.device_busy_us for s in metrics]) == 0.0 and not any(
             s.launches for s in metrics
         ):
-            return (
-                _no_activity(metrics)
-                if not any(s.ops for s in metrics)
-                else cpu_verdict(ctx, metrics, ops, efficiency)
-            )
-        return device_verdict(ctx, metrics)
+            if not any(s.ops for s in metrics):
+                return _no_activity(metrics), False
+            return cpu_verdict(ctx, metrics, ops, efficiency), False
+        return device_verdict(ctx, metrics), True
     if any(is_launch(r.name) for r in ctx.trace.runtime):
-        return no_kernels_verdict(ctx, metrics)
-    return cpu_verdict(ctx, metrics, ops, efficiency)
+        return no_kernels_verdict(ctx, metrics), True
+    return cpu_verdict(ctx, metrics, ops, efficiency), False

@@ -126,10 +126,20 @@ ELEMENTWISE = frozenset(
         "threshold_backward",
         "gelu_backward",
         "silu_backward",
+        # random numbers: a pass that writes every element (dropout's mask is bernoulli_)
+        "bernoulli",
+        "uniform",
+        "normal",
+        "exponential",
+        "random",
+        "dropout",
+        "native_dropout",
+        "native_dropout_backward",
     }
 )
 """Ops whose time is bytes moved: one pass over inputs and output (base names, no ``aten::``,
-no trailing ``_``)."""
+no trailing ``_``). Random-number ops are here too: generating a dropout mask is a pass over
+memory, so its advice is fusion (``torch.compile``), not GEMM shapes."""
 
 REDUCTIONS = frozenset(
     {
@@ -165,11 +175,12 @@ _OUT_OPS: dict[int, str] = {
     "sin sqrt square tan tanh trunc zero",
     3: "bitwise_and bitwise_or bitwise_xor clamp_max clamp_min div eq fill fmod ge gelu gt le "
     "leaky_relu logical_and logical_or lt max maximum mean min minimum mul ne norm pow prod "
-    "remainder round sigmoid_backward silu_backward sum tanh_backward",
+    "remainder round sigmoid_backward silu_backward sum tanh_backward bernoulli random",
     4: "_log_softmax _softmax add all amax amin any argmax argmin clamp copy cumprod cumsum div "
     "gelu_backward hardtanh lerp log_softmax logsumexp masked_fill norm rsub softmax sub "
-    "threshold threshold_backward where",
-    5: "addcdiv addcmul elu mean nan_to_num norm prod std sum var",
+    "threshold threshold_backward where bernoulli normal exponential random "
+    "native_dropout_backward",
+    5: "addcdiv addcmul elu mean nan_to_num norm prod std sum var uniform normal random",
     6: "linalg_vector_norm norm",
 }
 OUT_ARITY: dict[str, frozenset[int]] = {
@@ -181,7 +192,9 @@ argument is the one output tensor, read off the ATen schemas (``max``/``min`` wi
 out: ``max(x, out=y)`` and ``max(x, y)`` look the same). A functional overload with as many
 arguments never ends in a tensor, so a tensor last argument at one of these counts is ``out``."""
 
-TWO_OUTS = frozenset({("max", 5), ("min", 5), ("var_mean", 6), ("std_mean", 6)})
+TWO_OUTS = frozenset(
+    {("max", 5), ("min", 5), ("var_mean", 6), ("std_mean", 6), ("native_dropout", 5)}
+)
 """(base, argument count) of ``out`` overloads with two output tensors (values and indices,
 var and mean)."""
 
@@ -337,8 +350,11 @@ def _broadcast(shapes: list[list[int]]) -> list[int] | None:
 def has_work(name: str) -> bool:
     """Whether ``op_work`` can know the work of an op of this name (a check on the name
     alone, so callers can skip the other ops without reading their arguments)."""
-    if name in GEMM_OPS or name in CONV_OPS:
-        return True
+    return name in GEMM_OPS or name in CONV_OPS or is_memory_op(name)
+
+
+def is_memory_op(name: str) -> bool:
+    """An elementwise, random-number or reduction op (its time is bytes moved)."""
     base = base_name(name)
     return name.startswith("aten::") and (base in ELEMENTWISE or base in REDUCTIONS)
 

@@ -88,13 +88,14 @@ def parse_steps(text: str) -> tuple[int, int]:
 def _analyze_steps(trace: Path, steps: str) -> Report:
     from torchscope.analysis import TraceError
     from torchscope.analysis.engine import analyze
+    from torchscope.analysis.machine import LocalMachine
     from torchscope.ingest import load_trace
 
     try:
         first_last = parse_steps(steps)
     except ValueError as exc:
         raise TraceError(f"--steps {exc}") from None
-    return analyze(load_trace(trace, steps=first_last))
+    return analyze(load_trace(trace, steps=first_last), local=LocalMachine.read())
 
 
 def _open(trace: Path, args: argparse.Namespace, link_out: TextIO) -> int:
@@ -104,6 +105,7 @@ def _open(trace: Path, args: argparse.Namespace, link_out: TextIO) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from torchscope.analysis import TraceError, analyze_trace
+    from torchscope.analysis.machine import LocalMachine
     from torchscope.report import render_report
 
     items: list[str] = args.trace
@@ -113,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
     as_json: bool = args.json
     try:
         steps = args.steps
-        report = analyze_trace(trace) if steps is None else _analyze_steps(trace, steps)
+        if steps is None:
+            report = analyze_trace(trace, local=LocalMachine.read())
+        else:
+            report = _analyze_steps(trace, steps)
     except TraceError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_FAILED

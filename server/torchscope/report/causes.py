@@ -7,10 +7,24 @@ user sees what else costs time and how much (``analysis/causes.py`` measures the
 from __future__ import annotations
 
 from torchscope.analysis.formatting import format_duration, format_share
-from torchscope.analysis.results import Verdict
+from torchscope.analysis.results import Cause, Verdict
 
 MAX_ROWS = 4
 """The costliest cause and up to three runners-up: the rest are a few per cent at most."""
+
+HIDDEN_NOTE = (
+    "* the GPU's own work: the GPU waits on the host for over 20 % of the step, so a faster "
+    "kernel would only idle it longer"
+)
+"""Under the table when it lists a ``hidden`` cause (``Cause.hidden``)."""
+
+
+def _shown(verdict: Verdict) -> list[Cause]:
+    """Up to ``MAX_ROWS`` causes in the verdict's order, keeping the largest hidden one (a
+    GPU's kernels at 56 % of an input-bound step are worth a row)."""
+    held = [c for c in verdict.causes if not c.hidden]
+    hidden = [c for c in verdict.causes if c.hidden][:1]
+    return held[: MAX_ROWS - len(hidden)] + hidden
 
 
 def cause_rows(verdict: Verdict) -> list[tuple[str, str, str]]:
@@ -20,8 +34,12 @@ def cause_rows(verdict: Verdict) -> list[tuple[str, str, str]]:
         return []
     per = "per step" if verdict.device_us > 0 or verdict.id.endswith("kernels") else "per call"
     return [
-        (c.cause, f"{format_duration(c.us_per_call)} {per}", format_share(c.share))
-        for c in verdict.causes[:MAX_ROWS]
+        (
+            c.cause + ("*" if c.hidden else ""),
+            f"{format_duration(c.us_per_call)} {per}",
+            format_share(c.share),
+        )
+        for c in _shown(verdict)
     ]
 
 
@@ -31,9 +49,12 @@ def causes_text(verdict: Verdict) -> list[str]:
     if not rows:
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    out = ["causes (costliest first):"]
+    hidden = any(r[0].endswith("*") for r in rows)
+    out = ["causes (what holds the step first):" if hidden else "causes (costliest first):"]
     for name, cost, share in rows:
         out.append(f"  {name:<{widths[0]}}  {cost:>{widths[1]}}  {share:>{widths[2]}}")
+    if hidden:
+        out.append(f"  {HIDDEN_NOTE}")
     return out
 
 
@@ -44,6 +65,8 @@ def causes_markdown(verdict: Verdict) -> str | None:
         return None
     lines = ["| cause | cost | share |", "|---|---:|---:|"]
     lines += [f"| {name} | {cost} | {share} |" for name, cost, share in rows]
+    if any(r[0].endswith("*") for r in rows):
+        lines += ["", "\\" + HIDDEN_NOTE]
     return "\n".join(lines)
 
 

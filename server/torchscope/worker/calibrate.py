@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import sys
 import time
-from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import Progress
+from torchscope.protocol import CALIBRATION_FILE, Progress, cache_dir, cpu_name, machine_id
 
 BUDGET_S = 1.8
 """Whole calibration, all dtypes and the copy: under the 2 s the first profile may spend."""
@@ -51,26 +49,9 @@ RETRY_S = 600.0
 """A peak measured under load is retried when the machine is calmer, at most this often (one
 retry costs the whole calibration, < 2 s)."""
 
-CACHE_FILE = "calibration.json"
+CACHE_FILE = CALIBRATION_FILE
 DTYPES = ("float32", "float64", "float16", "bfloat16")
 """Dtypes the calibration knows how to measure (a GEMM in any other is left without a peak)."""
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "torchscope"
-
-
-def _machine() -> str:
-    name = platform.node() or "host"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return f"{name}/{line.split(':', 1)[1].strip()}"
-    except OSError:
-        pass
-    return f"{name}/{platform.machine()}"
 
 
 def device_label(device: str) -> str:
@@ -82,10 +63,18 @@ def device_label(device: str) -> str:
     return f"cpu:{torch.get_num_threads()}t"
 
 
+def torch_device_name(device: str) -> str:
+    """The device's name as ``profile`` and ``analyze`` print it: the GPU's, or the CPU model
+    (``protocol.cpu_name``)."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if device == "cuda" else cpu_name()
+
+
 def cache_key(device: str, dtype: str) -> str:
     import torch
 
-    return f"{_machine()}|torch {torch.__version__}|{device_label(device)}|{dtype}"
+    return f"{machine_id()}|torch {torch.__version__}|{device_label(device)}|{dtype}"
 
 
 def _best_time(fn: Callable[[], Any], sync: Callable[[], None], deadline: float) -> float:
@@ -229,6 +218,7 @@ def peaks(
         "bandwidth_gbps": _value(cache.get(keys["copy"])),
         "source": "measured",
         "device": device_label(device),
+        "name": torch_device_name(device),
     }
 
 

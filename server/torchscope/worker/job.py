@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import JobError, JobRequest, ProfileResult, Progress
+from torchscope.protocol import JobError, JobRequest, ProfileResult, Progress, cpu_name
 from torchscope.worker.attribution import marked_call
 from torchscope.worker.batch_resize import NoBatchDimension, at_batch
 from torchscope.worker.call_expression import (
@@ -237,7 +237,7 @@ class ProfileJob:
             attribution_note = self._profile(prepared)
         import torch
 
-        device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
+        device_name = torch.cuda.get_device_name(0) if self.use_cuda else cpu_name()
         return ProfileResult(
             job_id=request.job_id,
             trace_path=request.trace_path,
@@ -324,14 +324,6 @@ def _needs_arguments(func: Any) -> bool:
     )
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine() or "CPU"
+_cpu_name = cpu_name
+"""The CPU's name as every face prints it (``protocol.cpu_name``; jobs/compare and jobs/diff
+import it from here)."""

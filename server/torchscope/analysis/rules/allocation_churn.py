@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..context import Context
 from ..formatting import format_bytes, format_duration, format_share
-from ..memory import page_fault_numbers
+from ..memory import MIN_FAULTS_PER_CALL, page_fault_numbers
 from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
@@ -14,9 +14,6 @@ from .base import Rule
 FAULT_SHARE = 0.10
 """Page faults costing more than 10 % of the call: worth preallocating."""
 
-MIN_FAULTS_PER_CALL = 64
-"""Fewer faults per call (256 KiB of fresh pages) are noise from the interpreter's own heap:
-on a 10 µs call a single stray fault would otherwise count as 10 %."""
 
 LARGE_TEMPORARY_BYTES = 32 * 1024 * 1024
 """A line that allocates and frees at least 32 MiB per call on the CPU: above every malloc

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..context import Context
-from ..efficiency import Efficiency
+from ..efficiency import Efficiency, missing_peak
 from ..formatting import format_duration, format_share
 from ..results import Finding
 from ..roofline import format_rate, peak_phrase
@@ -94,7 +94,7 @@ class LowEfficiencyGemm(Rule):
     def skip(self, ctx: Context, measured: Metrics) -> str | None:
         eff = measured.efficiency
         if eff.peaks is None:
-            return "no peak known for this device (not calibrated, GPU not in the spec table)"
+            return missing_peak(ctx)
         if not any(w.kind == "gemm" for w in eff.work.values()):
             return "no GEMM with recorded shapes (profile with record_shapes=True)"
         return None

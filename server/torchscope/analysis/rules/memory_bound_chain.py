@@ -17,7 +17,7 @@ each memory-bound (bytes, not math or overhead, set its time):
 from __future__ import annotations
 
 from ..context import Context
-from ..efficiency import Efficiency
+from ..efficiency import Efficiency, missing_peak
 from ..formatting import format_bytes, format_duration, format_share
 from ..results import Finding, Peaks
 from ..roofline import bandwidth_phrase, format_gbps, ridge_point
@@ -99,7 +99,7 @@ class MemoryBoundChain(Rule):
     def skip(self, ctx: Context, measured: Metrics) -> str | None:
         eff = measured.efficiency
         if eff.peaks is None or not eff.peaks.bandwidth_gbps:
-            return "no bandwidth known for this device (not calibrated, GPU not in the table)"
+            return missing_peak(ctx).replace("no peak", "no bandwidth", 1)
         if not any(w.kind == "memory" for w in eff.work.values()):
             return "no elementwise op with recorded shapes (profile with record_shapes=True)"
         return None

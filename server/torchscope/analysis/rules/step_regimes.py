@@ -4,7 +4,7 @@ When the steps' busy shares split into two clusters at least ``REGIME_GAP`` apar
 steps at 99 % busy, half at 20-55 % while the DataLoader is waited on), no single number
 describes a step: the verdict then uses the steady regime's totals, and this finding names
 both regimes (how many steps, their busy share, which steps). Its cost is the device idle time
-per step the other regime adds over the steady one's share.
+per step the less busy regime adds over the busier one's share, whichever is the steady one.
 """
 
 from __future__ import annotations
@@ -49,9 +49,12 @@ class StepRegimes(Rule):
         steady, other = regimes.steady, regimes.other
         steady_share = regime_share(steps, steady)
         other_share = regime_share(steps, other)
-        span = sum(steps[i].span_us for i in other)
-        # idle the other regime has beyond the steady share, spread over every step
-        cost = max(0.0, (steady_share - other_share) * span) / len(steps)
+        # the idle the slower regime has beyond the busier one's share, over every step:
+        # whichever of the two is the steady one (the issue's run had its 15 steady steps
+        # at 39 % and 14 at 99 %, and this read 0)
+        slow, fast = (other, steady) if other_share < steady_share else (steady, other)
+        gap = regime_share(steps, fast) - regime_share(steps, slow)
+        cost = max(0.0, gap * sum(steps[i].span_us for i in slow)) / len(steps)
         return [
             self.finding(
                 f"the steps run in two regimes: {len(steady)} steps at "

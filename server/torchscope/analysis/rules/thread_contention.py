@@ -2,30 +2,20 @@
 
 The timing pass times one batch at ``torch.set_num_threads(1)`` right after each normal sample
 (CPU, more than one thread). Each pair saw the same machine, so the ratio one-thread / N-threads
-per pair is what is judged: the median ratio must be ≤ ``FASTER`` and a one-sided sign test
-must say one thread wins more often than chance (p ≤ ``SIGN_TEST_P``), which needs ≥ 5 pairs.
+per pair is what is judged: the median ratio must be ≤ ``THREADS_FASTER`` and a one-sided sign test
+must say one thread wins more often than chance (p ≤ ``SIGN_TEST_P``), which needs ≥ 5 pairs
+(``causes.contention``: the ``threads`` cause uses the same test).
 """
 
 from __future__ import annotations
 
-from math import comb
-
+from ..causes import contention
 from ..columns import median
 from ..context import Context
 from ..formatting import format_duration, format_share
 from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
-
-FASTER = 0.8
-"""One thread at least 20 % faster (ratio ≤ 0.8): beyond timing noise on a shared machine."""
-
-SIGN_TEST_P = 0.05
-
-
-def sign_test_p(wins: int, n: int) -> float:
-    """One-sided P(at least ``wins`` of ``n`` fair coin flips)."""
-    return float(sum(comb(n, k) for k in range(wins, n + 1))) / float(2**n)
 
 
 class ThreadContention(Rule):
@@ -49,30 +39,25 @@ class ThreadContention(Rule):
         del measured
         m = ctx.measurements
         assert m is not None
-        pairs = list(zip(m.call_us, m.single_thread_us))
-        ratios = [s / c for c, s in pairs if c > 0]
-        if not ratios:
+        judged = contention(m)
+        if judged is None or not judged.contended:
             return []
-        wins = sum(1 for r in ratios if r < 1.0)
-        p = sign_test_p(wins, len(ratios))
-        ratio = median(ratios)
-        if ratio > FASTER or p > SIGN_TEST_P:
-            return []
+        ratio = judged.ratio
         many = median(m.call_us)
         one = median(m.single_thread_us)
         return [
             self.finding(
                 f"with one thread this function takes {format_duration(one)} per call instead "
                 f"of {format_duration(many)} with {m.threads} "
-                f"({format_share(1.0 - ratio)} faster, median of {len(ratios)} interleaved "
+                f"({format_share(1.0 - ratio)} faster, median of {judged.pairs} interleaved "
                 "pairs): the intra-op threads wait for each other on this busy machine. "
                 "Use torch.set_num_threads(1) (or OMP_NUM_THREADS=1) for work this size, "
                 "and leave cores free for DataLoader workers and other processes",
                 max(0.0, many - one),
                 ratio=ratio,
                 threads=m.threads,
-                pairs=len(ratios),
-                p_value=p,
+                pairs=judged.pairs,
+                p_value=judged.p_value,
             )
         ]
 
