@@ -204,3 +204,30 @@ def test_collectives_align_by_sequence_number(tmp_path: Path, kineto: type[Kinet
         (200.0, 400.0),
         (200.0, 100.0),
     ]
+
+
+def test_rank_rows_sum_overlap_over_the_same_steps(
+    tmp_path: Path, kineto: type[KinetoBuilder]
+) -> None:
+    # Issue 40: the rows took the median of each column, from different steps. Step 1 hides a
+    # 300 µs all-reduce under compute; steps 2 and 3 expose 100 µs each. Per-step medians read
+    # "0 µs hidden" next to a 60 % hidden share; the sums over the steps agree.
+    for rank in (0, 1):
+        b = kineto()
+        b.meta["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+        for k in range(3):
+            t0 = 1000.0 * k
+            b.step(k + 1, t0, 1000.0)
+            b.kernel("volta_sgemm_128x64_nn", t0 + 10, 390.0, corr=1 + 10 * k, stream=7)
+            start, dur = (t0 + 50, 300.0) if k == 0 else (t0 + 500, 100.0)
+            b.kernel(
+                "ncclKernel_AllReduce_RING_LL_Sum_float", start, dur, corr=2 + 10 * k, stream=8
+            )
+        b.write(tmp_path / f"rank{rank}.json")
+    view = analyze_folder(tmp_path, workers=1)
+    for row in view.ranks:
+        assert row.comm_us == pytest.approx(500.0 / 3)
+        assert row.hidden_comm_us == pytest.approx(100.0)
+        assert row.exposed_comm_us == pytest.approx(200.0 / 3)
+        assert row.hidden_comm_us + row.exposed_comm_us == pytest.approx(row.comm_us)
+        assert row.hidden_share == pytest.approx(row.hidden_comm_us / row.comm_us)

@@ -1,7 +1,8 @@
 """The cross-rank view's data: one row per rank, and what the cross-rank rules read.
 
-``RankSummary`` is the output contract's ``ranks`` row (all times µs per step, the median
-over the rank's analysed steps):
+``RankSummary`` is the output contract's ``ranks`` row (all times µs per step: ``wall_us`` and
+``compute_us`` the median over the rank's analysed steps; the communication figures all
+steps' totals over the number of steps, so they add up and come from the same steps):
 
 - ``wall_us``: the step (one call of the profiled function) as the rank saw it;
 - ``comm_us``: collective communication — the union of NCCL/RCCL kernels on a GPU trace, of
@@ -10,10 +11,11 @@ over the rank's analysed steps):
   aligned across ranks, its duration minus the shortest duration any rank had for it (the
   last rank to arrive waits least; TraceLens' NCCL analyser splits it the same way);
 - ``compute_us``: the union of the non-communication work (kernels on a GPU, ops on a CPU);
-- ``exposed_comm_us``: communication not overlapped with that compute (the median over steps
-  of each step's communication minus its hidden part);
-- ``hidden_comm_us``: communication overlapped with compute (the median of the per-step hidden
-  time: exposed and hidden are computed per step, never from medians of different steps);
+- ``exposed_comm_us``: communication not overlapped with that compute (the sum over steps of
+  each step's communication minus its hidden part, per step);
+- ``hidden_comm_us``: communication overlapped with compute (the sum over steps of what was
+  hidden, per step: ``comm_us = hidden_comm_us + exposed_comm_us``, as ``comm-heavy`` over
+  one trace; medians of different steps did not add up, issue 40);
 - ``hidden_share``: all steps' hidden communication over all steps' communication (None: no
   communication), with ``hidden_share_min``/``hidden_share_max`` the per-step range (over the
   steps with communication).

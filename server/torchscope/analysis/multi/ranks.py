@@ -175,13 +175,19 @@ def shared_fastest(tables: Sequence[Mapping[object, float]]) -> dict[object, flo
     return {k: min(t[k] for t in tables) for k in shared}
 
 
+def _per_step(values: list[float]) -> float:
+    """All steps' total over the number of steps (0 with no steps)."""
+    return sum(values) / len(values) if values else 0.0
+
+
 def hidden_shares(comm: list[float], hidden: list[float]) -> dict[str, Any]:
-    """The hidden communication of one rank: the median per step, the all-steps share and
-    the per-step range (steps without communication have no share)."""
+    """The hidden communication of one rank: all steps' hidden time per step, its share of
+    all steps' communication and the per-step range (steps without communication have no
+    share)."""
     shares = [h / c for c, h in zip(comm, hidden) if c > 0]
     total = sum(comm)
     return {
-        "hidden_comm_us": median(hidden),
+        "hidden_comm_us": _per_step(hidden),
         "hidden_share": sum(hidden) / total if total > 0 else None,
         "hidden_share_min": min(shares) if shares else None,
         "hidden_share_max": max(shares) if shares else None,
@@ -189,19 +195,23 @@ def hidden_shares(comm: list[float], hidden: list[float]) -> dict[str, Any]:
 
 
 def summarize(stats: RankStats, fastest: Mapping[object, float]) -> RankSummary:
-    """One rank's row: the medians of its steps, and per step the time spent waiting in the
-    collectives shared by all ranks (``fastest``: ``shared_fastest`` over every rank)."""
+    """One rank's row: the step and its compute as medians of its steps; its communication,
+    the hidden and exposed parts of it and the wait in the collectives shared by all ranks
+    (``fastest``: ``shared_fastest`` over every rank) as all steps' totals per step, so
+    ``comm_us = hidden_comm_us + exposed_comm_us`` and each is summed over the same steps
+    (issue 40: medians of different steps did not add up, as ``comm-heavy`` had found)."""
     waits = [0.0] * len(stats.wall)
     for key, step, dur in stats.collectives:
         if key in fastest and 0 <= step < len(waits):
             waits[step] += dur - fastest[key]
+    comm = _per_step(stats.comm)
     return RankSummary(
         rank=stats.rank,
         wall_us=median(stats.wall),
         compute_us=median(stats.compute),
-        comm_us=median(stats.comm),
-        wait_us=min(median(waits), median(stats.comm)),
-        exposed_comm_us=median(stats.exposed),
+        comm_us=comm,
+        wait_us=min(_per_step(waits), comm),
+        exposed_comm_us=_per_step(stats.exposed),
         trace_path=stats.path,
         **hidden_shares(stats.comm, stats.hidden),
     )
