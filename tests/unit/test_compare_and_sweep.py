@@ -315,6 +315,28 @@ def test_crossover_is_where_every_larger_size_is_compute_bound() -> None:
     assert crossover([]) is None
 
 
+def test_the_crossover_line_is_computed_from_the_rows_it_prints() -> None:
+    # Issue 40: rows overhead-bound / overhead-bound / low-efficiency, each with a compute
+    # share over 50 %, then "crossover: none — compute-bound at every size".
+    rows = [
+        point(1, 0.6, "overhead-bound"),
+        point(4, 0.7, "overhead-bound"),
+        point(16, 0.9, "low-efficiency"),
+    ]
+    assert crossover(rows) == 16
+    text = render_sweep(rows, crossover(rows))
+    assert text.endswith("crossover: low-efficiency from N=16 (overhead-bound at N=4)")
+    small = [point(1, 0.9, "overhead-bound"), point(4, 0.9, "overhead-bound")]
+    assert crossover(small) is None
+    assert render_sweep(small, None).endswith(
+        "crossover: none — still overhead-bound at N=4: try larger sizes"
+    )
+    big = [point(1, 0.2, "compute-heavy"), point(4, 0.3, "low-efficiency")]
+    assert render_sweep(big, crossover(big)).endswith(
+        "crossover: none — not overhead-bound at any size (compute-heavy, low-efficiency from N=1)"
+    )
+
+
 def _report(kind: str, median_us: float | None, **verdict: float) -> Report:
     timing = Timing(1.0, 1.0, median_us, 1.0, 3) if median_us is not None else None
     return Report(

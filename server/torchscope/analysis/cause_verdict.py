@@ -78,7 +78,7 @@ def _top_gemm(eff: Efficiency) -> int | None:
 def _why_inefficient(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
     """Why the compute is below the floor: the threads when one thread was faster, else the
     cause ``low-efficiency-gemm`` names from the dominant GEMM's shapes and dtype."""
-    if c.costs["threads"] > 0 and c.one_thread_us is not None:
+    if c.costs["threads"] > 0 and c.one_thread_us is not None and c.one_thread_us < c.call_us:
         return (
             f"the intra-op threads: with 1 thread {format_duration(c.one_thread_us)} per call "
             f"({_ratio(c.call_us, c.one_thread_us)}); use torch.set_num_threads(1) for work "

@@ -49,8 +49,16 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N=64,256,1024",
         help="profile at each size: the call expression's {N} placeholder takes each value; "
         "with no call expression, batch=1,8,32 replays the capture of a real call (torchscope "
-        "run --capture) with its tensors' batch dimension (dim 0) cut or repeated to each size "
+        "run --capture) with its tensors' batch dimension cut or repeated to each size "
         "(batch alone: a quarter to four times the captured size)",
+    )
+    parser.add_argument(
+        "--batch-dim",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --sweep batch: the captured tensors' batch dimension (default: read from "
+        "the model's batch_first, else the dimension all tensor arguments share)",
     )
 
 
@@ -71,7 +79,11 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
     options = job_options(args, workspace_root=str(Path.cwd()))
     for flag, _ in chosen_kinds(args):
         print(f"torchscope: --sweep and {flag} cannot be combined", file=sys.stderr)
-    if chosen_kinds(args):
+    batch_dim = getattr(args, "batch_dim", None)
+    bad_dim = batch_dim is not None and (batch_dim < 0 or args.sweep[0] != "batch")
+    if bad_dim:
+        print("torchscope: --batch-dim N takes N >= 0, with --sweep batch", file=sys.stderr)
+    if chosen_kinds(args) or bad_dim:
         await profiler.close()
         return EXIT_USAGE
     from torchscope.host.profile_run import ProfileFailure
@@ -88,6 +100,7 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
             options,
             progress_printer(args),
             output_printer(args),
+            batch_dim,
         )
     except ProfileFailure as failure:
         return print_failure(target.file, failure)

@@ -3,8 +3,10 @@
 around the captured one (``--sweep batch`` alone).
 
 The worker does the resizing (``worker/batch_resize.py``): the request's ``inputs`` carry the
-capture and ``batch`` (None: as captured), and come back with ``batch`` and
-``captured_batch`` filled in, so each point's report names its batch size.
+capture, ``batch`` (None: as captured) and ``batch_dim`` (``--batch-dim``; None: the worker
+reads it from the model or the inputs), and come back with ``batch``, ``captured_batch``,
+``batch_dim`` and ``batch_dim_from`` (how it was chosen) filled in, so each point's report names
+its batch size.
 """
 
 from __future__ import annotations
@@ -26,12 +28,17 @@ class CaptureAtBatch(ProfileJobKind):
 
     chooses_call = False  # the capture, whatever directive applies
 
-    def __init__(self, capture: dict[str, Any], batch: Optional[int]) -> None:
+    def __init__(
+        self, capture: dict[str, Any], batch: Optional[int], batch_dim: Optional[int] = None
+    ) -> None:
         self.capture = capture
         self.batch = batch
+        self.batch_dim = batch_dim
+        """The batch dimension asked for (``--batch-dim``; None: the worker chooses)."""
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
-        return ProfileRequest(**{**fields, "inputs": {**self.capture, "batch": self.batch}})
+        inputs = {**self.capture, "batch": self.batch, "batch_dim": self.batch_dim}
+        return ProfileRequest(**{**fields, "inputs": inputs})
 
 
 def default_batches(captured: int) -> list[int]:

@@ -141,6 +141,10 @@ class SweepOutcome:
     outcomes: list[ProfileOutcome] = field(default_factory=list)
     captured_batch: Optional[int] = None
     """A sweep over a capture's batch dimension: the capture's own batch size."""
+    batch_dim: Optional[int] = None
+    """That sweep's batch dimension (``sweep.batch_dim`` in the JSON)."""
+    batch_dim_from: str = ""
+    """How the worker chose it (``lstm.batch_first=False``, ``--batch-dim`` …)."""
 
     @property
     def device(self) -> str:
@@ -155,6 +159,7 @@ class SweepOutcome:
         data = self.sweep.to_dict()
         if self.captured_batch is not None:
             data["captured_batch"] = self.captured_batch
+            data["batch_dim"] = self.batch_dim
         return data
 
     def to_json(self) -> dict[str, Any]:
@@ -179,7 +184,14 @@ class SweepOutcome:
             f"== {self.target.qualname} across {self.name} ({self.target.file}:"
             f"{self.target.def_line})",
             f"   call: {self.template}",
-            *([f"   captured batch size: {self.captured_batch}"] if self.captured_batch else []),
+            *(
+                [
+                    f"   captured batch size: {self.captured_batch} (dim {self.batch_dim}: "
+                    f"{self.batch_dim_from})"
+                ]
+                if self.captured_batch
+                else []
+            ),
             render_sweep(self.points, self.crossover, self.name, self.device),
         ]
         if self.chart_path:
@@ -277,14 +289,15 @@ async def _batch_sweep(
     options: JobOptions,
     on_progress: Optional[Callable[[Progress], None]],
     on_output: Optional[Callable[[Output], None]],
+    batch_dim: Optional[int] = None,
 ) -> SweepOutcome:
-    """The capture replayed at each batch size; without sizes, at its own first (which says
-    what it is), then around it."""
+    """The capture replayed at each batch size along ``batch_dim`` (None: the worker chooses);
+    without sizes, at its own first (which says what it is), then around it."""
     capture = batch_sweep.batch_capture(target, call, options)
     by_size: dict[int, Reported] = {}
     todo, total = list(sizes), len(sizes) or 5
     if not todo:
-        kind = batch_sweep.CaptureAtBatch(capture, None)
+        kind = batch_sweep.CaptureAtBatch(capture, None, batch_dim)
         where = (f"{BATCH} as captured", 0, total)
         first = await _profile_at(
             profiler, kind, target, None, options, where, on_progress, on_output
@@ -297,7 +310,7 @@ async def _batch_sweep(
         todo = [b for b in batch_sweep.default_batches(captured) if b != captured]
         total = len(todo) + 1
     for size in todo:
-        kind = batch_sweep.CaptureAtBatch(capture, size)
+        kind = batch_sweep.CaptureAtBatch(capture, size, batch_dim)
         where = (f"{BATCH}={size}", len(by_size), total)
         by_size[size] = await _profile_at(
             profiler, kind, target, None, options, where, on_progress, on_output
@@ -305,6 +318,8 @@ async def _batch_sweep(
     result = _finish(profiler, target, batch_sweep.template(target), BATCH, by_size)
     for outcome in result.outcomes:
         result.captured_batch = outcome.result.inputs.get("captured_batch")
+        result.batch_dim = outcome.result.inputs.get("batch_dim")
+        result.batch_dim_from = str(outcome.result.inputs.get("batch_dim_from") or "")
     return result
 
 
@@ -317,12 +332,16 @@ async def sweep(
     options: JobOptions,
     on_progress: Optional[Callable[[Progress], None]] = None,
     on_output: Optional[Callable[[Output], None]] = None,
+    batch_dim: Optional[int] = None,
 ) -> SweepOutcome:
     """Profile ``target`` at each size; a failing size becomes a failed point, unless the
     failure would repeat at every size (import, target, call expression), which is raised.
-    ``batch`` with no ``{batch}`` in the call replays the capture at each batch size."""
+    ``batch`` with no ``{batch}`` in the call replays the capture at each batch size (along
+    ``batch_dim``, ``--batch-dim``; None: read from the model or the inputs)."""
     if name == BATCH and placeholder(BATCH) not in (call or ""):
-        return await _batch_sweep(profiler, target, call, sizes, options, on_progress, on_output)
+        return await _batch_sweep(
+            profiler, target, call, sizes, options, on_progress, on_output, batch_dim
+        )
     hello = await profiler.hello()
     template = choose_template(target, call, name, hello.cuda_available)
     sizes = sizes or list(DEFAULT_SIZES)

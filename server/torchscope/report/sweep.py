@@ -1,5 +1,5 @@
 """The size sweep in words: the table the CLI prints and the Markdown of the editor's panel,
-one row per size, then where the function turns compute-bound (the chart is
+one row per size, then where the function stops being overhead-bound (the chart is
 :mod:`.sweep_chart`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Optional
 
 from torchscope.analysis.formatting import format_duration, format_share
-from torchscope.analysis.multi.sweep import COMPUTE_SHARE_CROSSOVER, Sweep, SweepPoint
+from torchscope.analysis.multi.sweep import Sweep, SweepPoint, past_overhead
 
 
 def _us(value: Optional[float]) -> str:
@@ -29,19 +29,23 @@ def _table(points: list[SweepPoint], name: str, device: str) -> list[list[str]]:
 
 
 def crossover_text(points: list[SweepPoint], cross: Optional[int], name: str = "N") -> str:
-    """Where the function turns compute-bound, in one line ('' when no size could run)."""
+    """Where the function stops being overhead-bound, in one line, from the rows' own verdicts
+    ('' when no size could run)."""
+    ok = sorted((p for p in points if p.ok), key=lambda p: p.n)
     if cross is not None:
-        below = [p.n for p in points if p.ok and p.n < cross]
-        return (
-            f"crossover: compute-bound from {name}={cross} (overhead-bound at {name}={below[-1]})"
-            if below
-            else f"crossover: compute-bound from {name}={cross}"
-        )
-    ok = [p for p in points if p.ok]
-    if ok and all((p.compute_share or 0) >= COMPUTE_SHARE_CROSSOVER for p in ok):
-        return f"crossover: none — compute-bound at every size (from {name}={ok[0].n})"
+        at = next(p for p in ok if p.n == cross)
+        below = [p.n for p in ok if p.n < cross]
+        where = f" (overhead-bound at {name}={below[-1]})" if below else ""
+        return f"crossover: {at.verdict} from {name}={cross}{where}"
+    if ok and all(past_overhead(p) for p in ok):
+        kinds = ", ".join(dict.fromkeys(p.verdict for p in ok))
+        return f"crossover: none — not overhead-bound at any size ({kinds} from {name}={ok[0].n})"
     if ok:
-        return f"crossover: none — not compute-bound up to {name}={ok[-1].n}: try larger sizes"
+        return (
+            f"crossover: none — still overhead-bound at {name}={ok[-1].n}: try larger sizes"
+            if not past_overhead(ok[-1])
+            else f"crossover: none — the verdicts go back and forth up to {name}={ok[-1].n}"
+        )
     return ""
 
 

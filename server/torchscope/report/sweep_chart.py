@@ -136,12 +136,13 @@ def _crossover(f: _Frame, ok: list[SweepPoint], cross: Optional[int], name: str)
     if cross is None:
         return []
     before = [p.n for p in ok if p.n < cross]
+    verdict = next((p.verdict for p in ok if p.n == cross), "compute-bound")
     xx = f.x(math.sqrt(before[-1] * cross) if before else float(cross))
     return [
         f'<line class="crossover" x1="{xx:.1f}" y1="{TOP}" x2="{xx:.1f}" '
         f'y2="{TOP + f.plot_h}" stroke="#c0392b" stroke-dasharray="4 3"/>',
         f'<text x="{xx + 4:.1f}" y="{TOP + 14}" fill="#c0392b">'
-        f"crossover: compute-bound from {escape(name)}={cross}</text>",
+        f"crossover: {escape(verdict)} from {escape(name)}={cross}</text>",
     ]
 
 

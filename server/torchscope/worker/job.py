@@ -146,10 +146,13 @@ class ProfileJob:
         echoed back name the batch size and the captured one."""
         inputs = self.request.inputs
         try:
-            prepared, captured = at_batch(prepared, inputs["batch"], self.request.qualname)
+            prepared, captured, dim, why = at_batch(
+                prepared, inputs["batch"], self.request.qualname, inputs.get("batch_dim")
+            )
         except NoBatchDimension as exc:
             raise self._fail("capture", str(exc)) from exc
         inputs["captured_batch"] = captured
+        inputs["batch_dim"], inputs["batch_dim_from"] = dim, why
         inputs["batch"] = inputs["batch"] or captured
         return prepared
 

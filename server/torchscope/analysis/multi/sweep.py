@@ -17,9 +17,10 @@ from ..columns import median
 from ..results import Report
 
 COMPUTE_SHARE_CROSSOVER = 0.5
-"""A size is compute-bound once at least half of each call is compute. On CPU that is the CPU
-verdict's own line (dispatch share < 50 %, ``verdict.OVERHEAD_BOUND_DISPATCH_SHARE``); on a GPU
-it is device time per call over unprofiled wall time per call."""
+"""The ``compute`` column's midpoint: at least half of each call is compute (on CPU the CPU
+verdict's dispatch line, ``verdict.OVERHEAD_BOUND_DISPATCH_SHARE``; on a GPU device time per
+call over unprofiled wall time per call). The crossover itself is read off the rows' verdicts
+(``crossover``), so the line under the table never contradicts them."""
 
 
 @dataclass(frozen=True)
@@ -113,14 +114,26 @@ def failed_point(n: int, error: str) -> SweepPoint:
     return SweepPoint(n, None, None, None, None, None, "failed", error=error)
 
 
+OVERHEAD_VERDICTS = ("overhead-bound",)
+"""The row verdicts on the overhead side of the crossover: the call's fixed costs dominate.
+Every other verdict (compute-bound, low-efficiency, memory-bound, compute-heavy …) says the
+work itself does."""
+
+
+def past_overhead(point: SweepPoint) -> bool:
+    """The row's own verdict says the work dominates (not ``OVERHEAD_VERDICTS``)."""
+    return point.verdict not in OVERHEAD_VERDICTS
+
+
 def crossover(points: list[SweepPoint]) -> Optional[int]:
-    """The smallest size from which every larger measured size is compute-bound, provided some
-    smaller size is not; None when all sizes sit on one side (no crossing inside the range)."""
+    """The smallest size from which every larger measured size's row verdict is past the
+    overhead (``past_overhead``), provided some smaller size is overhead-bound; None when all
+    sizes sit on one side. Computed from the verdicts the rows print (issue 40: rows read
+    overhead-bound / overhead-bound / low-efficiency above "compute-bound at every size")."""
     measured = sorted((p for p in points if p.ok), key=lambda p: p.n)
     found: Optional[int] = None
     for k in range(len(measured) - 1, -1, -1):
-        share = measured[k].compute_share
-        if share is None or share < COMPUTE_SHARE_CROSSOVER:
+        if not past_overhead(measured[k]):
             break
         found = measured[k].n
     if found is None or found == measured[0].n:
