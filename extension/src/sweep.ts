@@ -110,17 +110,28 @@ export function parseSweep(value: unknown): SweepInfo | undefined {
   };
 }
 
-/** One line for the notification: where the function turns compute-bound. */
+/** The row verdicts on the overhead side of the crossover (analysis/multi/sweep.py). */
+const OVERHEAD_VERDICTS = ["overhead-bound"];
+
+/**
+ * One line for the notification: where the function stops being overhead-bound, read off the
+ * rows' own verdicts as the server's crossover line is (report/sweep.py: crossover_text).
+ */
 export function sweepSummary(sweep: SweepInfo): string {
   const ok = sweep.points.filter((p) => p.error === null || p.error === undefined);
+  const past = (p: SweepPointInfo): boolean => !OVERHEAD_VERDICTS.includes(p.verdict);
   if (sweep.crossover !== null) {
-    return `compute-bound from ${sweep.name}=${sweep.crossover}`;
+    const at = ok.find((p) => p.N === sweep.crossover);
+    return `${at?.verdict ?? "compute-bound"} from ${sweep.name}=${sweep.crossover}`;
   }
-  if (ok.length > 0 && ok.every((p) => (p.compute_share ?? 0) >= 0.5)) {
-    return `compute-bound at every size (from ${sweep.name}=${ok[0]?.N ?? "?"})`;
+  if (ok.length > 0 && ok.every(past)) {
+    return `not overhead-bound at any size (from ${sweep.name}=${ok[0]?.N ?? "?"})`;
   }
-  if (ok.length > 0) {
-    return `overhead-bound up to ${sweep.name}=${ok[ok.length - 1]?.N ?? "?"}: try larger sizes`;
+  const last = ok[ok.length - 1];
+  if (last !== undefined) {
+    return past(last)
+      ? `the verdicts go back and forth up to ${sweep.name}=${last.N}`
+      : `still overhead-bound at ${sweep.name}=${last.N}: try larger sizes`;
   }
   return "no size could be profiled";
 }

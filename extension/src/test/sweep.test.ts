@@ -66,8 +66,11 @@ describe("profile across sizes", () => {
     assert.ok(parsed !== undefined);
     assert.equal(sweepSummary(parsed), "compute-bound from N=64");
     const [small, medium] = parsed.points;
-    assert.equal(sweepSummary({ ...parsed, crossover: null, points: [medium] }), "compute-bound at every size (from N=64)");
-    assert.equal(sweepSummary({ ...parsed, crossover: null, points: [small] }), "overhead-bound up to N=16: try larger sizes");
+    assert.equal(sweepSummary({ ...parsed, crossover: null, points: [medium] }), "not overhead-bound at any size (from N=64)");
+    assert.equal(sweepSummary({ ...parsed, crossover: null, points: [small] }), "still overhead-bound at N=16: try larger sizes");
+    // issue 40: the rows' verdicts decide, not the compute share (over 50 % while overhead-bound)
+    const busy = { ...small, compute_share: 0.9 };
+    assert.equal(sweepSummary({ ...parsed, crossover: null, points: [busy] }), "still overhead-bound at N=16: try larger sizes");
     assert.equal(parseSweep({ points: "x" }), undefined);
   });
 
