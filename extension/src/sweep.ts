@@ -127,13 +127,13 @@ export function sweepSummary(sweep: SweepInfo): string {
   if (ok.length > 0 && ok.every(past)) {
     return `not overhead-bound at any size (from ${sweep.name}=${ok[0]?.N ?? "?"})`;
   }
-  const last = ok[ok.length - 1];
-  if (last !== undefined) {
-    return past(last)
-      ? `the verdicts go back and forth up to ${sweep.name}=${last.N}`
-      : `still overhead-bound at ${sweep.name}=${last.N}: try larger sizes`;
+  if (ok.length === 0) {
+    return "no size could be profiled";
   }
-  return "no size could be profiled";
+  const last = ok[ok.length - 1];
+  return past(last)
+    ? `the verdicts go back and forth up to ${sweep.name}=${last.N}`
+    : `still overhead-bound at ${sweep.name}=${last.N}: try larger sizes`;
 }
 
 /**
