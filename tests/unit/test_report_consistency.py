@@ -163,3 +163,23 @@ def test_cpu_peaks_keep_the_best_of_this_machine_only() -> None:
     assert peaks is not None
     assert (peaks.matmul_gflops, peaks.bandwidth_gbps) == ({"float32": 40.0}, 30.0)
     assert cpu_peaks(entries, "c/Y", "Y") is None
+
+
+def test_thread_advice_only_when_one_thread_was_faster_beyond_the_noise(
+    cpu_traces: dict[str, Path],
+) -> None:
+    # Issue 40: at batch 1 the sweep advised `use torch.set_num_threads(1)` for "0.93× faster".
+    from torchscope.analysis.results import Peaks
+
+    peaks = Peaks({"float32": 1000.0}, 50.0, "measured")
+
+    def verdict(single: float) -> str:
+        m = Measurements(
+            0.0, [24_700.0] * 6, 1.1, peaks=peaks, threads=2, single_thread_us=[single] * 6
+        )
+        return analyze_trace(cpu_traces["fn512"], m).verdict.headline
+
+    assert "set_num_threads" not in verdict(23_000.0)  # 7 % faster: noise
+    # 27 % faster: the threads are a cause, the math still the costliest, and the advice says so
+    assert "use torch.set_num_threads(1)" in verdict(18_000.0)
+    assert verdict(9_000.0).startswith("overhead-bound (CPU threads): ")  # 2.7×: the cause

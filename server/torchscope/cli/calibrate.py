@@ -54,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(peaks))
         return 0
-    print(f"peaks of {peaks['device']} (measured):")
+    name = peaks.get("name")  # the CPU or GPU as profile and analyze name it
+    label = f"{name} ({peaks['device']})" if name else peaks["device"]
+    print(f"peaks of {label} (measured):")
     for dtype, gflops in peaks["matmul_gflops"].items():
         print(f"  matmul {dtype}: {gflops:.3g} GFLOP/s")
     if peaks.get("bandwidth_gbps"):
