@@ -352,12 +352,6 @@ def _peaks(
     return out
 
 
-MIN_FAULTS_PER_CALL = 64
-"""Fewer faults per call (256 KiB of fresh pages) are noise from the interpreter's own heap:
-on a 10 µs call a single stray fault would otherwise count as 10 %. Below it the faults are
-no ``page-faults`` cause and no ``allocation-churn`` finding."""
-
-
 def page_fault_numbers(ctx: Context) -> tuple[float | None, float | None, float | None, float]:
     """(faults per call, their µs per call, their share of the call, µs per fault) from the
     timing pass; Nones when the worker did not count faults."""

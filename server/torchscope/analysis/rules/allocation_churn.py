@@ -4,9 +4,10 @@ allocation view; the page-fault cost is calibrated by the worker on the machine 
 
 from __future__ import annotations
 
+from ..causes import MIN_FAULTS_PER_CALL
 from ..context import Context
 from ..formatting import format_bytes, format_duration, format_share
-from ..memory import MIN_FAULTS_PER_CALL, page_fault_numbers
+from ..memory import page_fault_numbers
 from ..results import Finding
 from ..stages import Metrics
 from .base import Rule
