@@ -122,7 +122,7 @@ CAUSE_IDS = {
     "dispatch": {"overhead-bound"},
     "threads": {"overhead-bound"},
     "page-faults": {"overhead-bound"},
-    "compute": {"compute-bound", "low-efficiency", "overhead-bound"},  # small shapes
+    "compute": {"compute-bound", "low-efficiency", "overhead-bound", "compute-heavy"},  # no peak
     "bandwidth": {"memory-bound", "overhead-bound"},  # cache-resident tensors
 }
 
