@@ -18,11 +18,10 @@ from torchscope.protocol import CALIBRATION_FILE, host_name, machine_id
 
 from .conftest import CPU_TRACES, SHARED_TRACES, KinetoBuilder
 
-SHARED = Path("/work/shared/traces")
 TRACES = sorted(
     {
         p
-        for folder in (SHARED_TRACES, SHARED, CPU_TRACES)
+        for folder in (SHARED_TRACES, CPU_TRACES)
         if folder.is_dir()
         for p in folder.iterdir()
         if p.name.endswith((".json", ".json.gz")) and "measured" not in p.name
