@@ -229,7 +229,7 @@ def test_a_wrong_rewrite_is_refused_as_changing_the_outputs_and_a_raising_one_as
     target = function_named(source, str(samples), "attention")
     options = JobOptions(warmup=1, timing_budget_s=0.5, workspace_root=str(samples.parent))
 
-    async def run() -> list[FixTrial]:
+    async def run() -> list[tuple[FixTrial, Rewrite]]:
         profiler = Profiler(sys.executable, TraceStore(trace_dir), cwd=str(samples.parent))
         try:
             return [
@@ -241,7 +241,7 @@ def test_a_wrong_rewrite_is_refused_as_changing_the_outputs_and_a_raising_one_as
         finally:
             await profiler.close()
 
-    changed, raised = asyncio.run(run())
+    (changed, _), (raised, _) = asyncio.run(run())
     assert changed.refused == CHANGES_OUTPUTS and not changed.same_outputs
     assert "not offered: it changes the outputs" in changed.message
     assert "max difference" in changed.detail
@@ -253,8 +253,18 @@ def test_list_try_and_apply_contract(samples: Path) -> None:
     cwd, name = samples.parent, samples.name
     listed = _cli(f"{name}::attention", "--list", "--json", cwd=cwd)
     assert listed.returncode == 0, listed.stderr
+    sdpa = fix_by_id("sdpa")
+    assert sdpa is not None
     assert json.loads(listed.stdout) == {
-        "fixes": [{"id": "sdpa", "line": 12, "title": "use F.scaled_dot_product_attention"}]
+        "fixes": [
+            {
+                "id": "sdpa",
+                "line": 12,
+                "title": "use F.scaled_dot_product_attention",
+                "assumes": sdpa.assumes,
+                "devices": ["cpu"],
+            }
+        ]
     }
     none = _cli(f"{name}::no_attention", "--list", "--json", cwd=cwd)
     assert json.loads(none.stdout) == {"fixes": []}

@@ -82,11 +82,17 @@ class DiffJob(ProfileJob):
 
         torch.manual_seed(SEED)
         after, after_def = self._setup()
+        fallback = self._fallback_reason(after) if request.check_outputs else ""
+        if fallback:  # a trial condition failed: the rewrite that does not assume it
+            request.before_source = request.fallback_source
         try:
             before, before_def = self._setup_before()
         except JobFailed as failed:
             raise self._as_rewrite_failure(failed) from failed
         outputs = self._check_outputs(after, before) if request.check_outputs else {}
+        if fallback:
+            outputs["fallback"] = True
+            outputs["notes"] = [*outputs.get("notes", []), f"measured with attn_mask: {fallback}"]
         after_cold, after_estimate = self._cold_and_warm(after, side="current ")
         before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
         self._stage("timing", "timing both versions in alternating rounds")
@@ -152,28 +158,55 @@ class DiffJob(ProfileJob):
             return failed
         return JobFailed(dataclasses.replace(failed.error, kind="rewrite-raised"))
 
-    def _check_outputs(self, original: PreparedCall, rewrite: PreparedCall) -> dict[str, Any]:
-        """Call each side once from the same seed and compare (``worker/outputs.py``)."""
+    def _fallback_reason(self, original: PreparedCall) -> str:
+        """Why the rewrite's trial conditions (``DiffRequest.trial_conditions``) do not hold
+        for the original's objects, when it has a fallback; "" when they hold."""
+        from torchscope.worker.trial_check import lower_triangular
+
+        for condition in self.request.trial_conditions:
+            if condition.get("kind") == "lower-triangular" and self.request.fallback_source:
+                why = lower_triangular(original, condition["class"], condition["expr"])
+                if why:
+                    return why
+        return ""
+
+    def _call_side(self, prepared: PreparedCall, kind: str, what: str) -> Any:
+        """One side's call from the seed, for the check (``worker/trial_check.py``)."""
         import torch
 
-        from torchscope.worker.outputs import compare, parameters_of
+        from torchscope.worker.trial_check import Side
+
+        torch.manual_seed(SEED)
+        try:
+            return Side(prepared, prepared.invoke(), torch.is_grad_enabled())
+        except Exception as exc:
+            raise self._fail(kind, f"{what} {type(exc).__name__}: {exc}", exc) from exc
+
+    def _check_outputs(self, original: PreparedCall, rewrite: PreparedCall) -> dict[str, Any]:
+        """Call each side once from the same seed and compare what the program depends on
+        (``worker/trial_check.py``): outputs, autograd, state; then the fix's conditions."""
+        import contextlib
+
+        from torchscope.protocol import NO_EVIDENCE
+        from torchscope.worker.trial_check import (
+            compare_sides,
+            dropout_off,
+            no_grad_evidence,
+        )
 
         self._stage("check", "calling the original and the rewrite once and comparing results")
-        torch.manual_seed(SEED)
-        try:
-            result = original.invoke()
-        except Exception as exc:
-            raise self._fail(
-                "call-raised", f"`{original.source}` raised {type(exc).__name__}: {exc}", exc
-            ) from exc
-        torch.manual_seed(SEED)
-        try:
-            rewritten = rewrite.invoke()
-        except Exception as exc:
-            raise self._fail(
-                "rewrite-raised", f"the rewrite raised {type(exc).__name__}: {exc}", exc
-            ) from exc
-        return compare(result, rewritten, parameters_of(original), parameters_of(rewrite))
+        off = self.request.check_dropout_off
+        with dropout_off([original, rewrite]) if off else contextlib.nullcontext():
+            a = self._call_side(original, "call-raised", f"`{original.source}` raised")
+            b = self._call_side(rewrite, "rewrite-raised", "the rewrite raised")
+            check = compare_sides(a, b, off)
+        for condition in self.request.trial_conditions:
+            if condition.get("kind") == "no-grad":
+                check.checks.append("no-grad evidence")
+                reason = no_grad_evidence(a)
+                if reason:
+                    check.differ(NO_EVIDENCE, reason)
+        return check.as_dict()
 
     def _setup_before(self) -> tuple[PreparedCall, int]:
         """Load the earlier source beside today's module and evaluate the call in it."""
