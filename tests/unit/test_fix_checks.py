@@ -41,7 +41,8 @@ def test_sdpa_folds_attention_dropout_and_the_causal_buffer() -> None:
         assert gone not in rewrite.source.split("def forward(self, x):")[1].split("class MLP")[0]
     # The buffer's shape is only known at run time: the trial checks it, with a fallback.
     assert rewrite.conditions == (
-        {"kind": "lower-triangular", "class": "CausalSelfAttention", "expr": "self.bias"},
+        {"kind": "lower-triangular", "class": "CausalSelfAttention", "expr": "self.bias",
+         "instead": "attn_mask"},
     )
     assert rewrite.dropout_off  # SDPA draws its own dropout mask: compare with dropout off
     assert rewrite.fallback is not None and "is_causal" not in rewrite.fallback.source
@@ -130,3 +131,19 @@ def test_fix_list_reads_the_source_only(tmp_path: Path) -> None:
     assert inference["devices"] == ["cpu", "cuda"]  # which one runs is the trial's question
     assert json.loads(imported) == []  # torch was never imported
     assert "worker" not in done.stderr
+
+
+def test_a_profile_never_suggests_inference_mode() -> None:
+    """A profile cannot tell whether a caller differentiates through the function: the
+    finding does not point at inference-mode (``--try`` checks it on a call)."""
+    from tests.unit.test_fixes import _report
+    from torchscope.analysis.fixes.offers import attach_fixes
+    from torchscope.analysis.results import Finding
+
+    source = CORPUS.read_text()
+    gap = Finding("dispatch-gap", "warning", "gaps", 10.0)
+    report = attach_fixes(_report(gap), source, "GPT.forward", "cpu")
+    assert report.findings[0].fix is None
+    hot = Finding("hot-op", "warning", "hot", 10.0)
+    attention = attach_fixes(_report(hot), source, ATTENTION, "cpu")
+    assert attention.findings[0].fix is not None and attention.findings[0].fix.rule == "sdpa"

@@ -56,11 +56,14 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     if args.apply and not args.try_id:
         print("torchscope: --apply goes with --try ID", file=sys.stderr)
         return EXIT_USAGE
+    if args.list:  # the source only: no worker, no event loop
+        found = read_target(args.target)
+        return EXIT_USAGE if found is None else _list(args, *found)
+    import asyncio
+
     return asyncio.run(run_fix_command(args))
 
 
@@ -71,7 +74,7 @@ async def run_fix_command(args: argparse.Namespace) -> int:
     source, target = found
     if args.list:
         return _list(args, source, target)
-    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.profile_run import ProfileFailure  # the worker's side: only for --try
 
     profiler = make_profiler(args)
     try:

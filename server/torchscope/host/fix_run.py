@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchscope.analysis.fixes import Rewrite, fix_by_id
-from torchscope.analysis.fixes.trial import FixTrial, measured_trial, raised_trial, unified_patch
+from torchscope.analysis.fixes.trial import (
+    FixTrial,
+    checked_trial,
+    measured_trial,
+    raised_trial,
+    unified_patch,
+)
 from torchscope.analysis.multi.diff import decide
 from torchscope.analysis.multi.interval import ratio_interval, undecided
 from torchscope.host.diff_run import DiffJobKind, _result
@@ -126,6 +132,7 @@ async def measure_rewrite(
     rewrite it measured (``Rewrite.fallback`` when the worker found a condition false)."""
     original_us: list[float] = []
     rewritten_us: list[float] = []
+    fallback = ""
     for job in range(1, MAX_TRIAL_JOBS + 1):
         if job > 1 and on_progress is not None:
             on_progress(
@@ -147,11 +154,16 @@ async def measure_rewrite(
             ), rewrite
         if reply.outputs.get("fallback") and rewrite.fallback is not None:
             rewrite = dataclasses.replace(rewrite.fallback, conditions=())
+            fallback = reply.outputs["fallback"]  # the worker's why, for every later job
+        reply.outputs.setdefault("fallback", fallback)
+        if reply.outputs.get("refusal"):  # refused by the check: the worker timed nothing
+            return checked_trial(rewrite.fix, reply.outputs, _patch(target, rewrite),
+                                 rewrite.assumes), rewrite  # fmt: skip
         original_us += _result(reply.after).call_us
         rewritten_us += _result(reply.before).call_us
         interval = ratio_interval(original_us, rewritten_us)
-        if reply.outputs.get("refusal") or not undecided(interval):
-            break  # a refused rewrite is not measured again: no timing makes it right
+        if not undecided(interval):
+            break
     verdict = decide(
         interval,
         "the original",

@@ -321,8 +321,11 @@ class SdpaFix(Fix):
         except FixError:
             return None
         conditions = tuple(
-            {"kind": "lower-triangular", "class": cls, "expr": b} for b in sorted(found.buffers)
+            {"kind": "lower-triangular", "class": cls, "expr": b, "instead": "attn_mask"}
+            for b in sorted(found.buffers)
         )
+        if fallback is not None:
+            fallback = dataclasses.replace(fallback, dropout_off=found.dropout)
         return dataclasses.replace(rewrite, conditions=conditions, fallback=fallback)
 
     def _plan(self, parsed: Parsed, found: _Found) -> list[tuple[Site, list[Edit]]]:

@@ -130,6 +130,8 @@ def _said(outputs: dict[str, Any], refused: Optional[str]) -> str:
     if refused == CHANGES_OUTPUTS:
         return f"outputs differ ({outputs.get('detail', '')})"
     said = " ".join(["same outputs", *outputs.get("notes", [])])
+    if outputs.get("fallback"):  # a trial condition failed: what was measured instead
+        said += f" ({outputs['fallback']})"
     checks = set(outputs.get("checks", []))
     held = [] if refused in CHECK_REFUSALS else [c for c in ("grads", "buffers") if c in checks]
     if "grads" in held and any(u.startswith("backward:") for u in outputs.get("unchecked", [])):
@@ -168,6 +170,33 @@ def measured_trial(
         patch,
         refused,
         message,
+        detail,
+        assumes,
+        tuple(outputs.get("checks", [])),
+        tuple(outputs.get("unchecked", [])),
+        tuple(outputs.get("notes", []))
+        + ((outputs["fallback"],) if outputs.get("fallback") else ()),
+    )
+
+
+def checked_trial(fix_id: str, outputs: dict[str, Any], patch: str, assumes: str = "") -> FixTrial:
+    """The trial of a rewrite the worker's check refused (``outputs["refusal"]``): it was not
+    timed, as no speed-up makes a changed program right."""
+    refused = str(outputs.get("refusal"))
+    detail = str(outputs.get("detail", ""))
+    if refused == CHANGES_OUTPUTS:
+        message = f"outputs differ ({detail}) — not offered: it changes the outputs"
+    else:
+        message = f"{_said(outputs, refused)} — not offered: {refused}: {detail}"
+    return FixTrial(
+        fix_id,
+        None,
+        None,
+        None,
+        refused != CHANGES_OUTPUTS,
+        patch,
+        refused,
+        f"not timed: {message}",
         detail,
         assumes,
         tuple(outputs.get("checks", [])),

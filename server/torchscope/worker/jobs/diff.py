@@ -91,23 +91,14 @@ class DiffJob(ProfileJob):
             raise self._as_rewrite_failure(failed) from failed
         outputs = self._check_outputs(after, before) if request.check_outputs else {}
         if fallback:
-            outputs["fallback"] = True
-            outputs["notes"] = [*outputs.get("notes", []), f"measured with attn_mask: {fallback}"]
-        after_cold, after_estimate = self._cold_and_warm(after, side="current ")
-        before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
-        self._stage("timing", "timing both versions in alternating rounds")
-        try:
-            (before_us, after_us), floor_us = time_interleaved(
-                [before.invoke, after.invoke],
-                [before_estimate, after_estimate],
-                options.timing_calls,
-                options.timing_budget_s,
-                self.use_cuda,
-            )
-        except Exception as exc:
-            raise self._fail(
-                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
-            ) from exc
+            outputs["fallback"] = fallback
+        if outputs.get("refusal"):  # a rewrite the check refused: no timing makes it right
+            after_cold = before_cold = 0.0
+            before_us: list[float] = []
+            after_us: list[float] = []
+            floor_us = [0.0]
+        else:
+            after_cold, before_cold, (before_us, after_us), floor_us = self._rounds(after, before)
         after_note, before_note = self._profiles(after, before)
         common: dict[str, Any] = {
             "job_id": request.job_id,
@@ -140,6 +131,29 @@ class DiffJob(ProfileJob):
             outputs=outputs,
         )
 
+    def _rounds(
+        self, after: PreparedCall, before: PreparedCall
+    ) -> tuple[float, float, tuple[list[float], list[float]], list[float]]:
+        """Each side's cold call and warmup, then the interleaved timing: the cold times,
+        (before, after) per-call times of the rounds and the dispatch floors."""
+        request, options = self.request, self.request.options
+        after_cold, after_estimate = self._cold_and_warm(after, side="current ")
+        before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
+        self._stage("timing", "timing both versions in alternating rounds")
+        try:
+            (before_us, after_us), floor_us = time_interleaved(
+                [before.invoke, after.invoke],
+                [before_estimate, after_estimate],
+                options.timing_calls,
+                options.timing_budget_s,
+                self.use_cuda,
+            )
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        return after_cold, before_cold, (before_us, after_us), floor_us
+
     def _profiles(self, after: PreparedCall, before: PreparedCall) -> tuple[str, str]:
         """The profile pass of each side (their attribution notes); none for a measured fix,
         which needs only the rounds."""
@@ -167,7 +181,7 @@ class DiffJob(ProfileJob):
             if condition.get("kind") == "lower-triangular" and self.request.fallback_source:
                 why = lower_triangular(original, condition["class"], condition["expr"])
                 if why:
-                    return why
+                    return f"measured with {condition.get('instead', 'the fallback')}: {why}"
         return ""
 
     def _call_side(self, prepared: PreparedCall, kind: str, what: str) -> Any:
