@@ -91,8 +91,12 @@ def parameters_of(prepared: Any) -> list[Any]:
     return list(unique.values())
 
 
-def differs(a: Any, b: Any) -> str:
-    """ "" when ``a`` and ``b`` are the same within tolerance, else what differs."""
+def differs(a: Any, b: Any, summed: bool = False) -> str:
+    """ "" when ``a`` and ``b`` are the same within tolerance, else what differs. ``summed``
+    (a gradient: a sum over the batch and every position) measures the tolerance against the
+    tensor's largest magnitude rather than each element's: a convolution's weight gradient sums
+    4096 products per element, and a kernel that sums in another order (channels-last) moves
+    an element near zero by ~1e-4 of the largest one — the same gradient."""
     import torch
 
     if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
@@ -115,4 +119,12 @@ def differs(a: Any, b: Any) -> str:
     if torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
         return ""
     worst = (a.double() - b.double()).abs().nan_to_num(math.inf).max().item()
+    if summed:
+        largest = b.double().abs().nan_to_num(0.0).max().item() if b.numel() else 0.0
+        if worst <= atol + rtol * largest:
+            return ""
+        return (
+            f"max difference {worst:.3g} (rtol {rtol:g} of the largest {largest:.3g}, "
+            f"atol {atol:g} for {a.dtype})"
+        )
     return f"max difference {worst:.3g} (rtol {rtol:g}, atol {atol:g} for {a.dtype})"

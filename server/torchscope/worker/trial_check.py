@@ -10,7 +10,8 @@ After each side was called once from the same seed (``jobs/diff.py``), in order:
 - ``grads``: the ``.grad`` the call left on every parameter (a training step's backward), then,
   where an original output requires grad, one backward pass on each side with the same seeded
   cotangents (``torch.autograd.grad``: nothing accumulates into ``.grad``), comparing the
-  gradients of every tensor input that requires grad and every parameter;
+  gradients of every tensor input that requires grad and every parameter (a gradient's
+  tolerance is against its largest magnitude: ``outputs.differs(summed=True)``);
 - ``parameters``: their values after the call (an optimizer step);
 - ``buffers``, ``training``: every buffer (BatchNorm's running statistics) and every module's
   ``training`` flag of the modules the call reaches, after the call;
@@ -208,7 +209,7 @@ def _grads(check: Check, a: Side, b: Side, needing: list[int]) -> None:
     check.checks.append("grads")
     for path, x, y in _grad_pairs(a, b):
         check.compared += 1
-        detail = differs(x, y)
+        detail = differs(x, y, summed=True)
         if detail:
             check.differ(CHANGES_AUTOGRAD, f"{path} differs: {detail}")
             return
@@ -236,7 +237,7 @@ def _grads(check: Check, a: Side, b: Side, needing: list[int]) -> None:
             used = "the original's" if x is not None else "the rewrite's"
             check.differ(CHANGES_AUTOGRAD, f"only {used} output has a gradient for {name}")
             return
-        detail = differs(x, y)
+        detail = differs(x, y, summed=True)
         if detail:
             check.differ(CHANGES_AUTOGRAD, f"the gradient of {name} differs: {detail}")
             return
