@@ -16,7 +16,6 @@ is measured with ``attn_mask``; SDPA on the GPT attention is faster, with the sa
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import shutil
@@ -29,12 +28,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.worker.test_fix import _cli, benchmark_rounds, on_one_worker
 from torchscope.analysis.fixes import fix_by_id
 from torchscope.analysis.fixes.base import Rewrite
 from torchscope.analysis.fixes.trial import NOT_FASTER, FixTrial
 from torchscope.host.fix_run import measure_rewrite
 from torchscope.host.profile_run import Profiler
-from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import CHANGES_AUTOGRAD, JobOptions
 from torchscope.targets import function_named, read_source
 
@@ -53,16 +52,6 @@ FUNCTIONS = (
 )
 QUICK = ("--timing-budget", "0.3", "--warmup", "1")
 AUTOGRAD = "changes autograd: the original's output requires grad, the rewrite's does not"
-
-
-def _fix(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchscope", "fix", *args, "--device", "cpu", "-q"],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
 
 
 _TRAINING = """
@@ -126,13 +115,13 @@ def _training_problems(original: Path, rewritten: Path, dropout_off: bool) -> li
 def test_no_fix_the_corpus_is_offered_breaks_its_training_step(tmp_path: Path) -> None:
     tried: list[tuple[str, dict[str, Any]]] = []
     for qualname in FUNCTIONS:
-        listed = _fix(f"{CORPUS}::{qualname}", "--list", "--json", cwd=tmp_path)
+        listed = _cli(f"{CORPUS}::{qualname}", "--list", "--json", cwd=tmp_path)
         assert listed.returncode == 0, listed.stderr
         for fix_id in dict.fromkeys(row["id"] for row in json.loads(listed.stdout)["fixes"]):
             work = tmp_path / f"{qualname}-{fix_id}"
             work.mkdir()
             copy = Path(shutil.copy(CORPUS, work / "fix_corpus.py"))
-            done = _fix(f"{copy.name}::{qualname}", "--try", fix_id, "--apply", "--json",
+            done = _cli(f"{copy.name}::{qualname}", "--try", fix_id, "--apply", "--json",
                         *QUICK, cwd=work)  # fmt: skip
             assert done.returncode in (0, 1), done.stderr
             data = json.loads(done.stdout)
@@ -173,15 +162,11 @@ def _trial(file: Path, trace_dir: Path, qualname: str, call: str, rewrite: Rewri
     target = function_named(read_source(file), str(file), qualname)
     options = JobOptions(warmup=1, timing_budget_s=0.3, workspace_root=str(file.parent))
 
-    async def run() -> FixTrial:
-        profiler = Profiler(sys.executable, TraceStore(trace_dir), cwd=str(file.parent))
-        try:
-            trial, _ = await measure_rewrite(profiler, target, call, options, rewrite)
-            return trial
-        finally:
-            await profiler.close()
+    async def work(profiler: Profiler) -> FixTrial:
+        trial, _ = await measure_rewrite(profiler, target, call, options, rewrite)
+        return trial
 
-    return asyncio.run(run())
+    return on_one_worker(file, trace_dir, work)
 
 
 def test_a_rewrite_that_keeps_the_values_but_breaks_the_gradients_is_refused(
@@ -235,40 +220,13 @@ def test_a_causal_buffer_that_is_not_lower_triangular_is_measured_with_attn_mask
     assert "measured with attn_mask: self.bias is not lower-triangular" in trial.message
 
 
-_REFERENCE = """
-import importlib.util, json, sys
-import torch
-from torch.utils import benchmark
-from torchscope.worker.compile_tools import steady_allocator
-paths, build, inputs = json.loads(sys.argv[1])
-steady_allocator()  # the heap the trial's interleaved timing runs on
-timers = []
-for k, path in enumerate(paths):
-    spec = importlib.util.spec_from_file_location(f"_reference{k}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch.manual_seed(0)
-    ns = vars(module)
-    model, x = eval(build, ns), eval(inputs, ns)
-    timers.append(benchmark.Timer("m(x)", globals={"m": model, "x": x},
-                                  num_threads=torch.get_num_threads()))
-ratios = []
-for r in range(6):
-    times = [0.0, 0.0]
-    for i in (0, 1) if r % 2 == 0 else (1, 0):
-        times[i] = timers[i].blocked_autorange(min_run_time=0.1).median
-    ratios.append(times[0] / times[1])
-print(json.dumps(sorted(ratios)))
-"""
-
-
 def test_sdpa_on_gpt_attention_with_dropout_is_faster_with_the_same_outputs_and_grads(
     tmp_path: Path,
 ) -> None:
     file = Path(shutil.copy(CORPUS, tmp_path / "fix_corpus.py"))
     build = "CausalSelfAttention(GPTConfig(block_size=256, n_embd=128, n_head=4)).eval()"
     inputs = "torch.randn(8, 256, 128)"
-    done = _fix(f"{file.name}::CausalSelfAttention.forward", "--try", "sdpa", "--json",
+    done = _cli(f"{file.name}::CausalSelfAttention.forward", "--try", "sdpa", "--json",
                 "--call", f"{build}.forward({inputs})", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, (done.stderr, done.stdout)
     data = json.loads(done.stdout)
@@ -284,15 +242,11 @@ def test_sdpa_on_gpt_attention_with_dropout_is_faster_with_the_same_outputs_and_
     assert rewrite is not None
     rewritten = tmp_path / "rewritten.py"
     rewritten.write_text(rewrite.source)
-    reference = subprocess.run(
-        [sys.executable, "-c", _REFERENCE, json.dumps([[str(file), str(rewritten)], build, inputs])],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )  # fmt: skip
-    assert reference.returncode == 0, reference.stderr[-2000:]
-    rounds: list[float] = json.loads(reference.stdout.strip().splitlines()[-1])
+    import torch
+
+    # The block built once per side from the same seed, timed on the same input.
+    rounds = benchmark_rounds([file, rewritten], "_block", f"_block({inputs})",
+                              torch.get_num_threads(), function=build)  # fmt: skip
     expected = statistics.median(rounds)
     print(f"sdpa on GPT attention: torchscope {data['ratio']:.2f}× {data['interval']}, "
           f"torch.utils.benchmark {expected:.2f}× (rounds {rounds[0]:.2f}–{rounds[-1]:.2f})")  # fmt: skip
