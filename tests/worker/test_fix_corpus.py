@@ -252,3 +252,25 @@ def test_sdpa_on_gpt_attention_with_dropout_is_faster_with_the_same_outputs_and_
           f"torch.utils.benchmark {expected:.2f}× (rounds {rounds[0]:.2f}–{rounds[-1]:.2f})")  # fmt: skip
     assert expected > 1 and rounds[1] > 1
     assert abs(math.log(data["ratio"] / expected)) <= math.log(2.0), (data["ratio"], rounds)
+
+
+def test_a_rewrite_that_keeps_the_values_but_not_the_batchnorm_statistics_is_refused(
+    tmp_path: Path, trace_dir: Path
+) -> None:
+    """BatchNorm in training mode normalises by the batch's statistics and updates its running
+    ones: a functional batch norm without the buffers returns the same values and gradients,
+    and leaves the running statistics behind — the next eval() would see other numbers."""
+    file = Path(shutil.copy(CORPUS, tmp_path / "fix_corpus.py"))
+    source = file.read_text()
+    stateless = source.replace(
+        "x = F.relu(self.bn1(self.conv1(x)))",
+        "x = F.relu(F.batch_norm(self.conv1(x), None, None, self.bn1.weight, self.bn1.bias, True))",
+    )
+    assert stateless != source
+    call = "ConvNet().forward(torch.randn(8, 3, 16, 16))"
+    trial = _trial(file, trace_dir, "ConvNet.forward", call,
+                   Rewrite("inference-mode", stateless, (150,), "", source))  # fmt: skip
+    assert trial.refused == "changes the state" and trial.same_outputs, trial.message
+    assert "buffer bn1.running_mean after the call: max difference" in trial.detail, trial.detail
+    assert {"outputs", "grads", "buffers"} <= set(trial.checks)
+    assert "not offered: changes the state: buffer bn1.running_mean" in trial.message

@@ -250,7 +250,9 @@ def _state(check: Check, a: Side, b: Side) -> None:
     for (name, p), (_, q) in zip(_named_parameters(a.prepared), _named_parameters(b.prepared)):
         pairs.append(("parameters", f"parameter {name}", p, q))
     a_mods, b_mods = modules_of(a.prepared), modules_of(b.prepared)
-    for (_, m), (_, n) in zip(a_mods, b_mods):
+    for (label, m), (_, n) in zip(a_mods, b_mods):
+        if [k for k, _ in m.named_buffers()] != [k for k, _ in n.named_buffers()]:
+            check.differ(CHANGES_STATE, f"{label} holds other buffers after the call")
         for (name, x), (_, y) in zip(m.named_buffers(), n.named_buffers()):
             pairs.append(("buffers", f"buffer {name}", x, y))
         for (name, x), (_, y) in zip(m.named_modules(), n.named_modules()):
