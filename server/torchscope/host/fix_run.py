@@ -5,11 +5,11 @@ The rewrite never touches the user's file: it travels as the ``diff`` job's earl
 (``DiffRequest.before_source``, loaded under a private module name from a folder of the job),
 with ``check_outputs`` set, so the worker first checks both sides' calls
 (``worker/trial_check.py``: outputs, autograd, state; the rewrite's ``conditions``, its
-``fallback`` and whether to compare with dropout off travel with it). The verdict is ``analysis/multi/diff.py``'s, with the original as
-*before* and the rewrite as *after*. Every face calls ``try_fix``: the CLI's
-``torchscope fix --try`` (it writes ``FixTrial.offered`` rewrites with ``apply_rewrite``), the
-LSP's ``torchscope.tryFix`` (Apply is the editor's ``workspace/applyEdit``) and the MCP tool
-``try_fix`` (it writes nothing).
+``fallback`` and whether to compare with dropout off travel with it). The verdict is
+``analysis/multi/diff.py``'s, with the original as *before* and the rewrite as *after*. Every
+face calls ``try_fix``: the CLI's ``torchscope fix --try`` (it writes ``FixTrial.offered``
+rewrites with ``apply_rewrite``), the LSP's ``torchscope.tryFix`` (Apply is the editor's
+``workspace/applyEdit``) and the MCP tool ``try_fix`` (it writes nothing).
 """
 
 from __future__ import annotations

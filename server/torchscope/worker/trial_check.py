@@ -206,15 +206,20 @@ def _backward(side: Side, needing: list[int]) -> tuple[list[str], list[Any]]:
 
 
 def _grads(check: Check, a: Side, b: Side, needing: list[int]) -> None:
-    check.checks.append("grads")
-    for path, x, y in _grad_pairs(a, b):
+    """``grads`` joins ``checks`` when a gradient was compared: one the call left, or one of
+    the backward pass."""
+    pairs = list(_grad_pairs(a, b))
+    if pairs or (needing and check.refusal is None):
+        check.checks.append("grads")
+    for path, x, y in pairs:
         check.compared += 1
         detail = differs(x, y, summed=True)
         if detail:
             check.differ(CHANGES_AUTOGRAD, f"{path} differs: {detail}")
             return
     if not needing:
-        check.unchecked.append("backward: no output requires grad")
+        if not pairs:
+            check.unchecked.append("grads: no output requires grad and the call left none")
         return
     if check.refusal is not None:
         return

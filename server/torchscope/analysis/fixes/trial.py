@@ -134,8 +134,6 @@ def _said(outputs: dict[str, Any], refused: Optional[str]) -> str:
         said += f" ({outputs['fallback']})"
     checks = set(outputs.get("checks", []))
     held = [] if refused in CHECK_REFUSALS else [c for c in ("grads", "buffers") if c in checks]
-    if "grads" in held and any(u.startswith("backward:") for u in outputs.get("unchecked", [])):
-        held.remove("grads")
     return said + (f", same {' and '.join(held)}" if held else "")
 
 
