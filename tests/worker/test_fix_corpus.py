@@ -274,3 +274,32 @@ def test_a_rewrite_that_keeps_the_values_but_not_the_batchnorm_statistics_is_ref
     assert "buffer bn1.running_mean after the call: max difference" in trial.detail, trial.detail
     assert {"outputs", "grads", "buffers"} <= set(trial.checks)
     assert "not offered: changes the state: buffer bn1.running_mean" in trial.message
+
+
+def test_a_capture_from_a_training_loop_is_evidence_against_inference_mode(
+    tmp_path: Path, trace_dir: Path
+) -> None:
+    """The trial's inputs can be a capture of a real call (``torchscope run --capture``): one
+    taken in a training loop holds the module in training mode, and its output requires grad —
+    the evidence that a training step differentiates through ``forward``."""
+    directive = "    # torchscope: ConvNet().forward(torch.randn(8, 3, 16, 16))\n"
+    source = CORPUS.read_text()
+    assert directive in source
+    (tmp_path / "fix_corpus.py").write_text(source.replace(directive, ""))  # the capture decides
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom fix_corpus import training_of, train_step\n\n"
+        "model, optimizer, x, y = training_of('cnn')\n"
+        "for _ in range(2):\n    train_step(model, optimizer, x, y)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "torchscope", "run", "--target", "fix_corpus.py::ConvNet.forward",
+         "--capture", "--calls", "1", "-q", "--trace-dir", str(trace_dir), "--steps", "1",
+         *QUICK, "--", "python", "train.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    done = _cli("fix_corpus.py::ConvNet.forward", "--try", "inference-mode", "--json", *QUICK,
+                cwd=tmp_path)  # fmt: skip
+    data = json.loads(done.stdout)
+    assert done.returncode == 1 and data["refused"] == "changes autograd", (done.stderr, data)
+    assert AUTOGRAD in data["message"]
