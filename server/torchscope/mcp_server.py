@@ -215,10 +215,12 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
         call: Call = None,
     ) -> CallToolResult:
         """Measure one fix on a function: rewrite a scratch copy, time it against the original
-        interleaved in one worker job, compare their outputs. Returns {id, verdict, ratio
-        (times faster), interval, same_outputs, patch (unified diff), refused, message} (the
-        `torchscope fix --try ID --json` object). Writes no file: apply the patch yourself,
-        and only when refused is null (faster with the same outputs)."""
+        interleaved in one worker job, and check what the program depends on (outputs,
+        requires_grad, gradients of a backward pass, buffers and module state). Returns {id,
+        verdict, ratio (times faster), interval, same_outputs, patch (unified diff), refused,
+        message, assumes, checks, unchecked} (the `torchscope fix --try ID --json` object).
+        Writes no file: apply the patch yourself, and only when refused is null (faster, and
+        nothing checked changed)."""
         if fix_by_id(fix) is None:
             return _error(f"no fix {fix!r} — fixes: {', '.join(f.id for f in FIXES)}")
         try:
@@ -232,7 +234,8 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
         except ProfileFailure as failure:
             return _failure(target, failure)
         data = {**trial.to_dict(), "applied": False}
-        return _ok(data, f"{trial.id} on {qualname}: {trial.message}\n\n{trial.patch}")
+        unchecked = "".join(f"\nnot checked: {item}" for item in trial.unchecked)
+        return _ok(data, f"{trial.id} on {qualname}: {trial.summary}{unchecked}\n\n{trial.patch}")
 
 
 async def _run_program(

@@ -375,6 +375,17 @@ class DiffRequest(JobRequest):
     before_label: str = "HEAD"
     before_trace_path: str = ""
     check_outputs: bool = False
+    # Issue 39 (a measured fix's checks, ``worker/trial_check.py``):
+    check_dropout_off: bool = False
+    """The rewrite draws its randomness differently (SDPA's fused dropout): the check runs
+    both sides with every ``nn.Dropout`` at ``p=0``, and says so."""
+    trial_conditions: list[dict[str, str]] = field(default_factory=list)
+    """What the rewrite assumes that only the running program can tell, checked in the worker:
+    ``{"kind": "lower-triangular", "class", "expr", "instead"}`` (a causal buffer; failing
+    it, the job measures ``fallback_source`` instead) and ``{"kind": "no-grad"}`` (inference-mode's
+    evidence: the call ran without grad, or every module in eval mode and no output
+    requiring grad; failing it, the rewrite is refused)."""
+    fallback_source: str = ""
 
 
 @dataclass
@@ -389,7 +400,19 @@ class DiffResult(Message):
     before_label: str = "HEAD"
     outputs: dict[str, Any] = field(default_factory=dict)
     """With ``check_outputs``: ``same`` (bool), ``compared`` (how many tensors and numbers)
-    and ``detail`` (the first difference, "" when the same)."""
+    and ``detail`` (the first difference, "" when the same); since issue 39 also ``refusal``
+    (None or the trial's refusal id), ``checks`` and ``unchecked`` (lists of str), ``notes``
+    (what the comparison did differently, e.g. dropout off) and ``fallback`` (when a trial
+    condition failed and ``fallback_source`` was measured: what and why, e.g. ``measured with
+    attn_mask: self.bias is not lower-triangular``)."""
+
+
+#: A measured fix's check refusals (``DiffResult.outputs["refusal"]``), named for both sides:
+#: the worker's check (``worker/trial_check.py``) and the trial (``analysis/fixes/trial.py``).
+CHANGES_OUTPUTS = "changes the outputs"
+CHANGES_AUTOGRAD = "changes autograd"
+CHANGES_STATE = "changes the state"
+NO_EVIDENCE = "no evidence"
 
 
 @dataclass

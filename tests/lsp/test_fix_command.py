@@ -83,9 +83,10 @@ async def test_try_fix_measures_then_apply_edits_the_function(
     edit = await asyncio.wait_for(editor.edits.get(), 30)
     [question] = editor.questions
     assert question.message.startswith("torchscope: train_step: measured ")
-    assert "faster (95 % interval " in question.message and question.message.endswith(
-        ", same outputs"
-    )
+    assert "faster (95 % interval " in question.message and ", same outputs" in question.message
+    # What was checked and what the fix assumes, on the measured line (issue 39).
+    assert "· checked: outputs, requires_grad, grads" in question.message, question.message
+    assert question.message.endswith(f"· assumes: {trial['assumes']}"), question.message
     assert [a.title for a in question.actions or []] == ["Apply", "Discard"]
     [change] = edit.edit.changes[uri]  # type: ignore[index]
     rewritten = text.replace("set_to_none=False)\n    loss", "set_to_none=True)\n    loss")
@@ -109,7 +110,7 @@ async def test_try_fix_measures_then_apply_edits_the_function(
     assert refused["ok"] and not refused["offered"], refused
     assert refused["fix"]["refused"] == "changes the outputs"
     said = [m.message for m in client.messages if "zeroed_grad" in m.message]
-    assert said and said[-1].endswith("not offered: it changes the outputs"), said
+    assert said and "not offered: it changes the outputs · checked: outputs" in said[-1], said
     assert len(editor.questions) == 1 and editor.edits.empty()
 
     broken = tmp_path / "broken.py"

@@ -137,7 +137,14 @@ async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_p
         result = await client.call_tool("try_fix", {"file": str(file), "qualname": "train_step", "fix": "zero-grad-none"})
         assert not result.is_error, text(result)
         data = result.structured_content
-        assert set(data) == {"id", "verdict", "ratio", "interval", "same_outputs", "patch", "refused", "message", "detail", "applied"}
+        assert set(data) == {
+            "id", "verdict", "ratio", "interval", "same_outputs", "patch", "refused", "message", "detail",
+            "assumes", "checks", "unchecked", "applied",
+        }  # fmt: skip
+        assert {"outputs", "requires_grad", "grads", "parameters"} <= set(data["checks"]), data
+        assert data["assumes"] and f"assumes: {data['assumes']}" in text(result)
+        assert "checked: outputs, requires_grad, grads" in text(result)
+        assert all(f"not checked: {u}" in text(result) for u in data["unchecked"])
         assert data["id"] == "zero-grad-none" and data["same_outputs"] is True and data["applied"] is False
         assert data["verdict"] == "faster" and data["refused"] is None, data
         lo, hi = data["interval"]

@@ -21,7 +21,9 @@ import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import pytest
 
@@ -38,6 +40,7 @@ from torchscope.targets import function_named, read_source
 pytestmark = pytest.mark.slow
 
 SAMPLES = FIXTURES / "fix_samples.py"
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -57,23 +60,32 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _trials(file: Path, trace_dir: Path, cases: list[tuple[str, str]]) -> list[FixTrial]:
-    """Each ``(qualname, fix id)`` tried on one worker."""
-    options = JobOptions(warmup=2, timing_budget_s=1.5, workspace_root=str(file.parent))
+def on_one_worker(file: Path, trace_dir: Path, work: Callable[[Profiler], Awaitable[T]]) -> T:
+    """``work`` run with one real ``Profiler`` (one worker) in ``file``'s folder, then closed."""
 
-    async def run() -> list[FixTrial]:
+    async def run() -> T:
         profiler = Profiler(sys.executable, TraceStore(trace_dir), cwd=str(file.parent))
         try:
-            out = []
-            for qualname, fix_id in cases:
-                target = function_named(read_source(file), str(file), qualname)
-                trial, _ = await try_fix(profiler, target, None, options, fix_id)
-                out.append(trial)
-            return out
+            return await work(profiler)
         finally:
             await profiler.close()
 
     return asyncio.run(run())
+
+
+def _trials(file: Path, trace_dir: Path, cases: list[tuple[str, str]]) -> list[FixTrial]:
+    """Each ``(qualname, fix id)`` tried on one worker."""
+    options = JobOptions(warmup=2, timing_budget_s=1.5, workspace_root=str(file.parent))
+
+    async def work(profiler: Profiler) -> list[FixTrial]:
+        out = []
+        for qualname, fix_id in cases:
+            target = function_named(read_source(file), str(file), qualname)
+            trial, _ = await try_fix(profiler, target, None, options, fix_id)
+            out.append(trial)
+        return out
+
+    return on_one_worker(file, trace_dir, work)
 
 
 def test_sdpa_is_faster_with_the_same_outputs_and_agrees_with_torch_benchmark(
@@ -113,7 +125,7 @@ import importlib.util, json, sys
 import torch
 from torch.utils import benchmark
 from torchscope.worker.compile_tools import steady_allocator
-paths, qualname, call, threads = json.loads(sys.argv[1])
+paths, qualname, call, threads, function = json.loads(sys.argv[1])
 steady_allocator()  # the heap the trial's interleaved timing runs on
 timers = []
 for k, path in enumerate(paths):
@@ -123,8 +135,9 @@ for k, path in enumerate(paths):
     ns = vars(module)
     torch.manual_seed(0)
     args, kwargs = eval(call.replace(qualname + "(", "(lambda *a, **k: (a, k))(", 1), ns)
+    fn = eval(function, ns) if function else ns[qualname]  # a method's receiver, built once
     timers.append(benchmark.Timer(
-        "fn(*a, **k)", globals={"fn": ns[qualname], "a": args, "k": kwargs}, num_threads=threads
+        "fn(*a, **k)", globals={"fn": fn, "a": args, "k": kwargs}, num_threads=threads
     ))
 ratios = []
 for r in range(8):
@@ -157,10 +170,19 @@ def reference_rounds(
     at = next(i for i, line in enumerate(lines) if line.startswith(f"def {qualname}("))
     directive = lines[at - 1].removeprefix("# torchscope: ") if at else ""
     call = directive if directive.startswith(qualname + "(") else f"{qualname}()"
-    spec = json.dumps([[str(samples), str(rewritten)], qualname, call, threads])
+    return benchmark_rounds([samples, rewritten], qualname, call, threads)
+
+
+def benchmark_rounds(
+    paths: list[Path], qualname: str, call: str, threads: int, function: str = ""
+) -> list[float]:
+    """``reference_rounds``' measurement: ``paths[0]`` / ``paths[1]`` per call of ``call``
+    (``qualname(args…)``) by ``torch.utils.benchmark``, sorted; ``function``, when given, is
+    the expression of the callable (a module built once, for a method), else ``qualname``."""
+    spec = json.dumps([[str(p) for p in paths], qualname, call, threads, function])
     done = subprocess.run(
         [sys.executable, "-c", _REFERENCE, spec],
-        cwd=samples.parent,
+        cwd=paths[0].parent,
         capture_output=True,
         text=True,
         timeout=300,
@@ -229,19 +251,15 @@ def test_a_wrong_rewrite_is_refused_as_changing_the_outputs_and_a_raising_one_as
     target = function_named(source, str(samples), "attention")
     options = JobOptions(warmup=1, timing_budget_s=0.5, workspace_root=str(samples.parent))
 
-    async def run() -> list[FixTrial]:
-        profiler = Profiler(sys.executable, TraceStore(trace_dir), cwd=str(samples.parent))
-        try:
-            return [
-                await measure_rewrite(
-                    profiler, target, None, options, Rewrite("sdpa", text, (12,), "", source)
-                )
-                for text in (wrong, raising)
-            ]
-        finally:
-            await profiler.close()
+    async def work(profiler: Profiler) -> list[tuple[FixTrial, Rewrite]]:
+        return [
+            await measure_rewrite(
+                profiler, target, None, options, Rewrite("sdpa", text, (12,), "", source)
+            )
+            for text in (wrong, raising)
+        ]
 
-    changed, raised = asyncio.run(run())
+    (changed, _), (raised, _) = on_one_worker(samples, trace_dir, work)
     assert changed.refused == CHANGES_OUTPUTS and not changed.same_outputs
     assert "not offered: it changes the outputs" in changed.message
     assert "max difference" in changed.detail
@@ -253,8 +271,18 @@ def test_list_try_and_apply_contract(samples: Path) -> None:
     cwd, name = samples.parent, samples.name
     listed = _cli(f"{name}::attention", "--list", "--json", cwd=cwd)
     assert listed.returncode == 0, listed.stderr
+    sdpa = fix_by_id("sdpa")
+    assert sdpa is not None
     assert json.loads(listed.stdout) == {
-        "fixes": [{"id": "sdpa", "line": 12, "title": "use F.scaled_dot_product_attention"}]
+        "fixes": [
+            {
+                "id": "sdpa",
+                "line": 12,
+                "title": "use F.scaled_dot_product_attention",
+                "assumes": sdpa.assumes,
+                "devices": ["cpu"],
+            }
+        ]
     }
     none = _cli(f"{name}::no_attention", "--list", "--json", cwd=cwd)
     assert json.loads(none.stdout) == {"fixes": []}

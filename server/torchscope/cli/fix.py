@@ -1,7 +1,9 @@
 """``torchscope fix FILE::fn --list | --try ID [--apply]``: measured fixes.
 
-``--list`` names the fixes whose rewrite applies to the function on its device (pure source
-work, ``analysis/fixes/``). ``--try ID`` rewrites a scratch copy, times it against the
+``--list`` names the fixes whose rewrite applies to the function, each with its assumption:
+pure source work (``analysis/fixes/``) — no worker starts and torch is not imported, so a fix
+that gains only on CUDA is listed as such and the device question is answered when it is
+tried. ``--try ID`` rewrites a scratch copy, times it against the
 original in one ``diff`` job with an output check (``host/fix_run.py``) and prints the
 measured line and the patch; ``--apply`` writes the file only when the rewrite is faster with
 the same outputs. Exit 0 when it applied or would apply, 1 otherwise, 2 for usage errors.
@@ -54,33 +56,28 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-
     if args.apply and not args.try_id:
         print("torchscope: --apply goes with --try ID", file=sys.stderr)
         return EXIT_USAGE
+    if args.list:  # the source only: no worker, no event loop
+        found = read_target(args.target)
+        return EXIT_USAGE if found is None else _list(args, *found)
+    import asyncio
+
     return asyncio.run(run_fix_command(args))
 
 
-async def _device(profiler: Profiler, args: argparse.Namespace) -> str:
-    from torchscope.host.fix_run import device_of
-
-    if args.device == "cpu":
-        return "cpu"
-    return device_of(job_options(args, None), (await profiler.hello()).cuda_available)
-
-
 async def run_fix_command(args: argparse.Namespace) -> int:
-    from torchscope.host.profile_run import ProfileFailure
-
     found = read_target(args.target)
     if found is None:
         return EXIT_USAGE
     source, target = found
+    if args.list:
+        return _list(args, source, target)
+    from torchscope.host.profile_run import ProfileFailure  # the worker's side: only for --try
+
     profiler = make_profiler(args)
     try:
-        if args.list:
-            return await _list(profiler, args, source, target)
         return await _try(profiler, args, target)
     except ProfileFailure as failure:
         return print_failure(target.file, failure)
@@ -88,13 +85,18 @@ async def run_fix_command(args: argparse.Namespace) -> int:
         await profiler.close()
 
 
-async def _list(profiler: Profiler, args: argparse.Namespace, source: str, target: Target) -> int:
-    from torchscope.analysis.fixes import offered
+def _list(args: argparse.Namespace, source: str, target: Target) -> int:
+    """The source's fixes on the devices ``--device`` allows (both unless it names one)."""
+    from torchscope.analysis.fixes import offered_anywhere
     from torchscope.report.fix import render_fix_list
 
-    offers = offered(source, target.qualname, await _device(profiler, args))
+    devices = ("cpu",) if args.device == "cpu" else ("cuda",) if args.device == "cuda" else None
+    offers = offered_anywhere(source, target.qualname, devices)
     if args.json:
-        rows = [{"id": f.id, "line": s.line, "title": f.title} for f, s in offers]
+        rows = [
+            {"id": f.id, "line": s.line, "title": f.title, "assumes": f.assumes, "devices": d}
+            for f, s, d in offers
+        ]
         print(json.dumps({"fixes": rows}, ensure_ascii=False), flush=True)
     else:
         print(render_fix_list(target.qualname, offers))

@@ -1,14 +1,15 @@
 """Try a fix: rewrite a scratch copy, time it against the original in one ``diff`` job, check
-their outputs, and say whether the rewrite may be applied.
+what the program depends on, and say whether the rewrite may be applied.
 
 The rewrite never touches the user's file: it travels as the ``diff`` job's earlier text
 (``DiffRequest.before_source``, loaded under a private module name from a folder of the job),
-with ``check_outputs`` set, so the worker first compares both sides' results
-(``worker/outputs.py``). The verdict is ``analysis/multi/diff.py``'s, with the original as
-*before* and the rewrite as *after*. Every face calls ``try_fix``: the CLI's
-``torchscope fix --try`` (it writes ``FixTrial.offered`` rewrites with ``apply_rewrite``), the
-LSP's ``torchscope.tryFix`` (Apply is the editor's ``workspace/applyEdit``) and the MCP tool
-``try_fix`` (it writes nothing).
+with ``check_outputs`` set, so the worker first checks both sides' calls
+(``worker/trial_check.py``: outputs, autograd, state; the rewrite's ``conditions``, its
+``fallback`` and whether to compare with dropout off travel with it). The verdict is
+``analysis/multi/diff.py``'s, with the original as *before* and the rewrite as *after*. Every
+face calls ``try_fix``: the CLI's ``torchscope fix --try`` (it writes ``FixTrial.offered``
+rewrites with ``apply_rewrite``), the LSP's ``torchscope.tryFix`` (Apply is the editor's
+``workspace/applyEdit``) and the MCP tool ``try_fix`` (it writes nothing).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchscope.analysis.fixes import Rewrite, fix_by_id
-from torchscope.analysis.fixes.trial import FixTrial, measured_trial, raised_trial, unified_patch
+from torchscope.analysis.fixes.trial import (
+    FixTrial,
+    checked_trial,
+    measured_trial,
+    raised_trial,
+    unified_patch,
+)
 from torchscope.analysis.multi.diff import decide
 from torchscope.analysis.multi.interval import ratio_interval, undecided
 from torchscope.host.diff_run import DiffJobKind, _result
@@ -42,16 +49,23 @@ class FixNotApplicable(Exception):
 class FixJobKind(HostJob[DiffResult, DiffResult]):
     """The ``diff`` job with the rewrite as its earlier side and the output check on."""
 
-    rewrite_source: str
+    rewrite: Rewrite
     label: str
     kind = DiffRequest.TYPE
     reply_type = DiffResult
     fresh_worker_after = True  # as the diff job's (the heap settings of its timing)
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
-        request = DiffJobKind(self.rewrite_source, self.label).request(fields, target, store)
+        rewrite = self.rewrite
+        request = DiffJobKind(rewrite.source, self.label).request(fields, target, store)
         assert isinstance(request, DiffRequest)
-        return dataclasses.replace(request, check_outputs=True)
+        return dataclasses.replace(
+            request,
+            check_outputs=True,
+            check_dropout_off=rewrite.dropout_off,
+            trial_conditions=[dict(c) for c in rewrite.conditions],
+            fallback_source=rewrite.fallback.source if rewrite.fallback else "",
+        )
 
     def outcome(
         self, target: Target, call: Optional[str], reply: DiffResult, output: list[str]
@@ -94,8 +108,7 @@ async def try_fix(
     hello = await profiler.hello()
     source = Path(target.file).read_text(encoding="utf-8")
     rewrite = plan_rewrite(source, target, fix_id, device_of(options, hello.cuda_available))
-    trial = await measure_rewrite(profiler, target, call, options, rewrite, on_progress)
-    return trial, rewrite
+    return await measure_rewrite(profiler, target, call, options, rewrite, on_progress)
 
 
 MAX_TRIAL_JOBS = 3
@@ -112,21 +125,41 @@ async def measure_rewrite(
     options: JobOptions,
     rewrite: Rewrite,
     on_progress: Optional[Callable[[Progress], None]] = None,
-) -> FixTrial:
-    """Time ``rewrite`` against the file on disk and check their outputs: one job, and up to
-    :data:`MAX_TRIAL_JOBS` while the pooled rounds suggest a difference they cannot confirm
-    (``undecided``) — a careful engineer measures again before calling a fix "not faster"."""
-    patch = unified_patch(_patch_path(target.file), rewrite.original, rewrite.source)
-    kind = FixJobKind(rewrite.source, f"fix {rewrite.fix}")
+) -> tuple[FixTrial, Rewrite]:
+    """Time ``rewrite`` against the file on disk and check what the program depends on: one
+    job, and up to :data:`MAX_TRIAL_JOBS` while the pooled rounds suggest a difference they
+    cannot confirm (``undecided``) — a careful engineer measures again before calling a fix
+    "not faster", and says so (``measuring again (2/3): …``). Returns the trial and the
+    rewrite it measured (``Rewrite.fallback`` when the worker found a condition false)."""
     original_us: list[float] = []
     rewritten_us: list[float] = []
-    for _ in range(MAX_TRIAL_JOBS):
+    fallback = ""
+    for job in range(1, MAX_TRIAL_JOBS + 1):
+        if job > 1 and on_progress is not None:
+            on_progress(
+                Progress(
+                    0,
+                    "measure-again",
+                    f"measuring again ({job}/{MAX_TRIAL_JOBS}): "
+                    "the interval still reaches the no-difference band",
+                )
+            )
+        kind = FixJobKind(rewrite, f"fix {rewrite.fix}")
         try:
             reply = await profiler.run_job(kind, target, call, options, on_progress)
         except ProfileFailure as failure:
             if failure.kind != "rewrite-raised":
                 raise
-            return raised_trial(rewrite.fix, failure.message, patch)
+            return raised_trial(
+                rewrite.fix, failure.message, _patch(target, rewrite), rewrite.assumes
+            ), rewrite
+        if reply.outputs.get("fallback") and rewrite.fallback is not None:
+            rewrite = dataclasses.replace(rewrite.fallback, conditions=())
+            fallback = reply.outputs["fallback"]  # the worker's why, for every later job
+        reply.outputs.setdefault("fallback", fallback)
+        if reply.outputs.get("refusal"):  # refused by the check: the worker timed nothing
+            return checked_trial(rewrite.fix, reply.outputs, _patch(target, rewrite),
+                                 rewrite.assumes), rewrite  # fmt: skip
         original_us += _result(reply.after).call_us
         rewritten_us += _result(reply.before).call_us
         interval = ratio_interval(original_us, rewritten_us)
@@ -138,7 +171,12 @@ async def measure_rewrite(
         statistics.median(original_us),
         statistics.median(rewritten_us),
     )
-    return measured_trial(rewrite.fix, verdict, reply.outputs, patch)
+    patch = _patch(target, rewrite)
+    return measured_trial(rewrite.fix, verdict, reply.outputs, patch, rewrite.assumes), rewrite
+
+
+def _patch(target: Target, rewrite: Rewrite) -> str:
+    return unified_patch(_patch_path(target.file), rewrite.original, rewrite.source)
 
 
 def _patch_path(file: str) -> str:

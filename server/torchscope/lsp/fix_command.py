@@ -5,11 +5,13 @@ The code action is offered on the function under the cursor for every fix whose 
 applies to it (``analysis/fixes``, pure source work on the editor's text). The command runs
 the same trial as ``torchscope fix --try`` (``host.fix_run.try_fix``: the rewrite of a scratch
 copy timed against the saved file in one worker job, outputs compared) with ``$/progress``.
-A rewrite that may be offered (faster, same outputs) is shown as ``measured 2.3× faster
-(95 % interval 2.1–2.5×), same outputs`` with **Apply** / **Discard**
+A rewrite that may be offered (faster, and the check found nothing changed) is shown as
+``measured 2.3× faster (95 % interval 2.1–2.5×), same outputs · checked: outputs,
+requires_grad, … · assumes: …`` (``FixTrial.summary``) with **Apply** / **Discard**
 (``window/showMessageRequest``); Apply sends ``workspace/applyEdit`` replacing the function's
 lines, so the editor's undo takes it back. A refused rewrite is a warning naming the refusal
-(raises, changes the outputs, not faster) and no edit. Returns ``{ok, fix, offered}`` (``fix``
+(raises, changes the outputs, changes autograd, changes the state, no evidence, not faster)
+and no edit. Returns ``{ok, fix, offered}`` (``fix``
 is the ``torchscope fix --try --json`` object) as soon as the measurement is done; the
 question runs on its own.
 """
@@ -106,14 +108,14 @@ def _publish(
 ) -> dict[str, Any]:
     trial, rewrite = outcome
     qualname = located.target.qualname
-    ls.log(f"{qualname}: fix {trial.id}: {trial.message}")
+    ls.log(f"{qualname}: fix {trial.id}: {trial.summary}")
     _record(ls, located, trial)
     if trial.offered:
         task = asyncio.ensure_future(_ask(ls, located, trial, rewrite))
         _ASKING.add(task)
         task.add_done_callback(_ASKING.discard)
     else:
-        ls.show(types.MessageType.Warning, f"torchscope: {qualname}: {trial.message}")
+        ls.show(types.MessageType.Warning, f"torchscope: {qualname}: {trial.summary}")
     return {"ok": True, "fix": trial.to_dict(), "offered": trial.offered}
 
 
@@ -133,7 +135,7 @@ async def _ask(ls: TorchscopeServer, located: Located, trial: FixTrial, rewrite:
     qualname = located.target.qualname
     params = types.ShowMessageRequestParams(
         type=types.MessageType.Info,
-        message=f"torchscope: {qualname}: {trial.message}",
+        message=f"torchscope: {qualname}: {trial.summary}",
         actions=[types.MessageActionItem(title=APPLY), types.MessageActionItem(title=DISCARD)],
     )
     answer = await ls.window_show_message_request_async(params)
@@ -196,7 +198,7 @@ FIX_COMMAND: JobCommand[str, tuple[FixTrial, Rewrite]] = JobCommand(
     title=lambda target, fix: f"Trying fix {fix} on {target.qualname}",
     start=_start,
     publish=_publish,
-    done=lambda outcome: outcome[0].message,
+    done=lambda outcome: outcome[0].summary,
     failed=_failed,
 )
 

@@ -22,19 +22,28 @@ def fix_phrase(offer: FixOffer | None) -> str:
     return f" · fix {offer.rule}: {offer.measured.get('message', '')}"
 
 
-def render_fix_list(qualname: str, offers: list[tuple[Fix, Site]]) -> str:
-    """One line per fix and place: ``line 14  sdpa  use F.scaled_dot_product_attention``."""
+def render_fix_list(qualname: str, offers: list[tuple[Fix, Site, list[str]]]) -> str:
+    """One line per fix and place: ``line 14  sdpa  use F.scaled_dot_product_attention``,
+    ``(CUDA only)`` where it gains only there, then what it assumes."""
     if not offers:
         return f"no fix applies to {qualname}"
-    lines = [f"fixes for {qualname} (try one with --try ID):"]
-    for fix, site in offers:
-        lines.append(f"  line {site.line:<5} {fix.id:<16} {fix.title}")
+    lines = [f"fixes for {qualname} (try one with --try ID: it checks what the fix assumes):"]
+    for fix, site, devices in offers:
+        only = f" ({devices[0].upper()} only)" if len(devices) == 1 and devices[0] == "cuda" else ""
+        lines.append(f"  line {site.line:<5} {fix.id:<16} {fix.title}{only}")
+        lines.append(f"  {'':<10} {'':<16} assumes: {fix.assumes}")
     return "\n".join(lines)
 
 
 def render_trial(trial: FixTrial, applied: bool, apply_asked: bool) -> str:
-    """The measured line, what happened to the file, and the patch."""
+    """The measured line, what it assumed and checked, what happened to the file, the patch."""
     lines = [f"{trial.id}: {trial.message}"]
+    if trial.assumes:
+        lines.append(f"  assumes: {trial.assumes}")
+    if trial.checks:
+        lines.append(f"  checked: {', '.join(trial.checks)}")
+    for item in trial.unchecked:
+        lines.append(f"  not checked: {item}")
     if applied:
         lines.append("applied: the file now holds the rewrite")
     elif trial.offered:

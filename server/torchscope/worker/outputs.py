@@ -1,12 +1,7 @@
-"""Do two versions of a function give the same result? (a measured fix's output check)
-
-Each side is called once, after ``torch.manual_seed`` with the same seed, on inputs its own
-call expression built from the same seed. Compared, in order: every tensor and number in what
-they return (through tuples, lists, dicts and dataclass-like objects with ``__dict__`` left
-out), then every leaf tensor that needs a gradient reachable from the call's receiver and
-arguments (``nn.Module`` parameters, an optimizer's parameters) — its value (an optimizer
-step changes it) and its ``.grad`` (``None`` and all zeros count as the same: ``zero_grad``
-with and without ``set_to_none``). Tensors are compared with ``torch.allclose`` at the
+"""Two values the same? The pieces a measured fix's check (``worker/trial_check.py``) compares
+with: the tensors and numbers in a returned value (``leaves``: through tuples, lists and dicts),
+the leaf tensors that need a gradient a call reaches (``parameters_of``: ``nn.Module``
+parameters, an optimizer's), and ``differs``: tensors compared with ``torch.allclose`` at the
 tolerances of their dtype (``TOLERANCES``), NaN equal to NaN.
 """
 
@@ -30,7 +25,7 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 DEFAULT_TOLERANCE = (1e-4, 1e-5)
 
 
-def _leaves(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
+def leaves(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
     import torch
 
     if id(value) in seen:
@@ -41,10 +36,10 @@ def _leaves(value: Any, path: str, seen: set[int]) -> Iterator[tuple[str, Any]]:
     seen.add(id(value))
     if isinstance(value, dict):
         for key, item in value.items():
-            yield from _leaves(item, f"{path}[{key!r}]", seen)
+            yield from leaves(item, f"{path}[{key!r}]", seen)
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{i}]", seen)
+            yield from leaves(item, f"{path}[{i}]", seen)
     elif value is None or isinstance(value, (str, bytes)):
         yield path, value
 
@@ -72,24 +67,36 @@ def _parameters(value: Any, seen: set[int]) -> Iterator[Any]:
             yield from _parameters(item, seen)
 
 
+def roots_of(prepared: Any) -> list[tuple[str, Any]]:
+    """What a ``PreparedCall`` reaches, named: its receiver, its arguments and the module
+    globals the function reads by name (a training step's model and optimizer)."""
+    func = prepared.func
+    roots: list[tuple[str, Any]] = [("self", getattr(func, "__self__", None))]
+    roots += [(f"argument {i}", a) for i, a in enumerate(prepared.args)]
+    roots += [(f"argument {k}", a) for k, a in prepared.kwargs.items()]
+    code, names = getattr(func, "__code__", None), getattr(func, "__globals__", {})
+    if code is not None:
+        roots += [(n, names[n]) for n in code.co_names if n in names]
+    return roots
+
+
 def parameters_of(prepared: Any) -> list[Any]:
     """The leaf tensors of a ``PreparedCall`` whose values and gradients are compared: from
-    its receiver, its arguments and the module globals the function reads by name."""
-    func = prepared.func
-    roots = [getattr(func, "__self__", None), *prepared.args, *prepared.kwargs.values()]
-    code, names = getattr(func, "__code__", None), getattr(func, "__globals__", {})
-    if code is not None:  # the module-level model and optimizer a training step reads
-        roots += [names[n] for n in code.co_names if n in names]
+    what it reaches (``roots_of``)."""
     seen: set[int] = set()
     unique: dict[int, Any] = {}
-    for root in roots:
+    for _, root in roots_of(prepared):
         for tensor in _parameters(root, seen):
             unique.setdefault(id(tensor), tensor)
     return list(unique.values())
 
 
-def _differs(a: Any, b: Any) -> str:
-    """ "" when ``a`` and ``b`` are the same within tolerance, else what differs."""
+def differs(a: Any, b: Any, summed: bool = False) -> str:
+    """ "" when ``a`` and ``b`` are the same within tolerance, else what differs. ``summed``
+    (a gradient: a sum over the batch and every position) measures the tolerance against the
+    tensor's largest magnitude rather than each element's: a convolution's weight gradient sums
+    4096 products per element, and a kernel that sums in another order (channels-last) moves
+    an element near zero by ~1e-4 of the largest one — the same gradient."""
     import torch
 
     if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
@@ -112,29 +119,12 @@ def _differs(a: Any, b: Any) -> str:
     if torch.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
         return ""
     worst = (a.double() - b.double()).abs().nan_to_num(math.inf).max().item()
+    if summed:
+        largest = b.double().abs().nan_to_num(0.0).max().item() if b.numel() else 0.0
+        if worst <= atol + rtol * largest:
+            return ""
+        return (
+            f"max difference {worst:.3g} (rtol {rtol:g} of the largest {largest:.3g}, "
+            f"atol {atol:g} for {a.dtype})"
+        )
     return f"max difference {worst:.3g} (rtol {rtol:g}, atol {atol:g} for {a.dtype})"
-
-
-def compare(original: Any, rewrite: Any, before: list[Any], after: list[Any]) -> dict[str, Any]:
-    """``{"same", "compared", "detail"}`` for two returned values and the two sides'
-    parameters (``parameters_of``), in the same order."""
-    import torch
-
-    a_items = list(_leaves(original, "result", set()))
-    b_items = list(_leaves(rewrite, "result", set()))
-    if [p for p, _ in a_items] != [p for p, _ in b_items]:
-        return {"same": False, "compared": 0, "detail": "the results have different structures"}
-    pairs = [(path, a, b) for (path, a), (_, b) in zip(a_items, b_items)]
-    if len(before) != len(after):
-        return {"same": False, "compared": 0, "detail": "different numbers of parameters"}
-    for i, (p, q) in enumerate(zip(before, after)):
-        pairs.append((f"parameter {i}", p, q))
-        if p.grad is not None or q.grad is not None:
-            zero_p = torch.zeros_like(p) if p.grad is None else p.grad
-            zero_q = torch.zeros_like(q) if q.grad is None else q.grad
-            pairs.append((f"parameter {i}.grad", zero_p, zero_q))
-    for path, a, b in pairs:
-        detail = _differs(a, b)
-        if detail:
-            return {"same": False, "compared": len(pairs), "detail": f"{path}: {detail}"}
-    return {"same": True, "compared": len(pairs), "detail": ""}

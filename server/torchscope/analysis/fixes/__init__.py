@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from .base import Fix, Rewrite, Site
+from .base import DEVICES, Fix, Rewrite, Site
 
 #: The contract's fix ids, in the order ``torchscope fix --list`` offers them.
 ORDER = (
@@ -55,4 +55,18 @@ def offered(source: str, function: str, device: str) -> list[tuple[Fix, Site]]:
     return [(fix, site) for fix in FIXES for site in fix.sites(source, function, device)]
 
 
-__all__ = ["FIXES", "ORDER", "Fix", "Rewrite", "Site", "fix_by_id", "offered"]
+def offered_anywhere(
+    source: str, function: str, devices: tuple[str, ...] | None = None
+) -> list[tuple[Fix, Site, list[str]]]:
+    """Every fix that applies to ``function`` on any of ``devices`` (all when None), each
+    place once, with the devices it applies on (``fix --list``: which device the code runs
+    on is not known until a trial runs)."""
+    found: dict[tuple[str, int], tuple[Fix, Site, list[str]]] = {}
+    for device in devices or DEVICES:
+        for fix, site in offered(source, function, device):
+            found.setdefault((fix.id, site.line), (fix, site, []))[2].append(device)
+    rank = {f.id: i for i, f in enumerate(FIXES)}
+    return sorted(found.values(), key=lambda o: (rank[o[0].id], o[1].line))
+
+
+__all__ = ["FIXES", "ORDER", "Fix", "Rewrite", "Site", "fix_by_id", "offered", "offered_anywhere"]

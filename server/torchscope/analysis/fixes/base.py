@@ -37,6 +37,13 @@ class Rewrite:
     lines: tuple[int, ...]
     assumes: str
     original: str
+    conditions: tuple[dict[str, str], ...] = ()
+    """What only the running program can tell, checked in the trial's worker
+    (``DiffRequest.trial_conditions``)."""
+    fallback: Optional[Rewrite] = None
+    """The rewrite measured instead when a ``lower-triangular`` condition fails."""
+    dropout_off: bool = False
+    """The rewrite draws its dropout differently: the check compares with dropout off."""
 
 
 @dataclass
@@ -71,6 +78,8 @@ class Fix:
     answers: tuple[str, ...] = ()
     #: Devices where the rewrite gains anything; it is offered nowhere else.
     devices: tuple[str, ...] = DEVICES
+    #: Conditions every trial of the fix checks in the worker (``Rewrite.conditions``).
+    conditions: tuple[dict[str, str], ...] = ()
 
     def plan(self, parsed: Parsed, device: str) -> list[tuple[Site, list[Edit]]]:
         """Each place the fix rewrites with its edits; empty when it does not apply."""
@@ -94,15 +103,20 @@ class Fix:
             return None
         try:
             parsed = parse(source, function)
-            planned = self.plan(parsed, device)
-            if not planned:
-                return None
-            edits = [edit for _, site_edits in planned for edit in site_edits]
-            new = parsed.text.apply(edits)
+            return self.rewrite_planned(parsed, self.plan(parsed, device))
         except FixError:
             return None
+
+    def rewrite_planned(
+        self, parsed: Parsed, planned: list[tuple[Site, list[Edit]]]
+    ) -> Optional[Rewrite]:
+        """The rewrite ``planned`` makes of the parsed file (None: nothing planned); raises
+        ``FixError`` when its edits overlap."""
+        if not planned:
+            return None
+        new = parsed.text.apply([edit for _, site_edits in planned for edit in site_edits])
         lines = tuple(sorted({site.line for site, _ in planned}))
-        return Rewrite(self.id, new, lines, self.assumes, source)
+        return Rewrite(self.id, new, lines, self.assumes, parsed.text.text, self.conditions)
 
 
 def name_of(aliases: Aliases, full: str, fallback: str) -> str:

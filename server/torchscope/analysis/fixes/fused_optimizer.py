@@ -28,10 +28,19 @@ class FusedOptimizerFix(Fix):
     answers = ("many-calls", "dispatch-gap", "small-kernels")
 
     def _candidates(self, parsed: Parsed) -> list[ast.AST]:
+        func = parsed.func
+        args = func.args
+        # A parameter or local of the same name shadows the module's: reading ``optimizer``
+        # in ``def train_step(model, optimizer, ...)`` is not the module-level optimizer.
+        local = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        local |= {
+            n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
         read = {
             n.id
-            for n in ast.walk(parsed.func)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            for n in ast.walk(func)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local
         }
         roots: list[ast.AST] = [parsed.func]
         for stmt in parsed.tree.body:

@@ -5,6 +5,12 @@ Offered where the function runs a model — it is a method, or a parameter is na
 ``backward``, ``autograd.grad``, optimizer ``step``/``zero_grad``, ``requires_grad``, and no
 ``no_grad``/``inference_mode``/``enable_grad`` already. The decorator goes right above the
 ``def`` (inside any other decorator, so ``@staticmethod`` and friends still wrap a function).
+
+The source cannot show that no caller differentiates through the function, so every trial
+checks it on the call (the ``no-grad`` condition): a call whose outputs require grad is
+``changes autograd``, one with a module in training mode ``no evidence`` — the rewrite is
+offered only where the call ran without grad, or with every module in eval mode and outputs
+that do not require grad.
 """
 
 from __future__ import annotations
@@ -45,6 +51,10 @@ class InferenceModeFix(Fix):
         "returns or modifies its results in place outside inference mode"
     )
     answers = ("dispatch-gap", "many-calls", "hot-op")
+    # The source cannot tell whether a caller differentiates through the function: the
+    # trial's call must (it ran without grad, or every module in eval mode and no output
+    # requiring grad), else ``--try`` refuses it (``worker/trial_check.no_grad_evidence``).
+    conditions = ({"kind": "no-grad"},)
 
     def plan(self, parsed: Parsed, device: str) -> list[tuple[Site, list[Edit]]]:
         func = parsed.func

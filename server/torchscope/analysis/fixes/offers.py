@@ -1,6 +1,7 @@
 """A finding that has a fix says so: ``Finding.fix`` (``FixOffer``) on the findings a fix
 answers (``Fix.answers``), when its rewrite applies to the profiled function on its device
-and the finding is on one of the function's lines (or on none). One fix per finding: the
+and the finding is on one of the function's lines (or on none), except a fix that needs a
+call's evidence (``inference-mode``). One fix per finding: the
 first in ``ORDER``. ``measured`` stays None until a face tries the fix (``with_measured``)."""
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ def attach_fixes(report: Report, source: str, function: str, device: str) -> Rep
     if not report.findings:
         return report
     lines = _lines(source, function)
-    fixes = [fix for fix, _ in offered(source, function, device)]
+    # A fix whose assumption only a call can show (inference-mode: nothing differentiates
+    # through the function) is not suggested from a profile: ``--try`` checks it on a call.
+    fixes = [
+        fix
+        for fix, _ in offered(source, function, device)
+        if not any(c.get("kind") == "no-grad" for c in fix.conditions)
+    ]
     if lines is None or not fixes:
         return report
     changed = []

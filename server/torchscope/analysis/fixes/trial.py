@@ -3,7 +3,12 @@ whether the rewrite may be offered as an edit (only when faster *and* the same o
 
 ``ratio`` is how many times faster the rewrite is (the original's time per call over the
 rewrite's: 2.3 means 2.3× faster, 0.8 slower), with the diff's paired-bootstrap interval
-turned the same way. The three refusals: ``raises``, ``changes the outputs``, ``not faster``.
+turned the same way. The refusals: ``raises``, ``changes the outputs`` (values, dtype, shape,
+device), ``changes autograd`` (``requires_grad``, gradients), ``changes the state`` (parameters,
+buffers, ``training``, in-place changes to inputs), ``no evidence`` (a fix whose assumption the
+call does not support: inference-mode where the call may be differentiated through) and ``not
+faster``. ``checks`` and ``unchecked`` say what the worker's check compared and what it could
+not (``worker/trial_check.py``).
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ...protocol import CHANGES_AUTOGRAD, CHANGES_OUTPUTS, CHANGES_STATE, NO_EVIDENCE
 from ..multi.diff import DiffVerdict
 from ..multi.interval import CONFIDENCE
 
 RAISES = "raises"
-CHANGES_OUTPUTS = "changes the outputs"
 NOT_FASTER = "not faster"
+#: The refusals a check in the worker gives, by the id ``DiffResult.outputs["refusal"]`` holds.
+CHECK_REFUSALS = (CHANGES_OUTPUTS, CHANGES_AUTOGRAD, CHANGES_STATE, NO_EVIDENCE)
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,16 @@ class FixTrial:
     """None when the rewrite may be applied, else one of the three refusals."""
     message: str
     detail: str = ""
-    """The first output difference, or the rewrite's exception."""
+    """The first difference the check found, or the rewrite's exception."""
+    assumes: str = ""
+    """The fix's assumption (``Fix.assumes``), printed with every trial."""
+    checks: tuple[str, ...] = ()
+    """What the check compared: ``outputs``, ``requires_grad``, ``grads``, ``parameters``,
+    ``buffers``, ``training``, ``inputs`` (those the call has), ``no-grad evidence``."""
+    unchecked: tuple[str, ...] = ()
+    """What it could not compare, each with why."""
+    notes: tuple[str, ...] = ()
+    """How the comparison differed from a plain call (``with dropout off …``)."""
 
     @property
     def offered(self) -> bool:
@@ -51,7 +67,21 @@ class FixTrial:
             "refused": self.refused,
             "message": self.message,
             "detail": self.detail,
+            "assumes": self.assumes,
+            "checks": list(self.checks),
+            "unchecked": list(self.unchecked),
         }
+
+    @property
+    def summary(self) -> str:
+        """The measured line with what was checked and assumed, on one line (the LSP's
+        message, MCP ``try_fix``'s text)."""
+        parts = [self.message]
+        if self.checks:
+            parts.append(f"checked: {', '.join(self.checks)}")
+        if self.assumes:
+            parts.append(f"assumes: {self.assumes}")
+        return " · ".join(parts)
 
     def measured(self) -> dict[str, Any]:
         """What a finding's ``fix.measured`` holds once the fix was tried."""
@@ -62,6 +92,7 @@ class FixTrial:
             "same_outputs": self.same_outputs,
             "refused": self.refused,
             "message": self.message,
+            "checks": list(self.checks),
         }
 
 
@@ -83,14 +114,7 @@ def _times(value: float, like: float) -> str:
     return f"{value:.2f}×" if near else f"{value:.1f}×"
 
 
-def measured_trial(
-    fix_id: str, verdict: DiffVerdict, outputs: dict[str, Any], patch: str
-) -> FixTrial:
-    """The trial of a rewrite that ran: ``verdict`` is the diff's with the original as
-    *before* and the rewrite as *after* (its ratio is after / before, per call)."""
-    speedup = 1 / verdict.ratio
-    low, high = 1 / verdict.ci_high, 1 / verdict.ci_low
-    same = bool(outputs.get("same"))
+def _effect(verdict: DiffVerdict, speedup: float, low: float, high: float) -> str:
     if verdict.id == "faster":
         effect = f"{_times(speedup, speedup)} faster"
     elif verdict.id == "slower":
@@ -98,17 +122,41 @@ def measured_trial(
     else:
         effect = f"no difference (ratio {speedup:.2f})"
     interval = f"{CONFIDENCE:.0%} interval {_times(low, speedup)}–{_times(high, speedup)}"
-    interval = interval.replace("%", " %")
-    said = "same outputs" if same else f"outputs differ ({outputs.get('detail', '')})"
-    if not same:
-        refused: Optional[str] = CHANGES_OUTPUTS
-    elif verdict.id != "faster":
+    return f"{effect} ({interval.replace('%', ' %')})"
+
+
+def _said(outputs: dict[str, Any], refused: Optional[str]) -> str:
+    """``same outputs with dropout off (…)`` / ``outputs differ (…)``, and what else held."""
+    if refused == CHANGES_OUTPUTS:
+        return f"outputs differ ({outputs.get('detail', '')})"
+    said = " ".join(["same outputs", *outputs.get("notes", [])])
+    if outputs.get("fallback"):  # a trial condition failed: what was measured instead
+        said += f" ({outputs['fallback']})"
+    checks = set(outputs.get("checks", []))
+    held = [] if refused in CHECK_REFUSALS else [c for c in ("grads", "buffers") if c in checks]
+    return said + (f", same {' and '.join(held)}" if held else "")
+
+
+def measured_trial(
+    fix_id: str, verdict: DiffVerdict, outputs: dict[str, Any], patch: str, assumes: str = ""
+) -> FixTrial:
+    """The trial of a rewrite that ran: ``verdict`` is the diff's with the original as
+    *before* and the rewrite as *after* (its ratio is after / before, per call); ``outputs``
+    the worker's check (``DiffResult.outputs``)."""
+    speedup = 1 / verdict.ratio
+    low, high = 1 / verdict.ci_high, 1 / verdict.ci_low
+    refusal = outputs.get("refusal")
+    if refusal is None and not outputs.get("same"):
+        refusal = CHANGES_OUTPUTS  # a check without refusal ids
+    refused: Optional[str] = refusal if refusal in CHECK_REFUSALS else None
+    if refused is None and verdict.id != "faster":
         refused = NOT_FASTER
-    else:
-        refused = None
-    message = f"measured {effect} ({interval}), {said}"
+    message = f"measured {_effect(verdict, speedup, low, high)}, {_said(outputs, refused)}"
+    detail = str(outputs.get("detail", "")) if refused in CHECK_REFUSALS else ""
     if refused == CHANGES_OUTPUTS:
         message += " — not offered: it changes the outputs"
+    elif refused in CHECK_REFUSALS:
+        message += f" — not offered: {refused}: {detail}"
     elif refused == NOT_FASTER:
         message += " — not offered: not faster"
     return FixTrial(
@@ -116,15 +164,46 @@ def measured_trial(
         verdict.id,
         speedup,
         (low, high),
-        same,
+        refused != CHANGES_OUTPUTS,
         patch,
         refused,
         message,
-        "" if same else str(outputs.get("detail", "")),
+        detail,
+        assumes,
+        tuple(outputs.get("checks", [])),
+        tuple(outputs.get("unchecked", [])),
+        tuple(outputs.get("notes", []))
+        + ((outputs["fallback"],) if outputs.get("fallback") else ()),
     )
 
 
-def raised_trial(fix_id: str, error: str, patch: str) -> FixTrial:
+def checked_trial(fix_id: str, outputs: dict[str, Any], patch: str, assumes: str = "") -> FixTrial:
+    """The trial of a rewrite the worker's check refused (``outputs["refusal"]``): it was not
+    timed, as no speed-up makes a changed program right."""
+    refused = str(outputs.get("refusal"))
+    detail = str(outputs.get("detail", ""))
+    if refused == CHANGES_OUTPUTS:
+        message = f"outputs differ ({detail}) — not offered: it changes the outputs"
+    else:
+        message = f"{_said(outputs, refused)} — not offered: {refused}: {detail}"
+    return FixTrial(
+        fix_id,
+        None,
+        None,
+        None,
+        refused != CHANGES_OUTPUTS,
+        patch,
+        refused,
+        f"not timed: {message}",
+        detail,
+        assumes,
+        tuple(outputs.get("checks", [])),
+        tuple(outputs.get("unchecked", [])),
+        tuple(outputs.get("notes", [])),
+    )
+
+
+def raised_trial(fix_id: str, error: str, patch: str, assumes: str = "") -> FixTrial:
     """The trial of a rewrite that raised (on import or on its first call)."""
     return FixTrial(
         fix_id,
@@ -136,4 +215,5 @@ def raised_trial(fix_id: str, error: str, patch: str) -> FixTrial:
         RAISES,
         f"the rewrite raised: {error} — not offered: it raises",
         error,
+        assumes,
     )

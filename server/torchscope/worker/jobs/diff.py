@@ -82,26 +82,23 @@ class DiffJob(ProfileJob):
 
         torch.manual_seed(SEED)
         after, after_def = self._setup()
+        fallback = self._fallback_reason(after) if request.check_outputs else ""
+        if fallback:  # a trial condition failed: the rewrite that does not assume it
+            request.before_source = request.fallback_source
         try:
             before, before_def = self._setup_before()
         except JobFailed as failed:
             raise self._as_rewrite_failure(failed) from failed
         outputs = self._check_outputs(after, before) if request.check_outputs else {}
-        after_cold, after_estimate = self._cold_and_warm(after, side="current ")
-        before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
-        self._stage("timing", "timing both versions in alternating rounds")
-        try:
-            (before_us, after_us), floor_us = time_interleaved(
-                [before.invoke, after.invoke],
-                [before_estimate, after_estimate],
-                options.timing_calls,
-                options.timing_budget_s,
-                self.use_cuda,
-            )
-        except Exception as exc:
-            raise self._fail(
-                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
-            ) from exc
+        if fallback:
+            outputs["fallback"] = fallback
+        if outputs.get("refusal"):  # a rewrite the check refused: no timing makes it right
+            after_cold = before_cold = 0.0
+            before_us: list[float] = []
+            after_us: list[float] = []
+            floor_us = [0.0]
+        else:
+            after_cold, before_cold, (before_us, after_us), floor_us = self._rounds(after, before)
         after_note, before_note = self._profiles(after, before)
         common: dict[str, Any] = {
             "job_id": request.job_id,
@@ -134,6 +131,29 @@ class DiffJob(ProfileJob):
             outputs=outputs,
         )
 
+    def _rounds(
+        self, after: PreparedCall, before: PreparedCall
+    ) -> tuple[float, float, tuple[list[float], list[float]], list[float]]:
+        """Each side's cold call and warmup, then the interleaved timing: the cold times,
+        (before, after) per-call times of the rounds and the dispatch floors."""
+        request, options = self.request, self.request.options
+        after_cold, after_estimate = self._cold_and_warm(after, side="current ")
+        before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
+        self._stage("timing", "timing both versions in alternating rounds")
+        try:
+            (before_us, after_us), floor_us = time_interleaved(
+                [before.invoke, after.invoke],
+                [before_estimate, after_estimate],
+                options.timing_calls,
+                options.timing_budget_s,
+                self.use_cuda,
+            )
+        except Exception as exc:
+            raise self._fail(
+                "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
+            ) from exc
+        return after_cold, before_cold, (before_us, after_us), floor_us
+
     def _profiles(self, after: PreparedCall, before: PreparedCall) -> tuple[str, str]:
         """The profile pass of each side (their attribution notes); none for a measured fix,
         which needs only the rounds."""
@@ -152,28 +172,55 @@ class DiffJob(ProfileJob):
             return failed
         return JobFailed(dataclasses.replace(failed.error, kind="rewrite-raised"))
 
-    def _check_outputs(self, original: PreparedCall, rewrite: PreparedCall) -> dict[str, Any]:
-        """Call each side once from the same seed and compare (``worker/outputs.py``)."""
+    def _fallback_reason(self, original: PreparedCall) -> str:
+        """Why the rewrite's trial conditions (``DiffRequest.trial_conditions``) do not hold
+        for the original's objects, when it has a fallback; "" when they hold."""
+        from torchscope.worker.trial_check import lower_triangular
+
+        for condition in self.request.trial_conditions:
+            if condition.get("kind") == "lower-triangular" and self.request.fallback_source:
+                why = lower_triangular(original, condition["class"], condition["expr"])
+                if why:
+                    return f"measured with {condition.get('instead', 'the fallback')}: {why}"
+        return ""
+
+    def _call_side(self, prepared: PreparedCall, kind: str, what: str) -> Any:
+        """One side's call from the seed, for the check (``worker/trial_check.py``)."""
         import torch
 
-        from torchscope.worker.outputs import compare, parameters_of
+        from torchscope.worker.trial_check import Side
+
+        torch.manual_seed(SEED)
+        try:
+            return Side(prepared, prepared.invoke(), torch.is_grad_enabled())
+        except Exception as exc:
+            raise self._fail(kind, f"{what} {type(exc).__name__}: {exc}", exc) from exc
+
+    def _check_outputs(self, original: PreparedCall, rewrite: PreparedCall) -> dict[str, Any]:
+        """Call each side once from the same seed and compare what the program depends on
+        (``worker/trial_check.py``): outputs, autograd, state; then the fix's conditions."""
+        import contextlib
+
+        from torchscope.protocol import NO_EVIDENCE
+        from torchscope.worker.trial_check import (
+            compare_sides,
+            dropout_off,
+            no_grad_evidence,
+        )
 
         self._stage("check", "calling the original and the rewrite once and comparing results")
-        torch.manual_seed(SEED)
-        try:
-            result = original.invoke()
-        except Exception as exc:
-            raise self._fail(
-                "call-raised", f"`{original.source}` raised {type(exc).__name__}: {exc}", exc
-            ) from exc
-        torch.manual_seed(SEED)
-        try:
-            rewritten = rewrite.invoke()
-        except Exception as exc:
-            raise self._fail(
-                "rewrite-raised", f"the rewrite raised {type(exc).__name__}: {exc}", exc
-            ) from exc
-        return compare(result, rewritten, parameters_of(original), parameters_of(rewrite))
+        off = self.request.check_dropout_off
+        with dropout_off([original, rewrite]) if off else contextlib.nullcontext():
+            a = self._call_side(original, "call-raised", f"`{original.source}` raised")
+            b = self._call_side(rewrite, "rewrite-raised", "the rewrite raised")
+            check = compare_sides(a, b, off)
+        for condition in self.request.trial_conditions:
+            if condition.get("kind") == "no-grad":
+                check.checks.append("no-grad evidence")
+                reason = no_grad_evidence(a)
+                if reason:
+                    check.differ(NO_EVIDENCE, reason)
+        return check.as_dict()
 
     def _setup_before(self) -> tuple[PreparedCall, int]:
         """Load the earlier source beside today's module and evaluate the call in it."""
