@@ -321,6 +321,8 @@ class Profiler:
     async def _ensure_worker(self) -> WorkerProcess:
         async with self._start_lock:
             if self._worker is None or not self._worker.alive:
+                if self._worker is not None:  # died between jobs: end it the one way
+                    await self._worker.kill()
                 worker = WorkerProcess(self.python, cwd=self.cwd, on_stderr=self._on_worker_stderr)
                 try:
                     await worker.start()

@@ -58,7 +58,9 @@ class TorchscopeProtocol(LanguageServerProtocol):
 
 class TorchscopeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(SERVER_NAME, __version__, protocol_cls=TorchscopeProtocol)
+        # One thread reads stdin (no handler runs in pygls' pool): the default pool grows a
+        # thread each time the next read is submitted before the last one's thread is idle.
+        super().__init__(SERVER_NAME, __version__, protocol_cls=TorchscopeProtocol, max_workers=1)
         self.settings = Settings()
         self.results = ResultStore()
         self.running: dict[Any, asyncio.Task[Any]] = {}
