@@ -28,7 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
-from torchscope import __version__
+from torchscope._version import __version__
 from torchscope.analysis import TraceError
 from torchscope.analysis.fixes import FIXES, fix_by_id
 from torchscope.host.compare_run import COMPARE
@@ -102,14 +102,16 @@ class Jobs:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.analyzer = TraceAnalyzer()
+        """Analyses every trace (opened, and every job's) in a child process: a trace cannot
+        take the server down."""
         self.profiler = Profiler(
             settings.python,
             TraceStore(settings.trace_dir),
             cwd=str(settings.workspace_root),
             on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
+            analyzer=self.analyzer,
         )
-        self.analyzer = TraceAnalyzer()
-        """Runs ``analyze_trace`` in a child process: a trace cannot take the server down."""
 
     def target(self, file: str, qualname: str) -> Target:
         path = Path(file).expanduser()

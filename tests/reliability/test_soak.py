@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.conftest import REPO
 from tests.reliability.cases import def_line
 from tests.reliability.conftest import ENV, TORCHSCOPE
+from tests.reliability.proc import Held, held, my_child
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -68,63 +67,6 @@ async def client(lsp_client: LanguageClient, tmp_path_factory: Any) -> AsyncIter
     await lsp_client.shutdown_session()
 
 
-@dataclass(frozen=True)
-class Held:
-    """What the server process holds."""
-
-    fds: int
-    threads: int
-    children: tuple[str, ...]
-    rss_mb: float
-
-
-def _stat(pid: str) -> list[str]:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return []
-    return text[text.rfind(")") + 2 :].split()
-
-
-def _command(pid: str) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def _server_pid() -> int:
-    """The ``torchscope serve`` this test process started."""
-    me = str(os.getpid())
-    found = [
-        int(p)
-        for p in os.listdir("/proc")
-        if p.isdigit() and _stat(p)[1:2] == [me] and "torchscope serve" in _command(p)
-    ]
-    assert len(found) == 1, found
-    return found[0]
-
-
-def held(server: int) -> Held:
-    pid = str(server)
-    children = sorted(
-        re.sub(r".* from (\S+) import .*", r"\1", _command(p))  # what it runs: the module
-        for p in os.listdir("/proc")
-        if p.isdigit() and (s := _stat(p))[1:2] == [pid] and s[0] not in ("Z", "X")
-    )
-    rss = next(
-        int(line.split()[1]) / 1024
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-        if line.startswith("VmRSS:")
-    )
-    return Held(
-        len(os.listdir(f"/proc/{pid}/fd")),
-        len(os.listdir(f"/proc/{pid}/task")),
-        tuple(children),
-        rss,
-    )
-
-
 async def settled(server: int, first: Held, wait_s: float = 5.0) -> Held:
     """What the server holds once it is back to ``first`` (at most ``wait_s``): a process
     ended a moment ago may still have its waiting thread."""
@@ -164,7 +106,7 @@ async def _job(client: LanguageClient, cases: Path, index: int) -> str:
 async def test_every_way_a_worker_ends_leaves_the_server_as_after_the_first_job(
     client: LanguageClient, cases: Path
 ) -> None:
-    server = _server_pid()
+    server = my_child("torchscope serve")
     assert await _job(client, cases, 0) == "ok"
     await asyncio.sleep(1)  # the first job's helpers (pygls' and asyncio's threads) have started
     first = held(server)

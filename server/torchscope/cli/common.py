@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from typing_extensions import TypeAlias
 
     from torchscope.host.diff_run import DiffOutcome
-    from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
+    from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
     from torchscope.protocol import Output, Progress
     from torchscope.targets import Target
 
@@ -267,15 +267,15 @@ async def run_kind(
     args: argparse.Namespace,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
-) -> CliReport:
-    """A plain profile, or the job kind whose flag was given (``--compare-compile``)."""
+) -> Any:
+    """The outcome of a plain profile, or of the job kind whose flag was given
+    (``--compare-compile``)."""
     from torchscope.host.job_kinds import host_kinds
     from torchscope.protocol import ProfileRequest
 
     chosen = chosen_kinds(args)
     kind = host_kinds()[chosen[0][1] if chosen else ProfileRequest.TYPE]
-    outcome = await profiler.run_job(kind, target, call, options, on_progress, on_output)
-    return kind.cli_report(outcome, verbose=not args.quiet)
+    return await profiler.run_job(kind, target, call, options, on_progress, on_output)
 
 
 async def diff_one(

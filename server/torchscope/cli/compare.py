@@ -2,8 +2,9 @@
 
 A job kind's flag (``CLI_FLAG`` of its request in ``protocol.JOB_KINDS``, e.g.
 ``--compare-compile``) rides on the profile loop: each directive, or ``--call``, runs as that
-kind (``common.run_kind``), and its ``HostJob.cli_report`` says what prints (for a comparison:
-the eager report as usual, then the side-by-side comparison). A new kind needs no edit here.
+kind (``common.run_kind``), and ``profile.cli_report`` says what prints, rendered by ``report/``
+(for a comparison: the eager report as usual, then the side-by-side comparison). A new kind
+needs no edit here, only its rendering there.
 ``--sweep`` replaces the loop (``main`` runs this module's ``run`` for ``profile --sweep``):
 one call template with a ``{N}`` placeholder, or a capture at each batch size (``--sweep
 batch=…``), profiled at each size, printed as a table with the path of its SVG chart.

@@ -26,6 +26,7 @@ from torchscope.analysis.multi.diff import decide
 from torchscope.analysis.multi.interval import ratio_interval, undecided
 from torchscope.host.diff_run import DiffJobKind, _result
 from torchscope.host.profile_run import HostJob, ProfileFailure
+from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress
 
 if TYPE_CHECKING:
@@ -54,7 +55,12 @@ class FixJobKind(HostJob[DiffResult, DiffResult]):
         return dataclasses.replace(request, check_outputs=True)
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: DiffResult, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: DiffResult,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> DiffResult:
         return reply  # only the rounds and the output check count: no trace is read
 

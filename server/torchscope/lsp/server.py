@@ -18,7 +18,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from torchscope import __version__
+from torchscope._version import __version__
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import TraceStore
@@ -96,6 +96,7 @@ class TorchscopeServer(LanguageServer):
                 TraceStore(settings.trace_dir, settings.keep_traces),
                 cwd=str(root) if root else None,
                 on_worker_stderr=self.log_worker,
+                analyzer=self.analyzer,  # one warm child for opened traces and profiles'
             )
         assert self._profiler is not None
         return self._profiler
