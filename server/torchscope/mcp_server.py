@@ -34,9 +34,9 @@ from torchscope.analysis.fixes import FIXES, fix_by_id
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.fix_run import try_fix as run_try_fix
-from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
+from torchscope.host.session import open_profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.report.mcp_summary import (
     compare_summary,
@@ -105,9 +105,9 @@ class Jobs:
         self.analyzer = TraceAnalyzer()
         """Analyses every trace (opened, and every job's) in a child process: a trace cannot
         take the server down."""
-        self.profiler = Profiler(
+        self.profiler = open_profiler(
             settings.python,
-            TraceStore(settings.trace_dir),
+            settings.trace_dir,
             cwd=str(settings.workspace_root),
             on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
             analyzer=self.analyzer,

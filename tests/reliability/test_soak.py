@@ -25,6 +25,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 from tests.conftest import REPO
 from tests.reliability.cases import def_line
 from tests.reliability.conftest import ENV, TORCHSCOPE
+from tests.reliability.lsp_helpers import start_session
 from tests.reliability.proc import Held, held, my_child
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -47,22 +48,8 @@ FAILURES: list[tuple[str, str, dict[str, Any]]] = [
     config=ClientServerConfig(server_command=[*TORCHSCOPE, "serve"], server_env=ENV),
 )
 async def client(lsp_client: LanguageClient, tmp_path_factory: Any) -> AsyncIterator[None]:
-    await lsp_client.initialize_session(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                window=types.WindowClientCapabilities(work_done_progress=True)
-            ),
-            root_uri=REPO.as_uri(),
-            initialization_options={
-                "settings": {
-                    "steps": 2,
-                    "warmup": 1,
-                    "timeout_s": 60,
-                    "trace_dir": str(tmp_path_factory.mktemp("traces")),
-                }
-            },
-        )
-    )
+    traces = tmp_path_factory.mktemp("traces")
+    await start_session(lsp_client, REPO, traces, progress=True, steps=2, warmup=1, timeout_s=60)
     yield
     await lsp_client.shutdown_session()
 

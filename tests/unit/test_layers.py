@@ -62,3 +62,16 @@ def test_host_speaks_no_face_s_words() -> None:
     for path in sorted((PACKAGE / "host").glob("*_run.py")):
         crossing = [m for m in _imported(path) if m.startswith("torchscope.report")]
         assert not crossing, (path.name, crossing)
+
+
+def test_one_module_builds_the_profiler() -> None:
+    """Every face gets its ``Profiler`` from ``host/session.py``."""
+    building = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if any(
+            isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Profiler"
+            for node in ast.walk(_tree(path))
+        )
+    )
+    assert building == ["host/session.py"]

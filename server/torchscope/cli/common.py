@@ -204,13 +204,11 @@ def read_target(spec: str) -> Optional[tuple[str, Target]]:
 
 
 def make_profiler(args: argparse.Namespace) -> Profiler:
-    from torchscope.host.profile_run import Profiler
-    from torchscope.host.trace_store import TraceStore
+    from torchscope.host.session import open_profiler
 
-    store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
-    return Profiler(
+    return open_profiler(
         args.python,
-        store,
+        args.trace_dir.resolve() if args.trace_dir else None,
         cwd=str(Path.cwd()),
         on_worker_stderr=lambda line: None if args.quiet else print(line, file=sys.stderr),
     )

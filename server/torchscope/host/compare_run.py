@@ -7,7 +7,6 @@ side adds its own trace, and ``analysis.multi.compare`` puts the two side by sid
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
@@ -15,7 +14,7 @@ from torchscope.analysis import Report, TraceError
 from torchscope.analysis.multi.compare import compare_runs
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta
 from torchscope.analysis.multi.inventory import Inventory
-from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
+from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
@@ -41,11 +40,6 @@ class CompareOutcome:
         data = self.profile.to_json()
         data["compare"] = self.compare.to_dict()
         return data
-
-
-def _result(fields: dict[str, Any]) -> ProfileResult:
-    names = {f.name for f in dataclasses.fields(ProfileResult)}
-    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
 
 
 def _analyze(result: ProfileResult, analyse: Analyse) -> tuple[Report, Inventory]:
@@ -77,8 +71,8 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
         output: list[str],
         analyse: Analyse = analyse_here,
     ) -> CompareOutcome:
-        eager = _result(reply.eager)
-        compiled = _result(reply.compiled) if reply.compiled else None
+        eager = profile_result(reply.eager)
+        compiled = profile_result(reply.compiled) if reply.compiled else None
         meta = CompileMeta(
             mode=reply.mode,
             compile_s=reply.compile_s,

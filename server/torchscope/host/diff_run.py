@@ -8,13 +8,12 @@ check, **Compare with last commit**) or the source the editor kept from the prev
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis.multi.diff import Diff, DiffSide, diff_runs
-from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
+from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult
@@ -39,11 +38,6 @@ class DiffOutcome:
             "call": self.profile.call,
             "diff": self.diff.to_dict(),
         }
-
-
-def _result(fields: dict[str, Any]) -> ProfileResult:
-    names = {f.name for f in dataclasses.fields(ProfileResult)}
-    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
 
 
 def _side(result: ProfileResult, label: str, source: str, analyse: Analyse) -> DiffSide:
@@ -86,7 +80,7 @@ class DiffJobKind(HostJob[DiffResult, DiffOutcome]):
         output: list[str],
         analyse: Analyse = analyse_here,
     ) -> DiffOutcome:
-        after, before = _result(reply.after), _result(reply.before)
+        after, before = profile_result(reply.after), profile_result(reply.before)
         after_source = Path(target.file).read_text(encoding="utf-8")
         after_side = _side(after, "now", after_source, analyse)
         before_side = _side(before, reply.before_label, self.before_source, analyse)

@@ -24,8 +24,8 @@ from torchscope.analysis.fixes import Rewrite, fix_by_id
 from torchscope.analysis.fixes.trial import FixTrial, measured_trial, raised_trial, unified_patch
 from torchscope.analysis.multi.diff import decide
 from torchscope.analysis.multi.interval import ratio_interval, undecided
-from torchscope.host.diff_run import DiffJobKind, _result
-from torchscope.host.profile_run import HostJob, ProfileFailure
+from torchscope.host.diff_run import DiffJobKind
+from torchscope.host.profile_run import HostJob, ProfileFailure, profile_result
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress
 
@@ -133,8 +133,8 @@ async def measure_rewrite(
             if failure.kind != "rewrite-raised":
                 raise
             return raised_trial(rewrite.fix, failure.message, patch)
-        original_us += _result(reply.after).call_us
-        rewritten_us += _result(reply.before).call_us
+        original_us += profile_result(reply.after).call_us
+        rewritten_us += profile_result(reply.before).call_us
         interval = ratio_interval(original_us, rewritten_us)
         if not undecided(interval):
             break

@@ -11,6 +11,7 @@ and is handed ``analyse``, which waits for the child.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -137,6 +138,13 @@ def choose_inputs(
             line=target.def_line,
         )
     return None, {"source": "call-expression"}
+
+
+def profile_result(fields: dict[str, Any]) -> ProfileResult:
+    """One side of a two-sided reply (``CompareResult.eager``, ``DiffResult.before`` …), whose
+    fields are a ``ProfileResult``'s and maybe more."""
+    names = {f.name for f in dataclasses.fields(ProfileResult)}
+    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
 
 
 def measurements_of(result: ProfileResult) -> Measurements:

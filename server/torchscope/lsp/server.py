@@ -20,8 +20,8 @@ from pygls.protocol.language_server import lsp_method
 
 from torchscope._version import __version__
 from torchscope.host.profile_run import Profiler
+from torchscope.host.session import open_profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.host.trace_store import TraceStore
 from torchscope.lsp.constants import SERVER_NAME
 from torchscope.lsp.diagnostics import diagnostics_for
 from torchscope.lsp.results import ResultStore
@@ -91,9 +91,10 @@ class TorchscopeServer(LanguageServer):
                 self._closing.add(asyncio.ensure_future(self._profiler.close()))
             self._profiler_key = key
             root = self.workspace_root()
-            self._profiler = Profiler(
+            self._profiler = open_profiler(
                 settings.worker_python,
-                TraceStore(settings.trace_dir, settings.keep_traces),
+                settings.trace_dir,
+                settings.keep_traces,
                 cwd=str(root) if root else None,
                 on_worker_stderr=self.log_worker,
                 analyzer=self.analyzer,  # one warm child for opened traces and profiles'
