@@ -75,3 +75,11 @@ def test_one_module_builds_the_profiler() -> None:
         )
     )
     assert building == ["host/session.py"]
+
+
+def test_the_notebook_imports_no_cli() -> None:
+    """The ``%torchscope`` magic's flags come from ``torchscope/flags.py`` and its text report
+    from ``report/``, as the CLI's do."""
+    for path in sorted((PACKAGE / "notebook").glob("*.py")):
+        crossing = [m for m in _imported(path) if m.startswith("torchscope.cli")]
+        assert not crossing, (path.name, crossing)

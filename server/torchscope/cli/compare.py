@@ -21,7 +21,6 @@ from torchscope.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    add_kind_flags,
     chosen_kinds,
     job_options,
     make_profiler,
@@ -30,29 +29,7 @@ from torchscope.cli.common import (
     progress_printer,
     read_target,
 )
-
-
-def _sweep_spec(text: str) -> tuple[str, list[int]]:
-    from torchscope.host.sweep import SweepSpecError, parse_sweep
-
-    try:
-        return parse_sweep(text)
-    except SweepSpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    """A flag per job kind that declares one (``--compare-compile``), and ``--sweep``."""
-    add_kind_flags(parser)
-    parser.add_argument(
-        "--sweep",
-        type=_sweep_spec,
-        metavar="N=64,256,1024",
-        help="profile at each size: the call expression's {N} placeholder takes each value; "
-        "with no call expression, batch=1,8,32 replays the capture of a real call (torchscope "
-        "run --capture) with its tensors' batch dimension (dim 0) cut or repeated to each size "
-        "(batch alone: a quarter to four times the captured size)",
-    )
+from torchscope.flags import add_compare_arguments as add_compare_arguments
 
 
 def run(args: argparse.Namespace) -> int:
