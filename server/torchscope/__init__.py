@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from torchscope._version import __version__
+
+__all__ = ["__version__", "load_ipython_extension"]
 
 _LAZY = {"profile": "profile", "profile_with": "profile_with", "Report": "ProfileReport"}
 

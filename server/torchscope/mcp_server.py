@@ -28,15 +28,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
 from pydantic import Field
 
-from torchscope import __version__
+from torchscope._version import __version__
 from torchscope.analysis import TraceError
 from torchscope.analysis.fixes import FIXES, fix_by_id
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.fix_run import try_fix as run_try_fix
-from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, Profiler
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
+from torchscope.host.session import open_profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.report.mcp_summary import (
     compare_summary,
@@ -102,14 +102,16 @@ class Jobs:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.profiler = Profiler(
+        self.analyzer = TraceAnalyzer()
+        """Analyses every trace (opened, and every job's) in a child process: a trace cannot
+        take the server down."""
+        self.profiler = open_profiler(
             settings.python,
-            TraceStore(settings.trace_dir),
+            settings.trace_dir,
             cwd=str(settings.workspace_root),
             on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
+            analyzer=self.analyzer,
         )
-        self.analyzer = TraceAnalyzer()
-        """Runs ``analyze_trace`` in a child process: a trace cannot take the server down."""
 
     def target(self, file: str, qualname: str) -> Target:
         path = Path(file).expanduser()

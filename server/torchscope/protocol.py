@@ -79,6 +79,9 @@ PERFETTO_PORT = 9001
 PERFETTO_ORIGIN = "https://ui.perfetto.dev"
 #: Seconds to wait for the UI to fetch the trace before giving up.
 PERFETTO_TIMEOUT_S = 300.0
+#: Overrides for tests and self-hosted UIs (the public UI only fetches from 127.0.0.1:9001).
+PERFETTO_ORIGIN_ENV = "TORCHSCOPE_PERFETTO_ORIGIN"
+PERFETTO_PORT_ENV = "TORCHSCOPE_PERFETTO_PORT"
 
 
 def _option(default: Any, help: str, **meta: Any) -> Any:

@@ -73,12 +73,16 @@ async def good_profile_works(client: LanguageClient, path: Path) -> None:
     assert verdict.message.startswith(f"{v['headline']} · cause: {v['cause']} (")
 
 
-async def start_session(client: LanguageClient, repo: Path, trace_dir: Path) -> None:
-    """Initialize the server for the workspace ``repo``, keeping traces in ``trace_dir``."""
+async def start_session(
+    client: LanguageClient, repo: Path, trace_dir: Path, progress: bool = False, **settings: Any
+) -> None:
+    """Initialize the server for the workspace ``repo``, keeping traces in ``trace_dir``, with
+    ``settings`` besides; ``progress``: the client takes ``$/progress`` (and can cancel)."""
+    window = types.WindowClientCapabilities(work_done_progress=True) if progress else None
     await client.initialize_session(
         types.InitializeParams(
-            capabilities=types.ClientCapabilities(),
+            capabilities=types.ClientCapabilities(window=window),
             root_uri=repo.as_uri(),
-            initialization_options={"settings": {"trace_dir": str(trace_dir)}},
+            initialization_options={"settings": {"trace_dir": str(trace_dir), **settings}},
         )
     )

@@ -2,7 +2,8 @@
 
 Steps: install the prerequisites once into a cache outside the repository
 (``scripts/vscode/ensure-code-server.sh``: Chromium, Node 24, code-server), build the ``.vsix``
-(``npm run package``), then run the Playwright driver ``tests/vscode/e2e.mjs``, which installs
+(``npm run package``; skipped when ``build/torchscope.vsix`` is newer than every input, as
+after ``scripts/setup.sh``), then run the Playwright driver ``tests/vscode/e2e.mjs``, which installs
 the ``.vsix`` into code-server, right-clicks inside ``fn`` of a copy of ``examples/``, chooses
 **Profile this function**, and checks the Problems panel, the inlay hint and the hover, then
 the **Profile memory** lens and its memory inlay hint.
@@ -56,6 +57,32 @@ def _npm_install_needed() -> bool:
     return not marker.exists() or marker.stat().st_mtime < lock.stat().st_mtime
 
 
+#: What ``npm run package`` builds the ``.vsix`` from (its outputs, ``extension/out`` and
+#: ``extension/bundled``, are not inputs).
+VSIX = REPO / "build" / "torchscope.vsix"
+VSIX_INPUTS = ("extension", "server/torchscope", "scripts/vscode")
+VSIX_INPUT_FILES = ("package.json", "package-lock.json", "pyproject.toml", ".vscodeignore")
+VSIX_OUTPUTS = (REPO / "extension" / "out", REPO / "extension" / "bundled")
+
+
+def _vsix_outdated() -> bool:
+    """No ``.vsix``, or an input changed since it was built. ``scripts/setup.sh`` (so
+    ``.ci/run``) has just packaged it: building it again is the same ~100 s twice."""
+    if not VSIX.exists():
+        return True
+    built = VSIX.stat().st_mtime
+    files = [REPO / name for name in VSIX_INPUT_FILES]
+    for folder in VSIX_INPUTS:
+        files += [
+            p
+            for p in (REPO / folder).rglob("*")
+            if p.is_file()
+            and "__pycache__" not in p.parts
+            and not any(p.is_relative_to(out) for out in VSIX_OUTPUTS)
+        ]
+    return any(p.stat().st_mtime > built for p in files if p.exists())
+
+
 def _processes_under(folder: Path) -> list[tuple[int, str]]:
     """Processes whose command line or working directory lies under ``folder``."""
     found = []
@@ -87,7 +114,7 @@ def _kill_leftovers() -> list[tuple[int, str]]:
 
 
 def _driver(timeout: float) -> dict[str, Any]:
-    cmd = ["node", "tests/vscode/e2e.mjs", "--vsix", "build/torchscope.vsix", "--out", str(OUT)]
+    cmd = ["node", "tests/vscode/e2e.mjs", "--vsix", str(VSIX.relative_to(REPO)), "--out", str(OUT)]
     print(f"$ {' '.join(cmd)}", flush=True)
     proc = subprocess.Popen(
         cmd, cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True
@@ -177,7 +204,10 @@ def test_profile_this_function_in_vscode() -> None:
     )
     if _npm_install_needed():
         _run(["npm", "ci", "--no-audit", "--no-fund"], 900, "npm ci")
-    _run(["npm", "run", "package"], 600, "building the .vsix")
+    if _vsix_outdated():
+        _run(["npm", "run", "package"], 600, "building the .vsix")
+    else:
+        print(f"  ({VSIX.relative_to(REPO)} is newer than its inputs: not built again)")
 
     try:
         result = _driver(timeout=float(os.environ.get("TORCHSCOPE_E2E_TIMEOUT_S", "480")) + 60)

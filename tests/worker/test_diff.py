@@ -4,8 +4,8 @@ on real torch, the real CLI.
 - (a) a Python loop of 64 small ops → one vectorised op: ``faster``, and the ratio within
   ±25 % of an independent interleaved ``torch.utils.benchmark`` measurement of the two
   versions at the same thread count;
-- (b) a no-op edit (a comment) → ``no-difference`` in at least 19 of 20 repetitions (the
-  false-positive rate is printed: ``pytest -s``);
+- (b) a no-op edit (a comment) → ``no-difference`` in at least 19 of 20 verdicts, each on a
+  0.25 s diff's rounds (the false-positive rate is printed: ``pytest -s``);
 - (c) doubled work → ``slower``, and ``torchscope check`` exits 1 with its Markdown table and
   JUnit XML;
 - (d) a function on one side only → a clear message (and ``allow-missing`` in the check).
@@ -20,20 +20,22 @@ import statistics
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Optional
+from typing import Any, Optional
 
 import pytest
 
 from tests.conftest import REPO
-from torchscope.analysis.multi.diff import DiffVerdict
+from torchscope.analysis.multi.diff import DiffVerdict, decide
+from torchscope.analysis.multi.interval import ratio_interval
 from torchscope.host.diff_run import DiffJobKind, DiffOutcome
 from torchscope.host.git_source import source_at
 from torchscope.host.profile_run import ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.protocol import DiffResult, JobOptions
+from torchscope.targets import Target, function_named, read_source
 
 pytestmark = pytest.mark.slow
 
@@ -184,39 +186,74 @@ def test_vectorised_loop_is_faster_and_agrees_with_torch_benchmark(
     assert any(r["line"] == 8 and r["text"] == "return x + W.sum(0)" for r in diff["lines_changed"])
 
 
+#: (b) 20 no-difference verdicts, each decided on as many interleaved rounds as a 0.25 s diff
+#: times (MAX_ROUNDS): 4 diff jobs, each in a fresh worker as every diff is, each timing 5×
+#: those rounds, cut into 5 consecutive slices. The same verdicts from 4 worker starts, not 20.
+JOBS, SLICES, SLICE_ROUNDS = 4, 5, 200
+
+
+@dataclass(frozen=True)
+class _KeptRounds(DiffJobKind):
+    """The diff job, keeping the rounds of its reply (the outcome keeps only their summary)."""
+
+    rounds: list[tuple[list[float], list[float]]] = field(default_factory=list)
+
+    def outcome(
+        self, target: Target, call: Optional[str], reply: DiffResult, *rest: Any
+    ) -> DiffOutcome:
+        self.rounds.append((list(reply.before["call_us"]), list(reply.after["call_us"])))
+        return super().outcome(target, call, reply, *rest)
+
+
+def _slice_verdicts(before: list[float], after: list[float]) -> list[DiffVerdict]:
+    """The verdict each slice of the job's rounds decides, as a diff of those rounds would."""
+    size = len(before) // SLICES
+    verdicts = []
+    for k in range(SLICES):
+        b, a = before[k * size : (k + 1) * size], after[k * size : (k + 1) * size]
+        interval = ratio_interval(b, a)
+        verdicts.append(decide(interval, "HEAD", statistics.median(b), statistics.median(a)))
+    return verdicts
+
+
 def test_comment_only_edit_is_no_difference(tmp_path: Path, trace_dir: Path) -> None:
     file = make_repo(tmp_path / "repo", LOOP, COMMENTED)
     target = function_named(read_source(file), str(file), "fn")
     before = source_at(file, "HEAD")
     options = JobOptions(
-        steps=1, warmup=1, timing_budget_s=0.25, workspace_root=str(file.parent)
+        steps=1,
+        warmup=1,
+        timing_calls=SLICES * SLICE_ROUNDS,
+        timing_budget_s=SLICES * 0.25,
+        workspace_root=str(file.parent),
     )
-    repetitions = 20
 
-    async def run() -> list[DiffVerdict]:
+    async def run() -> list[DiffOutcome]:
         profiler = Profiler(sys.executable, TraceStore(trace_dir), cwd=str(file.parent))
         try:
             out = []
-            for _ in range(repetitions):
-                kind = DiffJobKind(before, "HEAD")
-                outcome = await profiler.run_job(kind, target, None, options)
-                out.append(outcome.diff.verdict)
+            for _ in range(JOBS):
+                out.append(await profiler.run_job(kind, target, None, options))
             return out
         finally:
             await profiler.close()
 
-    verdicts = asyncio.run(run())
+    kind = _KeptRounds(before, "HEAD")
+    outcomes = asyncio.run(run())
+    verdicts = [v for rounds in kind.rounds for v in _slice_verdicts(*rounds)]
     wrong = [v for v in verdicts if v.id != "no-difference"]
     ratios = ", ".join(f"{v.ratio:.3f}" for v in verdicts)
     print(
-        f"\n(b) false positives: {len(wrong)}/{repetitions}; ratios {ratios}; "
+        f"\n(b) false positives: {len(wrong)}/{len(verdicts)}; ratios {ratios}; "
         f"noise {min(v.noise for v in verdicts):.3f}–{max(v.noise for v in verdicts):.3f}; "
-        f"rounds {min(v.rounds for v in verdicts)}–{max(v.rounds for v in verdicts)}"
+        f"rounds {min(v.rounds for v in verdicts)}–{max(v.rounds for v in verdicts)}; "
+        f"whole jobs: {', '.join(o.diff.verdict.id for o in outcomes)}"
     )
+    assert len(verdicts) == JOBS * SLICES
     assert len(wrong) <= 1, wrong
+    assert all(o.diff.verdict.id == "no-difference" for o in outcomes), outcomes
     # The line under the comment moved by one: it is still matched to itself.
-    last = _diff(file, trace_dir, budget_s=0.25)
-    moved = [r for r in last.diff.lines_changed if r.text == "return x"]
+    moved = [r for r in outcomes[-1].diff.lines_changed if r.text == "return x"]
     assert all(r.line == (r.before_line or 0) + 1 for r in moved)
 
 

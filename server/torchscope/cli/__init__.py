@@ -32,7 +32,7 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     import argparse
     import importlib
 
-    from torchscope import __version__
+    from torchscope._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="torchscope",

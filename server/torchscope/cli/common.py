@@ -1,6 +1,6 @@
-"""What the subcommands share: exit codes, the job-option flags, the profiling set-up, the job
-kind a flag chose, one comparison against a git revision, and ``--open`` (the trace in the
-Perfetto UI).
+"""What the subcommands share: exit codes, the job-option flags (``torchscope/flags.py``, shared
+with the notebook's magic), the profiling set-up, the job kind a flag chose, one comparison
+against a git revision, and ``--open`` (the trace in the Perfetto UI).
 
 Building the parser imports only ``protocol``: the host (workers, the trace server) is
 imported inside the functions that run a job, so ``torchscope analyze`` never pays for it.
@@ -13,27 +13,29 @@ does it.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
+from torchscope.flags import add_job_options as add_job_options
+from torchscope.flags import add_kind_flags as add_kind_flags
+from torchscope.flags import chosen_kinds as chosen_kinds
+from torchscope.flags import job_options as job_options
 from torchscope.protocol import (
     PERFETTO_ORIGIN,
     PERFETTO_PORT,
     PERFETTO_TIMEOUT_S,
-    JobOptions,
-    parse_size,
 )
+from torchscope.protocol import PERFETTO_ORIGIN_ENV as ORIGIN_ENV
+from torchscope.protocol import PERFETTO_PORT_ENV as PORT_ENV
 
 if TYPE_CHECKING:
     from typing_extensions import TypeAlias
 
     from torchscope.host.diff_run import DiffOutcome
-    from torchscope.host.profile_run import CliReport, ProfileFailure, ProfileOutcome, Profiler
-    from torchscope.protocol import Output, Progress
+    from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
+    from torchscope.protocol import JobOptions, Output, Progress
     from torchscope.targets import Target
 
     #: What ``add_subparsers`` returns: each subcommand module adds its parser to it.
@@ -42,11 +44,6 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-#: Overrides for tests and self-hosted UIs (the public UI only fetches from 127.0.0.1:9001).
-ORIGIN_ENV = "TORCHSCOPE_PERFETTO_ORIGIN"
-PORT_ENV = "TORCHSCOPE_PERFETTO_PORT"
-
 
 def print_failure(file: str, failure: ProfileFailure) -> int:
     """A failed job on stderr: ``torchscope: file:line: message`` and the user's traceback;
@@ -58,48 +55,18 @@ def print_failure(file: str, failure: ProfileFailure) -> int:
 
 
 def render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
-    from torchscope.report import render_report
+    """``report/outcome_text.py``'s text report (imported here on use: the parser stays
+    cheap)."""
+    from torchscope.report.outcome_text import render_text as render
 
-    target = outcome.target
-    trace_path = outcome.result.trace_path
-    arguments = _ARGUMENTS.get(outcome.inputs()["source"], "()")
-    lines = [
-        f"== {target.qualname} ({target.file}:{target.def_line})",
-        f"   call: {outcome.call or target.qualname + arguments}",
-        *_inputs_line(outcome.inputs()),
-        render_report(outcome.report),
-    ]
-    if outcome.report.lines:
-        lines += ["", listing]
-    elif outcome.result.attribution_note:
-        lines += ["", outcome.result.attribution_note]
-    lines += ["", f"trace: {trace_path}"]
-    if open_hint:
-        lines.append(f"open it in Perfetto: {open_command(trace_path)}")
-    lines.append("")
-    return "\n".join(lines)
+    return render(outcome, listing, open_hint)
 
 
-_ARGUMENTS = {
-    "capture": "(<captured inputs>)",
-    "run": "(<the program's arguments>)",
-    "call-expression": "()",
-    "directive": "()",
-}
+def open_command(trace: str) -> str:
+    """The exact command that opens ``trace`` in the Perfetto UI (``report/outcome_text.py``)."""
+    from torchscope.report.outcome_text import open_command as command
 
-
-def _inputs_line(inputs: dict[str, Any]) -> list[str]:
-    """Where a replay's or a run's inputs came from (nothing for a call expression)."""
-    from torchscope.host.captures import age_text
-
-    if inputs.get("source") == "capture":
-        age = age_text(inputs.get("captured_at"))
-        when = f", {age}" if age else ""
-        return [f"   inputs: captured from a real call{when} ({inputs['path']})"]
-    if inputs.get("source") == "run":
-        saved = f", saved to {inputs['path']}" if inputs.get("path") else ""
-        return [f"   inputs: the program's own arguments{saved}"]
-    return []
+    return command(trace)
 
 
 def say(quiet: bool, text: str) -> None:
@@ -108,70 +75,7 @@ def say(quiet: bool, text: str) -> None:
         print(f"[torchscope] {text}", file=sys.stderr, flush=True)
 
 
-def _number(kind: type, minimum: Optional[float]) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text} is not a number") from None
-        if minimum is not None and value < minimum:
-            raise argparse.ArgumentTypeError(f"{text} is below the minimum of {minimum}")
-        return value
 
-    return parse
-
-
-def _size(text: str) -> str:
-    """A memory size such as 12G, kept as written (``JobOptions.max_memory``; "": the default,
-    which argparse passes through here too)."""
-    try:
-        if text.strip():
-            parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text.strip()
-
-
-def add_job_options(parser: argparse.ArgumentParser) -> None:
-    """One flag per ``JobOptions`` field that has one, with its default and limits from there
-    (``args``' attribute is the field's name, so ``job_options(args)`` fills it back)."""
-    for spec in dataclasses.fields(JobOptions):
-        meta = spec.metadata
-        if not meta.get("flag"):
-            continue
-        if spec.default is False:
-            parser.add_argument(
-                meta["flag"], dest=spec.name, action="store_true", help=meta["help"]
-            )
-            continue
-        if meta.get("size"):  # its help says what the default ("") means
-            parser.add_argument(
-                meta["flag"],
-                dest=spec.name,
-                default=spec.default,
-                metavar="SIZE",
-                type=_size,
-                help=meta["help"],
-            )
-            continue
-        kind = type(spec.default)
-        parser.add_argument(
-            meta["flag"],
-            dest=spec.name,
-            default=spec.default,
-            choices=meta.get("choices"),
-            metavar=None if meta.get("choices") else meta["flag"].lstrip("-").upper(),
-            type=_number(kind, meta.get("minimum")) if kind in (int, float) else kind,
-            help=f"{meta['help']} (default {spec.default:g})"
-            if kind in (int, float)
-            else f"{meta['help']} (default: {spec.default})",
-        )
-
-
-def job_options(args: argparse.Namespace, workspace_root: Optional[str]) -> JobOptions:
-    """The job options the command line asked for."""
-    values = {name: getattr(args, name) for name in vars(args)}
-    return JobOptions(workspace_root=workspace_root).updated(values)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -204,13 +108,11 @@ def read_target(spec: str) -> Optional[tuple[str, Target]]:
 
 
 def make_profiler(args: argparse.Namespace) -> Profiler:
-    from torchscope.host.profile_run import Profiler
-    from torchscope.host.trace_store import TraceStore
+    from torchscope.host.session import open_profiler
 
-    store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
-    return Profiler(
+    return open_profiler(
         args.python,
-        store,
+        args.trace_dir.resolve() if args.trace_dir else None,
         cwd=str(Path.cwd()),
         on_worker_stderr=lambda line: None if args.quiet else print(line, file=sys.stderr),
     )
@@ -235,30 +137,6 @@ def output_printer(args: argparse.Namespace) -> Callable[[Output], None]:
     return on_output
 
 
-def _flag_kinds() -> list[tuple[str, str]]:
-    """``(flag, kind)`` for every job kind the CLI can run instead of a plain profile."""
-    from torchscope.protocol import JOB_KINDS
-
-    return [(r.CLI_FLAG, kind) for kind, r in JOB_KINDS.items() if r.CLI_FLAG]
-
-
-def add_kind_flags(parser: argparse.ArgumentParser) -> None:
-    """A flag per job kind that declares one (``--compare-compile``)."""
-    from torchscope.protocol import JOB_KINDS
-
-    for flag, kind in _flag_kinds():
-        parser.add_argument(flag, action="store_true", help=JOB_KINDS[kind].CLI_HELP)
-
-
-def chosen_kinds(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """The ``(flag, kind)`` pairs given on the command line."""
-    chosen = []
-    for flag, kind in _flag_kinds():
-        if getattr(args, flag.lstrip("-").replace("-", "_"), False):
-            chosen.append((flag, kind))
-    return chosen
-
-
 async def run_kind(
     profiler: Profiler,
     target: Target,
@@ -267,15 +145,15 @@ async def run_kind(
     args: argparse.Namespace,
     on_progress: Callable[[Progress], None],
     on_output: Callable[[Output], None],
-) -> CliReport:
-    """A plain profile, or the job kind whose flag was given (``--compare-compile``)."""
+) -> Any:
+    """The outcome of a plain profile, or of the job kind whose flag was given
+    (``--compare-compile``)."""
     from torchscope.host.job_kinds import host_kinds
     from torchscope.protocol import ProfileRequest
 
     chosen = chosen_kinds(args)
     kind = host_kinds()[chosen[0][1] if chosen else ProfileRequest.TYPE]
-    outcome = await profiler.run_job(kind, target, call, options, on_progress, on_output)
-    return kind.cli_report(outcome, verbose=not args.quiet)
+    return await profiler.run_job(kind, target, call, options, on_progress, on_output)
 
 
 async def diff_one(
@@ -316,11 +194,6 @@ def add_open_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help=f"the Perfetto UI to open (default {PERFETTO_ORIGIN}, or ${ORIGIN_ENV})",
     )
-
-
-def open_command(trace: str) -> str:
-    """The exact command that opens ``trace`` in the Perfetto UI."""
-    return f"torchscope analyze {shlex.quote(trace)} --open"
 
 
 def _has_gui_browser() -> bool:

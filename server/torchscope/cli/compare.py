@@ -2,8 +2,9 @@
 
 A job kind's flag (``CLI_FLAG`` of its request in ``protocol.JOB_KINDS``, e.g.
 ``--compare-compile``) rides on the profile loop: each directive, or ``--call``, runs as that
-kind (``common.run_kind``), and its ``HostJob.cli_report`` says what prints (for a comparison:
-the eager report as usual, then the side-by-side comparison). A new kind needs no edit here.
+kind (``common.run_kind``), and ``profile.cli_report`` says what prints, rendered by ``report/``
+(for a comparison: the eager report as usual, then the side-by-side comparison). A new kind
+needs no edit here, only its rendering there.
 ``--sweep`` replaces the loop (``main`` runs this module's ``run`` for ``profile --sweep``):
 one call template with a ``{N}`` placeholder, or a capture at each batch size (``--sweep
 batch=…``), profiled at each size, printed as a table with the path of its SVG chart.
@@ -20,7 +21,6 @@ from torchscope.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    add_kind_flags,
     chosen_kinds,
     job_options,
     make_profiler,
@@ -29,37 +29,7 @@ from torchscope.cli.common import (
     progress_printer,
     read_target,
 )
-
-
-def _sweep_spec(text: str) -> tuple[str, list[int]]:
-    from torchscope.host.sweep import SweepSpecError, parse_sweep
-
-    try:
-        return parse_sweep(text)
-    except SweepSpecError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
-    """A flag per job kind that declares one (``--compare-compile``), and ``--sweep``."""
-    add_kind_flags(parser)
-    parser.add_argument(
-        "--sweep",
-        type=_sweep_spec,
-        metavar="N=64,256,1024",
-        help="profile at each size: the call expression's {N} placeholder takes each value; "
-        "with no call expression, batch=1,8,32 replays the capture of a real call (torchscope "
-        "run --capture) with its tensors' batch dimension cut or repeated to each size "
-        "(batch alone: a quarter to four times the captured size)",
-    )
-    parser.add_argument(
-        "--batch-dim",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --sweep batch: the captured tensors' batch dimension (default: read from "
-        "the model's batch_first, else the dimension all tensor arguments share)",
-    )
+from torchscope.flags import add_compare_arguments as add_compare_arguments
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from torchscope.cli.common import (
     EXIT_FAILED,
@@ -34,9 +35,34 @@ from torchscope.cli.common import (
 # The profiling machinery is imported where it runs: building the parser must stay cheap.
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
-    from torchscope.host.profile_run import CliReport
+    from torchscope.host.profile_run import ProfileOutcome
     from torchscope.protocol import Hello
     from torchscope.targets import Target
+
+
+@dataclass
+class CliReport:
+    """What ``torchscope profile`` prints for one job: the profile, and what the kind adds to it
+    (under ``key`` in ``--json``, ``text`` after the text report, ``stderr`` lines first)."""
+
+    profile: ProfileOutcome
+    key: Optional[str] = None
+    extra: Optional[Callable[[], dict[str, Any]]] = None
+    """The addition's JSON (called only for ``--json``)."""
+    text: str = ""
+    stderr: list[str] = field(default_factory=list)
+
+
+def cli_report(outcome: Any, verbose: bool) -> CliReport:
+    """A job's outcome as the CLI prints it (``verbose``: without ``--quiet``); a comparison
+    adds its table (``report/compare.py``) after the eager profile."""
+    from torchscope.host.compare_run import CompareOutcome
+    from torchscope.report.compare import comparison_outcome_text
+
+    if not isinstance(outcome, CompareOutcome):
+        return CliReport(outcome)
+    text, stderr = comparison_outcome_text(outcome.compare, outcome.compile_traceback, verbose)
+    return CliReport(outcome.profile, "compare", outcome.compare.to_dict, text, stderr)
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -99,7 +125,8 @@ async def run_profile_command(args: argparse.Namespace) -> int:
                 status = max(status, await profile_ranks_command(args, target, call, nproc, hello))
                 continue
             try:
-                job = await run_kind(profiler, target, call, options, args, on_progress, on_output)
+                done = await run_kind(profiler, target, call, options, args, on_progress, on_output)
+                job = cli_report(done, verbose=not args.quiet)
             except ProfileFailure as failure:
                 status = EXIT_FAILED
                 print_failure(target.file, failure)

@@ -7,25 +7,22 @@ side adds its own trace, and ``analysis.multi.compare`` puts the two side by sid
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
-from torchscope.analysis.engine import analyze
 from torchscope.analysis.multi.compare import compare_runs
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta
-from torchscope.analysis.multi.inventory import Inventory, inventory
-from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
+from torchscope.analysis.multi.inventory import Inventory
+from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
+from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
-from torchscope.ingest import load_trace
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
     JobRequest,
     ProfileResult,
 )
-from torchscope.report.compare import render_comparison
 from torchscope.targets import Target
 
 
@@ -45,14 +42,10 @@ class CompareOutcome:
         return data
 
 
-def _result(fields: dict[str, Any]) -> ProfileResult:
-    names = {f.name for f in dataclasses.fields(ProfileResult)}
-    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
-
-
-def _analyze(result: ProfileResult) -> tuple[Report, Inventory]:
-    trace = load_trace(result.trace_path)
-    return analyze(trace, measurements_of(result)), inventory(trace)
+def _analyze(result: ProfileResult, analyse: Analyse) -> tuple[Report, Inventory]:
+    done = analyse(result.trace_path, measurements_of(result), True)
+    assert done.inventory is not None
+    return done.report, done.inventory
 
 
 class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
@@ -71,10 +64,15 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
         return CompareRequest(**fields, compiled_trace_path=str(compiled_path))
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: CompareResult, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: CompareResult,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> CompareOutcome:
-        eager = _result(reply.eager)
-        compiled = _result(reply.compiled) if reply.compiled else None
+        eager = profile_result(reply.eager)
+        compiled = profile_result(reply.compiled) if reply.compiled else None
         meta = CompileMeta(
             mode=reply.mode,
             compile_s=reply.compile_s,
@@ -87,12 +85,12 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             eager_us=list(eager.call_us),
             compiled_us=list(compiled.call_us) if compiled else [],
         )
-        eager_report, eager_inv = _analyze(eager)  # a TraceError fails the job
+        eager_report, eager_inv = _analyze(eager, analyse)  # a TraceError fails the job
         compiled_report: Optional[Report] = None
         compiled_inv: Optional[Inventory] = None
         if compiled is not None:
             try:
-                compiled_report, compiled_inv = _analyze(compiled)
+                compiled_report, compiled_inv = _analyze(compiled, analyse)
             except TraceError as exc:
                 error = f"the compiled trace cannot be read: {exc}"
                 meta = replace(meta, error=error, error_kind="analysis")
@@ -116,18 +114,6 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
         )
         profile = ProfileOutcome(target, call, eager, eager_report, output)
         return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)
-
-    def cli_report(self, outcome: CompareOutcome, verbose: bool) -> CliReport:
-        """The eager profile, then the comparison; a compile failure is told on stderr."""
-        stderr = []
-        error = outcome.compare.error
-        if error:
-            stderr.append(f"torchscope: {error.message}")
-            if outcome.compile_traceback and verbose:
-                stderr.append(outcome.compile_traceback)
-            stderr.append("torchscope: the eager profile is still reported")
-        text = render_comparison(outcome.compare) + "\n"
-        return CliReport(outcome.profile, "compare", outcome.compare.to_dict, text, stderr)
 
 
 COMPARE = CompareJobKind()

@@ -8,17 +8,14 @@ check, **Compare with last commit**) or the source the editor kept from the prev
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from torchscope.analysis.engine import analyze
 from torchscope.analysis.multi.diff import Diff, DiffSide, diff_runs
-from torchscope.analysis.multi.inventory import inventory
-from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
+from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
+from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
-from torchscope.ingest import load_trace
 from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult
 from torchscope.targets import Target
 
@@ -43,16 +40,11 @@ class DiffOutcome:
         }
 
 
-def _result(fields: dict[str, Any]) -> ProfileResult:
-    names = {f.name for f in dataclasses.fields(ProfileResult)}
-    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
-
-
-def _side(result: ProfileResult, label: str, source: str) -> DiffSide:
-    trace = load_trace(result.trace_path)
-    report = analyze(trace, measurements_of(result))
+def _side(result: ProfileResult, label: str, source: str, analyse: Analyse) -> DiffSide:
+    done = analyse(result.trace_path, measurements_of(result), True)
+    assert done.inventory is not None
     return DiffSide(
-        label, list(result.call_us), report, inventory(trace), source, result.trace_path
+        label, list(result.call_us), done.report, done.inventory, source, result.trace_path
     )
 
 
@@ -81,11 +73,16 @@ class DiffJobKind(HostJob[DiffResult, DiffOutcome]):
         )
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: DiffResult, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: DiffResult,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> DiffOutcome:
-        after, before = _result(reply.after), _result(reply.before)
+        after, before = profile_result(reply.after), profile_result(reply.before)
         after_source = Path(target.file).read_text(encoding="utf-8")
-        after_side = _side(after, "now", after_source)
-        before_side = _side(before, reply.before_label, self.before_source)
+        after_side = _side(after, "now", after_source, analyse)
+        before_side = _side(before, reply.before_label, self.before_source, analyse)
         profile = ProfileOutcome(target, call, after, after_side.report, output)
         return DiffOutcome(profile, diff_runs(before_side, after_side), output)

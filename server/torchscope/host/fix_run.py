@@ -31,8 +31,9 @@ from torchscope.analysis.fixes.trial import (
 )
 from torchscope.analysis.multi.diff import decide
 from torchscope.analysis.multi.interval import ratio_interval, undecided
-from torchscope.host.diff_run import DiffJobKind, _result
-from torchscope.host.profile_run import HostJob, ProfileFailure
+from torchscope.host.diff_run import DiffJobKind
+from torchscope.host.profile_run import HostJob, ProfileFailure, profile_result
+from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress
 
 if TYPE_CHECKING:
@@ -68,7 +69,12 @@ class FixJobKind(HostJob[DiffResult, DiffResult]):
         )
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: DiffResult, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: DiffResult,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> DiffResult:
         return reply  # only the rounds and the output check count: no trace is read
 
@@ -160,8 +166,8 @@ async def measure_rewrite(
         if reply.outputs.get("refusal"):  # refused by the check: the worker timed nothing
             return checked_trial(rewrite.fix, reply.outputs, _patch(target, rewrite),
                                  rewrite.assumes), rewrite  # fmt: skip
-        original_us += _result(reply.after).call_us
-        rewritten_us += _result(reply.before).call_us
+        original_us += profile_result(reply.after).call_us
+        rewritten_us += profile_result(reply.before).call_us
         interval = ratio_interval(original_us, rewritten_us)
         if not undecided(interval):
             break

@@ -3,21 +3,24 @@
 The daemon and the CLI both go through ``Profiler.run_job``, so ``torchscope profile`` and the
 editor's **Profile this function** give the same numbers. A job kind's host side is a
 ``HostJob``: the request it sends and how its reply becomes an outcome (``PROFILE`` here,
-``COMPARE`` in ``compare_run``). The analysis runs here, in the host, on the exported trace
-(in a thread, so the daemon keeps serving while a large trace is read).
+``COMPARE`` in ``compare_run``). Every trace a job exports is analysed in the analysis child
+(``host/trace_analysis.py``), under the job's memory limit: a kind's ``outcome`` runs in a thread
+and is handed ``analyse``, which waits for the child.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
+from torchscope.analysis import Measurements, Report, TraceError
 from torchscope.analysis.results import Peaks
+from torchscope.host.trace_analysis import Analyse, TraceAnalyzer, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,
@@ -137,6 +140,13 @@ def choose_inputs(
     return None, {"source": "call-expression"}
 
 
+def profile_result(fields: dict[str, Any]) -> ProfileResult:
+    """One side of a two-sided reply (``CompareResult.eager``, ``DiffResult.before`` …), whose
+    fields are a ``ProfileResult``'s and maybe more."""
+    names = {f.name for f in dataclasses.fields(ProfileResult)}
+    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
+
+
 def measurements_of(result: ProfileResult) -> Measurements:
     """The worker's unprofiled numbers, as the analysis takes them."""
     return Measurements(
@@ -184,19 +194,6 @@ def peaks_of(data: dict[str, Any]) -> Optional[Peaks]:
     )
 
 
-@dataclass
-class CliReport:
-    """What ``torchscope profile`` prints for one job: the profile, and what the kind adds to it
-    (under ``key`` in ``--json``, ``text`` after the text report, ``stderr`` lines first)."""
-
-    profile: ProfileOutcome
-    key: Optional[str] = None
-    extra: Optional[Callable[[], dict[str, Any]]] = None
-    """The addition's JSON (called only for ``--json``)."""
-    text: str = ""
-    stderr: list[str] = field(default_factory=list)
-
-
 #: How long ``Profiler.warm`` waits for the worker's start-up work (a calibration takes ~2 s).
 WARM_TIMEOUT_S = 60.0
 
@@ -219,14 +216,16 @@ class HostJob(Generic[ReplyT, OutcomeT]):
         raise NotImplementedError
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: ReplyT, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: ReplyT,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> OutcomeT:
-        """The outcome of a successful reply (runs in a thread: the analysis goes here).
-        A ``TraceError`` becomes an ``analysis`` failure."""
-        raise NotImplementedError
-
-    def cli_report(self, outcome: OutcomeT, verbose: bool) -> CliReport:
-        """What the CLI prints for ``outcome`` (``verbose``: without ``--quiet``)."""
+        """The outcome of a successful reply (runs in a thread); its traces go to ``analyse``
+        (the analysis child's, from ``Profiler.run_job``). A ``TraceError`` becomes an
+        ``analysis`` failure."""
         raise NotImplementedError
 
 
@@ -258,13 +257,15 @@ class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
         return ProfileRequest(**fields)
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: ProfileResult, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: ProfileResult,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> ProfileOutcome:
-        report = analyze_trace(reply.trace_path, measurements_of(reply))
+        report = analyse(reply.trace_path, measurements_of(reply), False).report
         return ProfileOutcome(target, call, reply, with_fixes(report, target, reply), output)
-
-    def cli_report(self, outcome: ProfileOutcome, verbose: bool) -> CliReport:
-        return CliReport(outcome)
 
 
 PROFILE = ProfileJobKind()
@@ -272,7 +273,8 @@ PROFILE = ProfileJobKind()
 
 
 class Profiler:
-    """Owns one long-lived worker for one interpreter and runs jobs on it, one at a time."""
+    """Owns one long-lived worker for one interpreter and runs jobs on it, one at a time;
+    their traces go to ``analyzer`` (a server's, shared with its Open trace; else its own)."""
 
     def __init__(
         self,
@@ -280,8 +282,11 @@ class Profiler:
         trace_store: TraceStore,
         cwd: Optional[str] = None,
         on_worker_stderr: Optional[Callable[[str], None]] = None,
+        analyzer: Optional[TraceAnalyzer] = None,
     ) -> None:
         self.python = python
+        self._owns_analyzer = analyzer is None
+        self.analyzer = analyzer or TraceAnalyzer()
         self.trace_store = trace_store
         self.cwd = cwd
         self._on_worker_stderr = on_worker_stderr
@@ -321,6 +326,9 @@ class Profiler:
     async def _ensure_worker(self) -> WorkerProcess:
         async with self._start_lock:
             if self._worker is None or not self._worker.alive:
+                if self._worker is not None:  # died between jobs: end it the one way
+                    await self._worker.kill()
+                self.analyzer.prestart()  # ~0.3 s, while the worker imports torch
                 worker = WorkerProcess(self.python, cwd=self.cwd, on_stderr=self._on_worker_stderr)
                 try:
                     await worker.start()
@@ -380,12 +388,27 @@ class Profiler:
             message = f"the worker answered {type(reply).__name__} to a {request.TYPE} job"
             raise ProfileFailure("worker", message, target.def_line)
         loop = asyncio.get_running_loop()
+        analyse = self._analyse_in_child(options.max_memory, loop)
         try:
-            return await loop.run_in_executor(None, kind.outcome, target, chosen, reply, output)
+            return await loop.run_in_executor(
+                None, kind.outcome, target, chosen, reply, output, analyse
+            )
         except TraceError as exc:
             raise ProfileFailure("analysis", str(exc), target.def_line) from exc
+
+    def _analyse_in_child(self, max_memory: str, loop: asyncio.AbstractEventLoop) -> Analyse:
+        """``analyse`` for a kind's ``outcome`` (in a thread): the analysis child's, on
+        ``loop``, under the job's ``max_memory``."""
+
+        def analyse(path: str, measurements: Optional[Measurements], inventory: bool) -> Any:
+            running = self.analyzer.analyse(path, max_memory, measurements, inventory)
+            return asyncio.run_coroutine_threadsafe(running, loop).result()
+
+        return analyse
 
     async def close(self) -> None:
         if self._worker is not None:
             await self._worker.close()
             self._worker = None
+        if self._owns_analyzer:
+            await self.analyzer.close()

@@ -15,10 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.analysis import TraceError, analyze_trace
+from torchscope.analysis import TraceError
 from torchscope.host.captures import capture_path, write_origin
 from torchscope.host.profile_run import (
-    CliReport,
     HostJob,
     ProfileFailure,
     ProfileOutcome,
@@ -26,6 +25,7 @@ from torchscope.host.profile_run import (
     measurements_of,
     with_fixes,
 )
+from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     JobOptions,
@@ -194,7 +194,12 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         )
 
     def outcome(
-        self, target: Target, call: Optional[str], reply: RunResult, output: list[str]
+        self,
+        target: Target,
+        call: Optional[str],
+        reply: RunResult,
+        output: list[str],
+        analyse: Analyse = analyse_here,
     ) -> RunOutcome:
         done = RunOutcome(
             self.entry, reply.exit, reply.exit_code, reply.error, reply.test, reply.stderr_tail
@@ -213,7 +218,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
             if raw["profile"] is not None:
                 result = ProfileResult(**raw["profile"])
                 try:
-                    report = analyze_trace(result.trace_path, measurements_of(result))
+                    report = analyse(result.trace_path, measurements_of(result), False).report
                 except TraceError as exc:
                     part.failure = ProfileFailure("analysis", str(exc), spec.def_line)
                 else:
@@ -246,9 +251,6 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         if tail:
             message += "; its last stderr lines:\n" + "\n".join(tail)
         return ProfileFailure("not-called", message, spec.def_line)
-
-    def cli_report(self, outcome: RunOutcome, verbose: bool) -> CliReport:
-        raise NotImplementedError("torchscope run prints its own report (cli/run.py)")
 
 
 async def run_program(

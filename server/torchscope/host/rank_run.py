@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from torchscope.host import process_tree
 from torchscope.host.profile_run import ProfileFailure
-from torchscope.host.worker_env import start_guardian, worker_environment
+from torchscope.host.worker_env import release_guardian, start_guardian, worker_environment
 from torchscope.host.worker_process import PACKAGE_PARENT
 from torchscope.protocol import ProfileRequest, ProfileResult
 
@@ -207,12 +207,7 @@ async def _launch(
 async def _release(guardian: subprocess.Popen[bytes], pipe: int, marker: str) -> None:
     """Kill every process still carrying the run's marker, then let the guardian go."""
     await process_tree.kill_marked(marker)
-    os.close(pipe)  # the guardian sweeps once more and exits
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        await asyncio.get_running_loop().run_in_executor(None, guardian.wait, 5)
-    if guardian.poll() is None:
-        guardian.kill()
-        guardian.wait()
+    await release_guardian(guardian, pipe, wait_s=5.0)  # it sweeps once more and exits
 
 
 async def run_ranks(

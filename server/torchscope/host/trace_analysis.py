@@ -18,15 +18,23 @@ One warm child (the analysis imported, ~0.3 s) serves analyses one after another
 Open trace pays neither the interpreter's start-up nor more than the pickling of its report;
 after an analysis that left it large (:data:`RECYCLE_BYTES`) it is replaced.
 
-The child reads JSON lines ``{"path": ..., "limit": bytes}`` and answers each with one
-length-prefixed pickle, ``("ok", report)`` or ``("error", message)``, on stdout (it refuses,
-before reading, a trace whose estimated need is over the limit: ``ingest/memory.py``). Only
-this module's parent reads those pickles.
+Every trace goes here: an opened one, and the traces of profile, run, compare, sweep and diff
+jobs (``Profiler.run_job`` hands its job kind :meth:`TraceAnalyzer.analyse`, with the worker's
+measurements), so a user function that records millions of ops cannot grow the server either.
+:func:`analyse_here` is the same analysis in this process: the child's entry, and the notebook's
+(which runs in the user's kernel anyway).
+
+The child reads JSON lines ``{"path": ..., "limit": bytes, "measurements": base64 pickle or
+null, "inventory": bool}`` and answers each with one length-prefixed pickle,
+``("ok", Analysed)`` or ``("error", message)``, on stdout (it refuses, before reading, a trace
+whose estimated need is over the limit: ``ingest/memory.py``). Only this module's parent reads
+those pickles, and only it writes the child's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -36,13 +44,15 @@ import struct
 import sys
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchscope.host import process_tree
 from torchscope.host.worker_env import HOST_PID_ENV, worker_environment
 
 if TYPE_CHECKING:
-    from torchscope.analysis.results import Report
+    from torchscope.analysis.multi.inventory import Inventory
+    from torchscope.analysis.results import Measurements, Report
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD_BOOTSTRAP = (
@@ -59,6 +69,35 @@ _WARM_UP = (
     b'{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,'
     b'"dur":5,"args":{"Input Dims":[[8,8],[8,8]]}}]}'
 )
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """One trace's report, and what its steps ran (``inventory``) when it was asked for."""
+
+    report: Report
+    inventory: Optional[Inventory] = None
+
+
+#: How a job kind has its traces analysed: ``(path, measurements, with_inventory)``; raises
+#: ``TraceError``. ``Profiler.run_job`` gives the child's (:meth:`TraceAnalyzer.analyse`).
+Analyse = Callable[[str, "Optional[Measurements]", bool], Analysed]
+
+
+def analyse_here(
+    path: str, measurements: Optional[Measurements] = None, with_inventory: bool = False
+) -> Analysed:
+    """The analysis of the trace at ``path`` in this process; raises ``TraceError``."""
+    from torchscope.analysis import analyze_trace
+
+    if not with_inventory:
+        return Analysed(analyze_trace(path, measurements))
+    from torchscope.analysis.engine import analyze
+    from torchscope.analysis.multi.inventory import inventory
+    from torchscope.ingest import load_trace
+
+    trace = load_trace(path)
+    return Analysed(analyze(trace, measurements), inventory(trace))
 
 
 class _Child:
@@ -101,6 +140,17 @@ class TraceAnalyzer:
 
     async def analyze(self, path: str, max_memory: Optional[str] = None) -> Report:
         """The report of the trace at ``path``; every failure is a ``TraceError``."""
+        return (await self.analyse(path, max_memory)).report
+
+    async def analyse(
+        self,
+        path: str,
+        max_memory: Optional[str] = None,
+        measurements: Optional[Measurements] = None,
+        with_inventory: bool = False,
+    ) -> Analysed:
+        """:func:`analyse_here` in the child, under ``max_memory`` (the analyzer's own limit
+        when None); every failure is a ``TraceError``."""
         from torchscope.analysis import TraceError
 
         try:
@@ -113,8 +163,14 @@ class TraceAnalyzer:
             child = await self._take_child(limit)
         except OSError as exc:
             raise TraceError(f"{path}: the analysis process could not start ({exc})") from None
+        request = {
+            "path": path,
+            "limit": limit,
+            "measurements": _pickled(measurements) if measurements is not None else None,
+            "inventory": with_inventory,
+        }
         try:
-            outcome = await self._run(child, path, limit)
+            outcome = await self._run(child, request)
         except BaseException:
             await _kill(child)
             raise
@@ -147,11 +203,12 @@ class TraceAnalyzer:
         done.set_result(child)
         self._idle = done
 
-    async def _run(self, child: _Child, path: str, limit: int) -> tuple[str, Any]:
-        """Send ``path`` to ``child``; its outcome, or a TraceError when it died or went over
-        ``limit``."""
+    async def _run(self, child: _Child, request: dict[str, Any]) -> tuple[str, Any]:
+        """Send ``request`` to ``child``; its outcome, or a TraceError when it died or went over
+        the request's limit."""
         from torchscope.analysis import TraceError
 
+        path, limit = request["path"], request["limit"]
         process = child.process
         assert process.stdin is not None and process.stdout is not None
         watch = asyncio.ensure_future(
@@ -159,7 +216,7 @@ class TraceAnalyzer:
         )
         reply = asyncio.ensure_future(_read_reply(process.stdout))
         try:
-            process.stdin.write(json.dumps({"path": path, "limit": limit}).encode() + b"\n")
+            process.stdin.write(json.dumps(request).encode() + b"\n")
             with contextlib.suppress(ConnectionError):
                 await process.stdin.drain()
             await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -187,6 +244,10 @@ class TraceAnalyzer:
                 await _kill(await idle)
         if self._killing:
             await asyncio.wait(set(self._killing))
+
+
+def _pickled(value: Any) -> str:
+    return base64.b64encode(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)).decode()
 
 
 def _held(child: _Child) -> int:
@@ -275,30 +336,33 @@ def child_main() -> None:
     """The child: die with the parent, import the analysis, then for each JSON line on
     stdin analyse that trace and write the pickled outcome, length-prefixed, to stdout."""
     _die_with_parent()
-    from torchscope.analysis import analyze_trace
     from torchscope.analysis.engine import analyze
+    from torchscope.analysis.multi.inventory import inventory
     from torchscope.ingest import load_trace
     from torchscope.ingest.memory import memory_limit
 
     with contextlib.suppress(Exception):  # warm up: the stages' lazy imports, once
-        analyze(load_trace(_WARM_UP, name="warm-up"))
+        inventory(warm := load_trace(_WARM_UP, name="warm-up"))
+        analyze(warm)
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         request = json.loads(line)
         path, limit = str(request["path"]), request.get("limit")
+        given = request.get("measurements")
+        measurements = pickle.loads(base64.b64decode(given)) if given else None
         with memory_limit(limit if isinstance(limit, int) else None):
-            outcome = _outcome(analyze_trace, path)
+            outcome = _outcome(path, measurements, bool(request.get("inventory")))
         data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_LENGTH.pack(len(data)) + data)
         out.flush()
 
 
-def _outcome(analyze_trace: Callable[[str], Any], path: str) -> tuple[str, Any]:
-    """``("ok", report)`` or ``("error", message)``: every failure one message."""
+def _outcome(path: str, measurements: Any, with_inventory: bool) -> tuple[str, Any]:
+    """``("ok", Analysed)`` or ``("error", message)``: every failure one message."""
     from torchscope.analysis import TraceError
 
     try:
-        return ("ok", analyze_trace(path))
+        return ("ok", analyse_here(path, measurements, with_inventory))
     except TraceError as exc:
         return ("error", str(exc))
     except RecursionError:

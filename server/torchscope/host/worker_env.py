@@ -10,6 +10,7 @@ match the worker's Python.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import subprocess
@@ -80,3 +81,21 @@ def start_guardian(package_parent: str, marker: str) -> tuple[subprocess.Popen[b
     finally:
         os.close(read_end)
     return guardian, write_end
+
+
+async def release_guardian(
+    guardian: subprocess.Popen[bytes], pipe: int, wait_s: float = 2.0
+) -> None:
+    """The one way a guardian ends: close the host's end of its pipe (it sweeps its marker
+    once more and exits) and reap it, killed if it has not exited within ``wait_s``. Polls,
+    so no thread waits on it."""
+    with contextlib.suppress(OSError):
+        os.close(pipe)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_s
+    while guardian.poll() is None and loop.time() < deadline:
+        await asyncio.sleep(0.02)
+    if guardian.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            guardian.kill()
+        guardian.wait()

@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import Optional
 
 from torchscope.host import process_tree
-from torchscope.host.worker_env import dependency_path, start_guardian, worker_environment
+from torchscope.host.worker_env import (
+    dependency_path,
+    release_guardian,
+    start_guardian,
+    worker_environment,
+)
 from torchscope.protocol import (
     PROTOCOL_VERSION,
     FrameDecoder,
@@ -246,8 +251,7 @@ class WorkerProcess:
         process = self._process
         assert process is not None
         await process_tree.wait_exited(process, 2.0)
-        process_tree.kill_marked_now(self.marker, keep={process.pid})  # they may hold stderr
-        await self._finish_stderr()
+        await self.kill()  # the one end: its children (they may hold stderr), the guardian
         if self._stopped:
             return MemoryLimitExceeded(self._stopped)
         tail = [line for line in self._tail if process_tree.worth_quoting(line)][-TAIL_LINES:]
@@ -328,19 +332,21 @@ class WorkerProcess:
         return True
 
     async def kill(self) -> None:
-        """Kill the worker's whole process group and reap it."""
+        """The one way a worker ends, whatever ended it (a crash, ``os._exit``, a timeout, a
+        cancel, the memory limit, ``close``): kill its whole process group and everything
+        carrying its marker, reap it, drain its stderr, stop the memory watch, and close the
+        guardian's pipe and reap the guardian. Idempotent."""
         process = self._process
-        if process is None:
-            return
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-        process_tree.kill_marked_now(self.marker, keep={process.pid})
-        await process_tree.wait_exited(process, 10.0)
-        await process_tree.kill_marked(self.marker, keep={process.pid})
-        await self._finish_stderr()
+        if process is not None:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+            process_tree.kill_marked_now(self.marker, keep={process.pid})
+            await process_tree.wait_exited(process, 10.0)
+            await process_tree.kill_marked(self.marker, keep={process.pid})
+            await self._finish_stderr()
         if self._watch_task is not None:
             self._watch_task.cancel()
             self._watch_task = None
@@ -349,18 +355,12 @@ class WorkerProcess:
 
     async def _stop_guardian(self) -> None:
         """Close the guardian's pipe (it sweeps once more and exits) and reap it."""
-        if self._guardian_pipe is not None:
-            os.close(self._guardian_pipe)
-            self._guardian_pipe = None
         guardian, self._guardian = self._guardian, None
-        if guardian is None:
-            return
-        for _ in range(100):
-            if guardian.poll() is not None:
-                return
-            await asyncio.sleep(0.02)
-        with contextlib.suppress(ProcessLookupError):
-            guardian.kill()
+        pipe, self._guardian_pipe = self._guardian_pipe, None
+        if guardian is not None and pipe is not None:
+            await release_guardian(guardian, pipe)
+        elif pipe is not None:
+            os.close(pipe)
 
     async def _finish_stderr(self) -> None:
         if self._stderr_task is not None:

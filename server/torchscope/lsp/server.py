@@ -18,10 +18,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from torchscope import __version__
+from torchscope._version import __version__
 from torchscope.host.profile_run import Profiler
+from torchscope.host.session import open_profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.host.trace_store import TraceStore
 from torchscope.lsp.constants import SERVER_NAME
 from torchscope.lsp.diagnostics import diagnostics_for
 from torchscope.lsp.results import ResultStore
@@ -58,7 +58,9 @@ class TorchscopeProtocol(LanguageServerProtocol):
 
 class TorchscopeServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(SERVER_NAME, __version__, protocol_cls=TorchscopeProtocol)
+        # One thread reads stdin (no handler runs in pygls' pool): the default pool grows a
+        # thread each time the next read is submitted before the last one's thread is idle.
+        super().__init__(SERVER_NAME, __version__, protocol_cls=TorchscopeProtocol, max_workers=1)
         self.settings = Settings()
         self.results = ResultStore()
         self.running: dict[Any, asyncio.Task[Any]] = {}
@@ -89,11 +91,13 @@ class TorchscopeServer(LanguageServer):
                 self._closing.add(asyncio.ensure_future(self._profiler.close()))
             self._profiler_key = key
             root = self.workspace_root()
-            self._profiler = Profiler(
+            self._profiler = open_profiler(
                 settings.worker_python,
-                TraceStore(settings.trace_dir, settings.keep_traces),
+                settings.trace_dir,
+                settings.keep_traces,
                 cwd=str(root) if root else None,
                 on_worker_stderr=self.log_worker,
+                analyzer=self.analyzer,  # one warm child for opened traces and profiles'
             )
         assert self._profiler is not None
         return self._profiler

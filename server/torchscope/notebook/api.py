@@ -148,6 +148,7 @@ def compare_call(prepared: PreparedCall, options: Options = None) -> ProfileRepo
     process: the compiled function stays compiled in it (a worker would be replaced)."""
     from torchscope.analysis import TraceError
     from torchscope.host.compare_run import CompareJobKind
+    from torchscope.report.compare import comparison_outcome_text
     from torchscope.worker.jobs.compare import MODES
 
     chosen = job_options(options)
@@ -166,8 +167,8 @@ def compare_call(prepared: PreparedCall, options: Options = None) -> ProfileRepo
         outcome = kind.outcome(where, prepared.source, reply, [])
     except TraceError as exc:
         raise ProfileError("analysis", str(exc)) from exc
-    cli = kind.cli_report(outcome, verbose=True)
-    extra = Extra("compare", outcome.compare.to_dict(), "Eager vs torch.compile", cli.text.rstrip())
+    text, _ = comparison_outcome_text(outcome.compare, outcome.compile_traceback, verbose=True)
+    extra = Extra("compare", outcome.compare.to_dict(), "Eager vs torch.compile", text.rstrip())
     return ProfileReport(outcome.profile, target.function, extra)
 
 

@@ -44,8 +44,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """``torchscope profile``'s job-option flags, ``--compare-compile`` and ``--sweep``."""
-    from torchscope.cli.common import add_job_options
-    from torchscope.cli.compare import add_compare_arguments
+    from torchscope.flags import add_compare_arguments, add_job_options
 
     parser = _Parser(
         prog="%torchscope",
@@ -108,7 +107,7 @@ def split_cell(cell: str) -> tuple[list[ast.stmt], str]:
 def run(line: str, namespace: dict[str, Any], options: Any = None) -> ProfileReport:
     """Profile what ``line`` asks for over ``namespace``; raises ``MagicUsage`` or
     ``ProfileError``."""
-    from torchscope.cli.common import job_options
+    from torchscope.flags import job_options
 
     args, expression = parse(line)
     if not expression:

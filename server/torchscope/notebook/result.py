@@ -58,8 +58,9 @@ def in_kernel() -> bool:
 def serve_trace(trace: Path, timeout_s: float = PERFETTO_TIMEOUT_S) -> tuple[Optional[str], str]:
     """Serve ``trace`` once for the Perfetto UI in the background: (the link, a note), or
     (None, why not). The port and origin follow the CLI's ``--open`` (and its variables)."""
-    from torchscope.cli.common import ORIGIN_ENV, PORT_ENV
     from torchscope.host.trace_server import TraceServer, TraceServerError
+    from torchscope.protocol import PERFETTO_ORIGIN_ENV as ORIGIN_ENV
+    from torchscope.protocol import PERFETTO_PORT_ENV as PORT_ENV
 
     global _serving
     port = int(os.environ.get(PORT_ENV) or PERFETTO_PORT)
@@ -137,8 +138,8 @@ class ProfileReport:
 
     def text(self) -> str:
         """The CLI's text report (``torchscope profile``), with the in-process note."""
-        from torchscope.cli.common import render_text
         from torchscope.report.lines import source_with_margin
+        from torchscope.report.outcome_text import render_text
 
         target = self.outcome.target
         source = "\n".join(code for _, code in self._source_by_number())

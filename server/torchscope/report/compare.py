@@ -125,3 +125,19 @@ def comparison_page_markdown(qualname: str, compare: Comparison) -> str:
         where = f"`{graph.code_path}`" if graph.code_path else "generated code not found"
         parts.append(f"`## Call CompiledFxGraph {graph.hash} ##` → {where}")
     return "\n\n".join(parts)
+
+
+def comparison_outcome_text(
+    compare: Comparison, compile_traceback: str, verbose: bool
+) -> tuple[str, list[str]]:
+    """What ``profile --compare-compile`` prints after the eager profile: the comparison, and
+    (first, on stderr) a failed compile's message, its traceback (``verbose``) and that the
+    eager profile is still reported."""
+    stderr = []
+    error = compare.error
+    if error:
+        stderr.append(f"torchscope: {error.message}")
+        if compile_traceback and verbose:
+            stderr.append(compile_traceback)
+        stderr.append("torchscope: the eager profile is still reported")
+    return render_comparison(compare) + "\n", stderr

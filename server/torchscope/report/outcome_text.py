@@ -1,0 +1,63 @@
+"""The text report of one profile, as ``torchscope profile`` prints it and the notebook shows
+it: the target, the call, where its inputs came from, the report, the annotated listing, and
+the trace with the command that opens it."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from torchscope.report.text import render_report
+
+if TYPE_CHECKING:
+    from torchscope.host.profile_run import ProfileOutcome
+
+
+def open_command(trace: str) -> str:
+    """The exact command that opens ``trace`` in the Perfetto UI."""
+    return f"torchscope analyze {shlex.quote(trace)} --open"
+
+
+def render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
+    """``outcome`` as text; ``listing`` is the function's source with its margin
+    (``report/lines.py``), ``open_hint`` adds the command that opens the trace."""
+    target = outcome.target
+    trace_path = outcome.result.trace_path
+    arguments = _ARGUMENTS.get(outcome.inputs()["source"], "()")
+    lines = [
+        f"== {target.qualname} ({target.file}:{target.def_line})",
+        f"   call: {outcome.call or target.qualname + arguments}",
+        *_inputs_line(outcome.inputs()),
+        render_report(outcome.report),
+    ]
+    if outcome.report.lines:
+        lines += ["", listing]
+    elif outcome.result.attribution_note:
+        lines += ["", outcome.result.attribution_note]
+    lines += ["", f"trace: {trace_path}"]
+    if open_hint:
+        lines.append(f"open it in Perfetto: {open_command(trace_path)}")
+    lines.append("")
+    return "\n".join(lines)
+
+
+_ARGUMENTS = {
+    "capture": "(<captured inputs>)",
+    "run": "(<the program's arguments>)",
+    "call-expression": "()",
+    "directive": "()",
+}
+
+
+def _inputs_line(inputs: dict[str, Any]) -> list[str]:
+    """Where a replay's or a run's inputs came from (nothing for a call expression)."""
+    from torchscope.host.captures import age_text
+
+    if inputs.get("source") == "capture":
+        age = age_text(inputs.get("captured_at"))
+        when = f", {age}" if age else ""
+        return [f"   inputs: captured from a real call{when} ({inputs['path']})"]
+    if inputs.get("source") == "run":
+        saved = f", saved to {inputs['path']}" if inputs.get("path") else ""
+        return [f"   inputs: the program's own arguments{saved}"]
+    return []

@@ -1,0 +1,85 @@
+"""Which layer may say what (issue 44), read from the sources: each check fails on a module
+that crosses the line."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "server" / "torchscope"
+
+
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth (under ``TYPE_CHECKING`` too)."""
+    found: set[str] = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_version_is_a_leaf_the_faces_import() -> None:
+    version = PACKAGE / "_version.py"
+    assert _imported(version) == set()
+    assert re.search(r'^__version__ = "([^"]+)"$', version.read_text(), re.M)
+    pyproject = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(), re.M)
+    assert pyproject and f'__version__ = "{pyproject.group(1)}"' in version.read_text()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        assert "torchscope.__version__" not in _imported(path), path
+
+
+def test_no_job_kind_analyses_a_trace_in_the_host() -> None:
+    """Every job's trace goes to the analysis child (``host/trace_analysis.py``)."""
+    for path in sorted((PACKAGE / "host").glob("*_run.py")):
+        calls = [
+            node
+            for node in ast.walk(_tree(path))
+            if isinstance(node, ast.Call)
+            and getattr(node.func, "id", getattr(node.func, "attr", "")) in ("analyze_trace", "analyze")
+        ]
+        assert not calls, f"{path.name}:{calls[0].lineno} analyses a trace in the host"
+
+
+def test_host_speaks_no_face_s_words() -> None:
+    """No ``cli_report`` in host (``report/`` renders every outcome; the CLI prints it), and
+    the job kinds import no presentation."""
+    for path in sorted((PACKAGE / "host").glob("*.py")):
+        names = {
+            node.name
+            for node in ast.walk(_tree(path))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        assert not names & {"cli_report", "CliReport"}, path
+    for path in sorted((PACKAGE / "host").glob("*_run.py")):
+        crossing = [m for m in _imported(path) if m.startswith("torchscope.report")]
+        assert not crossing, (path.name, crossing)
+
+
+def test_one_module_builds_the_profiler() -> None:
+    """Every face gets its ``Profiler`` from ``host/session.py``."""
+    building = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if any(
+            isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Profiler"
+            for node in ast.walk(_tree(path))
+        )
+    )
+    assert building == ["host/session.py"]
+
+
+def test_the_notebook_imports_no_cli() -> None:
+    """The ``%torchscope`` magic's flags come from ``torchscope/flags.py`` and its text report
+    from ``report/``, as the CLI's do."""
+    for path in sorted((PACKAGE / "notebook").glob("*.py")):
+        crossing = [m for m in _imported(path) if m.startswith("torchscope.cli")]
+        assert not crossing, (path.name, crossing)
