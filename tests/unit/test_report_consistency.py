@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscope.analysis import Measurements, analyze_trace
+from torchscope.analysis import Measurements, Report, analyze_trace
 from torchscope.analysis.consistency import contradictions
 from torchscope.analysis.machine import LocalMachine, cpu_peaks
 from torchscope.protocol import CALIBRATION_FILE, host_name, machine_id
@@ -182,3 +182,30 @@ def test_thread_advice_only_when_one_thread_was_faster_beyond_the_noise(
     # 27 % faster: the threads are a cause, the math still the costliest, and the advice says so
     assert "use torch.set_num_threads(1)" in verdict(18_000.0)
     assert verdict(9_000.0).startswith("overhead-bound (CPU threads): ")  # 2.7×: the cause
+
+
+def test_an_opened_trace_recorded_here_is_judged_by_this_machine_in_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The editor's Open trace (and MCP's analyze) run the analysis child, not `analyze`: it
+    # must read this machine's calibration as the CLI does, or the two faces disagree.
+    import asyncio
+
+    from torchscope.host.trace_analysis import TraceAnalyzer
+
+    store(tmp_path / "xdg" / "torchscope", gflops=100.0)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    trace = here_trace(tmp_path)
+
+    async def opened() -> Report:
+        analyzer = TraceAnalyzer()
+        try:
+            return await analyzer.analyze(str(trace))
+        finally:
+            await analyzer.close()
+
+    report = asyncio.run(opened())
+    cli = analyze_trace(trace, local=LocalMachine.read(tmp_path / "xdg" / "torchscope"))
+    assert report.peaks is not None and report.peaks.source == "measured"
+    assert report.device.name == cli.device.name
+    assert report.verdict.id == cli.verdict.id

@@ -87,17 +87,21 @@ Analyse = Callable[[str, "Optional[Measurements]", bool], Analysed]
 def analyse_here(
     path: str, measurements: Optional[Measurements] = None, with_inventory: bool = False
 ) -> Analysed:
-    """The analysis of the trace at ``path`` in this process; raises ``TraceError``."""
+    """The analysis of the trace at ``path`` in this process; raises ``TraceError``. A trace
+    opened without a job's measurements is judged, as ``torchscope analyze`` judges it, by this
+    machine's name and calibrated peaks when it was recorded here (``analysis.machine``)."""
     from torchscope.analysis import analyze_trace
+    from torchscope.analysis.machine import LocalMachine
 
+    local = LocalMachine.read() if measurements is None else None
     if not with_inventory:
-        return Analysed(analyze_trace(path, measurements))
+        return Analysed(analyze_trace(path, measurements, local))
     from torchscope.analysis.engine import analyze
     from torchscope.analysis.multi.inventory import inventory
     from torchscope.ingest import load_trace
 
     trace = load_trace(path)
-    return Analysed(analyze(trace, measurements), inventory(trace))
+    return Analysed(analyze(trace, measurements, local), inventory(trace))
 
 
 class _Child:
