@@ -11,6 +11,7 @@ import inspect
 import statistics
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -29,9 +30,22 @@ from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
+from torchscope.worker.stability import MachineLoad, passes_disagree, unstable_line
 from torchscope.worker.timing import TimingSamples, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
+
+
+@dataclass
+class _Measured:
+    """What ``ProfileJob._measure`` found."""
+
+    samples: TimingSamples
+    cuda_memory: dict[str, Any]
+    attribution_note: str
+    machine: dict[str, Any]
+    unstable: str
+    retimed: bool
 
 
 class JobFailed(Exception):
@@ -81,6 +95,7 @@ class ProfileJob:
         self.target: Any = None
         self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
         self.line_us: dict[str, list[float]] = {}  # per line, unprofiled µs per call
+        self.profiled_us: list[float] = []  # wall µs of each profiled call (CPU)
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
@@ -227,14 +242,10 @@ class ProfileJob:
         """The timing, profile and line passes on ``prepared`` after its cold call (timed by
         the caller: here, or in the user's program by ``worker/jobs/run.py``)."""
         request = self.request
-        self._stage("timing", "timing steady calls without the profiler")
-        samples = self._time(prepared, estimate_s)
+        measured = self._measure(prepared, estimate_s)
+        samples = measured.samples
         floor = statistics.median(samples.floor_us)
         fault_us = fault_cost_us()
-        self._stage("profile", f"profiling {request.options.steps} calls with line markers")
-        cuda_memory: dict[str, Any] = {}
-        with memory_recording(request, self.use_cuda, cuda_memory):
-            attribution_note = self._profile(prepared)
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name()
@@ -250,17 +261,42 @@ class ProfileJob:
             steps=request.options.steps,
             def_line=def_line,
             torch_version=torch.__version__,
-            attribution_note=attribution_note,
+            attribution_note=measured.attribution_note,
             threads=samples.threads,
             single_thread_us=samples.single_thread_us,
             page_faults=samples.page_faults,
             wait_us=samples.wait_us,
             single_wait_us=samples.single_wait_us,
             page_fault_us=fault_us,
-            cuda_memory=cuda_memory,
+            cuda_memory=measured.cuda_memory,
             line_us=self.line_us,
             inputs=dict(request.inputs),
+            machine=measured.machine,
+            unstable=measured.unstable,
+            retimed=measured.retimed,
         )
+
+    def _measure(self, prepared: PreparedCall, estimate_s: float) -> _Measured:
+        """The timing pass, then the profile pass; when the two disagree beyond the noise
+        (``worker/stability.py``) the timing pass once more. How busy the machine was meanwhile."""
+        load = MachineLoad()
+        self._stage("timing", "timing steady calls without the profiler")
+        samples = self._time(prepared, estimate_s)
+        self._stage("profile", f"profiling {self.request.options.steps} calls with line markers")
+        cuda_memory: dict[str, Any] = {}
+        with memory_recording(self.request, self.use_cuda, cuda_memory):
+            attribution_note = self._profile(prepared)
+        disagree = passes_disagree(samples.per_call_us, self.profiled_us)
+        retimed = disagree
+        if disagree:
+            self._stage(
+                "profile", "the profiled calls ran faster than the unprofiled: timing again"
+            )
+            samples = self._time(prepared, estimate_s)
+            disagree = passes_disagree(samples.per_call_us, self.profiled_us)
+        machine = load.measured()
+        unstable = unstable_line(samples.per_call_us, self.profiled_us, machine, disagree)
+        return _Measured(samples, cuda_memory, attribution_note, machine, unstable, retimed)
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.
@@ -276,7 +312,7 @@ class ProfileJob:
             try:
                 with marked.active():
                     self.gemm_dtypes = profile_calls(
-                        marked.invoke,
+                        self._clocked(marked.invoke),
                         request.options.steps,
                         self.use_cuda,
                         request.trace_path,
@@ -290,7 +326,7 @@ class ProfileJob:
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
             self.gemm_dtypes = profile_calls(
-                prepared.invoke,
+                self._clocked(prepared.invoke),
                 request.options.steps,
                 self.use_cuda,
                 request.trace_path,
@@ -302,6 +338,24 @@ class ProfileJob:
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
             ) from exc
         return note
+
+    def _clocked(self, invoke: Callable[[], Any]) -> Callable[[], Any]:
+        """``invoke`` recording each call's wall µs in ``profiled_us`` (the profile pass's own
+        clock; CPU only: on CUDA the profiled calls are not synchronised one by one)."""
+        self.profiled_us = []
+        if self.use_cuda:
+            return invoke
+        steps = self.request.options.steps
+
+        def clocked() -> Any:
+            start = time.perf_counter()
+            try:
+                return invoke()
+            finally:
+                self.profiled_us.append((time.perf_counter() - start) * 1e6)
+                del self.profiled_us[:-steps]  # the profiler's warmup call drops out
+
+        return clocked
 
     def _time_lines(self, invoke: Callable[[], Any]) -> dict[str, list[float]]:
         """Each line's unprofiled time per call (``worker/line_timing.py``), over as many

@@ -56,7 +56,9 @@ class RankJob(ProfileJob):
             3, min(options.timing_calls, int(options.timing_budget_s / max(estimate, 1e-9)))
         )
         try:
-            return time_calls(prepared.invoke, estimate, samples, float("inf"), self.use_cuda)
+            return time_calls(
+                prepared.invoke, estimate, samples, float("inf"), self.use_cuda, float("inf")
+            )
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
