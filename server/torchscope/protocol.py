@@ -356,6 +356,7 @@ class JobError(Message):
     TYPE: ClassVar[str] = "error"
     job_id: int
     kind: str  # "import" | "target" | "call-missing" | "call-invalid" | "call-raised" | "internal"
+    # | "target-not-called" (the call ran, but never reached the target: ``worker/reach.py``)
     message: str
     line: Optional[int] = None
     traceback: str = ""

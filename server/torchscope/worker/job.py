@@ -30,6 +30,7 @@ from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
+from torchscope.worker.reach import ReachCheck
 from torchscope.worker.stability import MachineLoad, passes_disagree, unstable_line
 from torchscope.worker.timing import TimingSamples, time_calls
 
@@ -233,8 +234,19 @@ class ProfileJob:
 
     def run(self) -> ProfileResult:
         prepared, def_line = self._setup()
-        cold_s, estimate_s = self._cold_and_warm(prepared)
+        cold_s, estimate_s = self.first_calls(prepared)
         return self.run_passes(prepared, def_line, cold_s, estimate_s)
+
+    def first_calls(self, prepared: PreparedCall, side: str = "") -> tuple[float, float]:
+        """``_cold_and_warm`` on the target's own call, failing the job when those calls never
+        reached the target (``worker/reach.py``)."""
+        request = self.request
+        with ReachCheck(prepared, self.module, request.qualname, self.target, request.file) as c:
+            timings = self._cold_and_warm(prepared, side)
+        failure = c.failure()
+        if failure:
+            raise self._fail("target-not-called", failure)
+        return timings
 
     def run_passes(
         self, prepared: PreparedCall, def_line: int, cold_s: float, estimate_s: float
