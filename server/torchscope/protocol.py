@@ -440,6 +440,10 @@ class DiffResult(Message):
     and ``detail`` (the first difference, "" when the same)."""
 
 
+#: ``torchscope run --mode``: which calls of a target count (``worker/call_modes.py``).
+RUN_MODES = ("any", "train", "eval")
+
+
 @dataclass
 class RunRequest(JobRequest):
     """Run a program (``entry_kind`` "script" | "module" | "pytest") in the worker and profile
@@ -461,13 +465,16 @@ class RunRequest(JobRequest):
     let_finish: bool = False
     capture_limit: int = 1 << 30
     cwd: str = ""
+    mode: str = "any"  # one of ``RUN_MODES``: which calls count towards ``calls``
 
 
 @dataclass
 class RunResult(Message):
     """How the program ended and, per target (in ``RunRequest.targets``' order): ``calls_seen``,
     ``callers`` (``[file, line, calls]``), ``loaded`` (its file was imported), ``cold_us`` and
-    ``in_run_us`` (the program's own calls, unprofiled), ``profile`` (``ProfileResult`` fields)
+    ``in_run_us`` (the program's own calls, unprofiled), ``calls`` (those timed calls, each
+    ``{us, training, grad_enabled, caller}``), ``other_calls`` (calls in another mode, the
+    same), ``profile`` (``ProfileResult`` fields)
     or ``error`` (``JobError`` fields), ``capture`` (``path``, ``written``, ``bytes``,
     ``message``)."""
 

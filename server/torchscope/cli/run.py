@@ -28,7 +28,7 @@ from torchscope.cli.common import (
     render_text,
     say,
 )
-from torchscope.protocol import parse_size
+from torchscope.protocol import RUN_MODES, parse_size
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
@@ -75,7 +75,15 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         metavar="SIZE",
         help="do not save a capture larger than this (default 1G)",
     )
-    add_job_options(run)
+    run.add_argument(
+        "--mode",
+        dest="call_mode",
+        choices=RUN_MODES,
+        default="any",
+        help="which calls to profile: train (grad enabled and, for a module, .training), eval "
+        "(the others) or any (default)",
+    )
+    add_job_options(run, skip=("compile_mode",))
     run.add_argument("--python", default=sys.executable, help="interpreter to run the program in")
     run.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     run.add_argument("--json", action="store_true", help="one JSON object per target")
@@ -118,7 +126,13 @@ async def run_command(args: argparse.Namespace) -> int:
         print("torchscope: --calls must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
     kind = RunJobKind(
-        [t for _, t in targets], entry, args.calls, args.let_finish, args.capture, limit
+        [t for _, t in targets],
+        entry,
+        args.calls,
+        args.let_finish,
+        args.capture,
+        limit,
+        mode=args.call_mode,
     )
     options = job_options(args, workspace_root=str(Path.cwd()))
     profiler = make_profiler(args)
@@ -180,4 +194,6 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
             else ""
         )
         lines.append(f"in the run: first call {format_duration(part.cold_us)}{steady}")
+    if part.mode_note:
+        lines.append(part.mode_note)
     return "\n".join(lines) + "\n"
