@@ -13,12 +13,15 @@ BUSY_SHOWN = 0.1
 
 
 def timing_numbers(timing: Timing) -> str:
-    """``median 1.2 ms per call (min …, max …, 40 calls in 40 samples, spread 4 %)``."""
-    samples = f" in {timing.samples} samples" if timing.samples else ""
+    """``median 1.2 ms per call (min …, max …, 40 samples, spread 4 %)``; ``2000 calls in 20
+    samples`` when a sample is a batch's mean."""
+    count = f"{timing.samples} samples"
+    if timing.calls != timing.samples:
+        count = f"{timing.calls} calls in {count}" if timing.samples else f"{timing.calls} calls"
     return (
         f"median {format_duration(timing.median_us)} per call "
         f"(min {format_duration(timing.min_us)}, max {format_duration(timing.max_us)}, "
-        f"{timing.calls} calls{samples}, spread {format_share(timing.spread)})"
+        f"{count}, spread {format_share(timing.spread)})"
     )
 
 
