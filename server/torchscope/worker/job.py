@@ -301,9 +301,7 @@ class ProfileJob:
         disagree = passes_disagree(samples.per_call_us, self.profiled_us)
         retimed = disagree
         if disagree:
-            self._stage(
-                "profile", "the profiled calls ran faster than the unprofiled: timing again"
-            )
+            self._stage("profile", "profiled calls ran faster than unprofiled ones: timing again")
             samples = self._time(prepared, estimate_s)
             disagree = passes_disagree(samples.per_call_us, self.profiled_us)
         machine = load.measured()

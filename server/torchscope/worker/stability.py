@@ -96,11 +96,11 @@ def unstable_line(
         return ""
     others, stolen = machine.get("other_cores", 0.0), machine.get("steal_cores", 0.0)
     if stolen >= BUSY_CORES:
-        why = f"the hypervisor took {stolen:.0%} of a core (steal time) during the job"
+        why = f"the hypervisor took {_share(stolen)} of a core (steal time) during the job"
     elif others >= 1.5:
         why = f"other processes held {others:.1f} cores during the job"
     elif others >= BUSY_CORES:
-        why = f"another process held {others:.0%} of a core during the job"
+        why = f"another process held {_share(others)} of a core during the job"
     elif disagree:
         why = (
             f"the profiled calls ran faster than the unprofiled ones (median "
@@ -108,8 +108,12 @@ def unstable_line(
             f"{_us(statistics.median(unprofiled_us))}), measured twice"
         )
     else:
-        why = f"the timed calls spread by {spread(unprofiled_us):.0%} of their median"
+        why = f"the timed calls spread by {_share(spread(unprofiled_us))} of their median"
     return f"unstable: {why}; {UNSTABLE_ADVICE}"
+
+
+def _share(value: float) -> str:
+    return f"{value * 100:.0f} %"
 
 
 def _us(value: float) -> str:
