@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 from tests.conftest import FIXTURES, REPO
@@ -21,8 +20,18 @@ ADVICE = "; rerun, or raise --timing-budget"
 
 def profile(target: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "torchscope", "profile", target, "--steps", "2", "--warmup", "1"]
-        + list(args),
+        [
+            sys.executable,
+            "-m",
+            "torchscope",
+            "profile",
+            target,
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            *args,
+        ],
         cwd=FIXTURES,
         env={**os.environ, "PYTHONPATH": str(REPO / "server"), "OMP_NUM_THREADS": "1"},
         capture_output=True,
@@ -63,7 +72,7 @@ def test_passes_that_disagree_are_measured_again_then_called_unstable() -> None:
     runs again, still disagrees, and the verdict is unstable with its one line. The machine's
     load is measured, and no (negative) profiler overhead is printed."""
     cpu = sorted(os.sched_getaffinity(0))[0]
-    spin = "import os; os.sched_setaffinity(0, {%d})\nwhile True: pass" % cpu
+    spin = f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
     spinner = subprocess.Popen([sys.executable, "-c", spin])
     try:
         target = f"{SAMPLES.name}::ProfilerShy.forward"
