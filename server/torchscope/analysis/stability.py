@@ -5,7 +5,7 @@ of the worker's timing pass. ``judged``: the verdict with ``stable`` False and i
 when the worker found its passes disagreeing twice or its samples too spread
 (``worker/stability.py``), or when the profiled steps of the trace ran faster than the
 unprofiled calls beyond the noise (``protocol.passes_disagree``); and the profiler overhead,
-which is never negative (None when the passes disagree: one of them was disturbed).
+which is never negative (None then: one of the passes was disturbed).
 """
 
 from __future__ import annotations
@@ -45,12 +45,14 @@ def judged(
     if measurements is None or timing is None or not steps:
         return verdict, None
     walls = [s.wall_us for s in steps]
-    overhead = median(walls) - timing.median_us
+    overhead: float | None = median(walls) - timing.median_us
+    if overhead is not None and overhead < 0:
+        overhead = None  # never shown negative: the passes disagree, or nearly
     reason = measurements.unstable
     if not reason and passes_disagree(list(measurements.call_us), walls):
         reason = (
             "unstable: the profiled steps ran faster than the unprofiled calls; " + UNSTABLE_ADVICE
         )
     if not reason:
-        return verdict, overhead if overhead >= 0 else None
-    return replace(verdict, stable=False, unstable_reason=reason), None
+        return verdict, overhead
+    return replace(verdict, stable=False, unstable_reason=reason), overhead
