@@ -305,7 +305,6 @@ class ProfileResult(Message):
     unstable: str = ""
     """Why the timing cannot be trusted (the profiled and unprofiled passes disagreed twice, or
     the samples spread too wide), one line ending in what to do; "" when stable."""
-    retimed: bool = False  # the timing pass ran twice (the first disagreed with the profile)
 
 
 def spread(values: list[float]) -> float:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
-from torchscope.analysis.results import Machine, Peaks
+from torchscope.analysis.results import Peaks
+from torchscope.analysis.stability import machine_from
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,
@@ -155,20 +156,8 @@ def measurements_of(result: ProfileResult) -> Measurements:
         page_fault_us=result.page_fault_us,
         cuda_memory=dict(result.cuda_memory),
         line_us={int(line): list(times) for line, times in result.line_us.items()},
-        machine=machine_of(result.machine),
+        machine=machine_from(result.machine),
         unstable=result.unstable,
-    )
-
-
-def machine_of(data: dict[str, Any]) -> Optional[Machine]:
-    """The worker's ``machine`` map (``worker/stability.py``), as the analysis takes it."""
-    if not isinstance(data.get("busy_share"), (int, float)):
-        return None
-    return Machine(
-        busy_share=float(data["busy_share"]),
-        other_cores=float(data.get("other_cores", 0.0)),
-        steal_cores=float(data.get("steal_cores", 0.0)),
-        cores=int(data.get("cores", 0)),
     )
 
 

@@ -31,7 +31,7 @@ from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualn
 from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
 from torchscope.worker.reach import ReachCheck
-from torchscope.worker.stability import MachineLoad, passes_disagree, unstable_line
+from torchscope.worker.stability import MachineLoad, clocked, passes_disagree, unstable_line
 from torchscope.worker.timing import TimingSamples, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
@@ -46,7 +46,6 @@ class _Measured:
     attribution_note: str
     machine: dict[str, Any]
     unstable: str
-    retimed: bool
 
 
 class JobFailed(Exception):
@@ -285,7 +284,6 @@ class ProfileJob:
             inputs=dict(request.inputs),
             machine=measured.machine,
             unstable=measured.unstable,
-            retimed=measured.retimed,
         )
 
     def _measure(self, prepared: PreparedCall, estimate_s: float) -> _Measured:
@@ -299,14 +297,13 @@ class ProfileJob:
         with memory_recording(self.request, self.use_cuda, cuda_memory):
             attribution_note = self._profile(prepared)
         disagree = passes_disagree(samples.per_call_us, self.profiled_us)
-        retimed = disagree
         if disagree:
             self._stage("profile", "profiled calls ran faster than unprofiled ones: timing again")
             samples = self._time(prepared, estimate_s)
             disagree = passes_disagree(samples.per_call_us, self.profiled_us)
         machine = load.measured()
         unstable = unstable_line(samples.per_call_us, self.profiled_us, machine, disagree)
-        return _Measured(samples, cuda_memory, attribution_note, machine, unstable, retimed)
+        return _Measured(samples, cuda_memory, attribution_note, machine, unstable)
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.
@@ -322,7 +319,7 @@ class ProfileJob:
             try:
                 with marked.active():
                     self.gemm_dtypes = profile_calls(
-                        self._clocked(marked.invoke),
+                        clocked(marked.invoke, self.profiled_us, self._clock_steps()),
                         request.options.steps,
                         self.use_cuda,
                         request.trace_path,
@@ -336,7 +333,7 @@ class ProfileJob:
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
             self.gemm_dtypes = profile_calls(
-                self._clocked(prepared.invoke),
+                clocked(prepared.invoke, self.profiled_us, self._clock_steps()),
                 request.options.steps,
                 self.use_cuda,
                 request.trace_path,
@@ -349,23 +346,10 @@ class ProfileJob:
             ) from exc
         return note
 
-    def _clocked(self, invoke: Callable[[], Any]) -> Callable[[], Any]:
-        """``invoke`` recording each call's wall µs in ``profiled_us`` (the profile pass's own
-        clock; CPU only: on CUDA the profiled calls are not synchronised one by one)."""
-        self.profiled_us = []
-        if self.use_cuda:
-            return invoke
-        steps = self.request.options.steps
-
-        def clocked() -> Any:
-            start = time.perf_counter()
-            try:
-                return invoke()
-            finally:
-                self.profiled_us.append((time.perf_counter() - start) * 1e6)
-                del self.profiled_us[:-steps]  # the profiler's warmup call drops out
-
-        return clocked
+    def _clock_steps(self) -> int:
+        """How many profiled calls ``clocked`` keeps (0 on CUDA: not synchronised one by one)."""
+        self.profiled_us.clear()
+        return 0 if self.use_cuda else self.request.options.steps
 
     def _time_lines(self, invoke: Callable[[], Any]) -> dict[str, list[float]]:
         """Each line's unprofiled time per call (``worker/line_timing.py``), over as many

@@ -2,7 +2,8 @@
 not profile that function under the target's name.
 
 While the cold call and the warmup calls run, the target is wrapped where it lives (its
-module global or class attribute, as ``torchscope run`` hooks a live module) with a counter.
+module global or class attribute, as ``torchscope run`` hooks a live module:
+``run_hooks.live_attribute``) with a counter.
 A call whose callee is the target itself (or its bound method) reaches it by construction.
 When the counter stays at 0, one more call runs under ``sys.setprofile`` to be sure (the
 target may be reached another way: a reference stored before the patch, an alias): it looks
@@ -19,6 +20,7 @@ from typing import Any, Callable, Optional
 
 from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.loader import unwrap
+from torchscope.worker.run_hooks import live_attribute, rewrapped
 
 
 def _direct(prepared: PreparedCall, target: Any) -> bool:
@@ -45,27 +47,21 @@ class ReachCheck:
             self._restore = self._patch(module)
 
     def _patch(self, module: Any) -> Optional[Callable[[], None]]:
-        *path, name = self.qualname.split(".")
-        owner: Any = module
-        try:
-            for part in path:
-                owner = getattr(owner, part)
-            raw = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
-        except (AttributeError, KeyError):
+        found = live_attribute(module, self.qualname)
+        if found is None:
             return None
-        inner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-        if not callable(inner):
+        owner, name, raw = found
+
+        def count(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.calls += 1
+                return fn(*args, **kwargs)
+
+            return counted
+
+        wrapped = rewrapped(raw, count)
+        if wrapped is None:
             return None
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.calls += 1
-            return inner(*args, **kwargs)
-
-        wrapped: Any = counted
-        if isinstance(raw, staticmethod):
-            wrapped = staticmethod(counted)
-        elif isinstance(raw, classmethod):
-            wrapped = classmethod(counted)
         setattr(owner, name, wrapped)
         return lambda: setattr(owner, name, raw)
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Any
+from typing import Any, Callable
 
 from torchscope.protocol import UNSTABLE_ADVICE, passes_disagree, spread
 
-__all__ = ["MachineLoad", "passes_disagree", "unstable_line"]
+__all__ = ["MachineLoad", "clocked", "passes_disagree", "unstable_line"]
 
 #: IQR / median above this: the samples say too little about the median to judge by it.
 SPREAD_LIMIT = 0.5
@@ -85,6 +85,24 @@ class MachineLoad:
             "cores": cores,
             "wall_s": wall,
         }
+
+
+def clocked(invoke: Callable[[], Any], out: list[float], keep: int) -> Callable[[], Any]:
+    """``invoke`` appending each call's wall µs to ``out``, the last ``keep`` kept (the
+    profile pass's own clock: its first call, the profiler's warmup, drops out; ``keep`` 0:
+    ``invoke`` itself)."""
+    if keep <= 0:
+        return invoke
+
+    def timed() -> Any:
+        start = time.perf_counter()
+        try:
+            return invoke()
+        finally:
+            out.append((time.perf_counter() - start) * 1e6)
+            del out[:-keep]
+
+    return timed
 
 
 def unstable_line(

@@ -41,6 +41,8 @@ WATCH_S = 10.0
 WATCH_CALLS = 3
 #: Calls in another mode kept for the report.
 OTHER_CALLS_KEPT = 20
+#: One call of a target: the function, its positional and keyword arguments.
+_Invocation = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 @dataclass
@@ -57,7 +59,7 @@ class _Target:
     watch_until: float = 0.0  # after the profile: looking for calls in another mode
     cold_us: Optional[float] = None
     in_run_us: list[float] = field(default_factory=list)
-    last: Optional[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = None
+    last: Optional[_Invocation] = None
     profile: Optional[dict[str, Any]] = None
     error: Optional[dict[str, Any]] = None
     capture: Optional[CaptureInfo] = None
@@ -166,9 +168,9 @@ class RunSession:
         training, grad = call_mode(qualname, args)
         call = {"us": 0.0, "training": training, "grad_enabled": grad, "caller": ""}
         if target.done:  # --let-finish, or watching for calls in another mode
-            return self._after_profile(target, fn, args, kwargs, call)
+            return self._after_profile(target, (fn, args, kwargs), call)
         if not selected(self.request.mode, training, grad):
-            return self._other_mode(target, fn, args, kwargs, call)
+            return self._other_mode(target, (fn, args, kwargs), call)
         target.chosen += 1
         seen = f"calls seen: {target.chosen} of {self.request.calls}"
         if target.chosen == 1:
@@ -199,15 +201,9 @@ class RunSession:
                 raise StopProgram()
         return result
 
-    def _other_mode(
-        self,
-        target: _Target,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        call: dict[str, Any],
-    ) -> Any:
+    def _other_mode(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
         """A call in another mode than ``--mode``'s: timed for the report (a few), not counted."""
+        fn, args, kwargs = invocation
         if len(target.other_calls) >= OTHER_CALLS_KEPT:
             return fn(*args, **kwargs)
         call["caller"] = caller_of(sys._getframe(2), self._skipped, target.file)
@@ -225,19 +221,13 @@ class RunSession:
         if not any(is_train(c["training"], c["grad_enabled"]) for c in target.timed):
             target.watch_until = time.monotonic() + WATCH_S
 
-    def _after_profile(
-        self,
-        target: _Target,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        call: dict[str, Any],
-    ) -> Any:
+    def _after_profile(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
         """A call after the profile: counted; while watching, one in another mode is timed."""
+        fn, args, kwargs = invocation
         if not target.watch_until:
             return fn(*args, **kwargs)
         if is_train(call["training"], call["grad_enabled"]):
-            result = self._other_mode(target, fn, args, kwargs, call)
+            result = self._other_mode(target, invocation, call)
         else:
             result = fn(*args, **kwargs)
         if len(target.other_calls) >= WATCH_CALLS or time.monotonic() > target.watch_until:
