@@ -99,6 +99,8 @@ class ProfileJob:
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
+    #: Time once more when the passes disagree (not on ranks: all must make the same calls).
+    retime = True
 
     def _stage(self, stage: str, message: str) -> None:
         fraction = self.stages.index(stage) / len(self.stages)
@@ -297,12 +299,14 @@ class ProfileJob:
         with memory_recording(self.request, self.use_cuda, cuda_memory):
             attribution_note = self._profile(prepared)
         disagree = passes_disagree(samples.per_call_us, self.profiled_us)
-        if disagree:
+        if disagree and self.retime:
             self._stage("profile", "profiled calls ran faster than unprofiled ones: timing again")
             samples = self._time(prepared, estimate_s)
             disagree = passes_disagree(samples.per_call_us, self.profiled_us)
         machine = load.measured()
-        unstable = unstable_line(samples.per_call_us, self.profiled_us, machine, disagree)
+        unstable = unstable_line(
+            samples.per_call_us, self.profiled_us, machine, disagree, twice=self.retime
+        )
         return _Measured(samples, cuda_memory, attribution_note, machine, unstable)
 
     def _profile(self, prepared: PreparedCall) -> str:

@@ -33,6 +33,8 @@ class RankJob(ProfileJob):
     """A profile job on one rank: every rank must make the same calls, since each call may
     hold a collective that waits for all ranks."""
 
+    retime = False  # one rank timing again would wait in a collective the others never make
+
     def __init__(self, request: ProfileRequest, cuda: bool, rank: int) -> None:
         super().__init__(request, self._progress, cuda)
         self.rank = rank

@@ -106,7 +106,11 @@ def clocked(invoke: Callable[[], Any], out: list[float], keep: int) -> Callable[
 
 
 def unstable_line(
-    unprofiled_us: list[float], profiled_us: list[float], machine: dict[str, Any], disagree: bool
+    unprofiled_us: list[float],
+    profiled_us: list[float],
+    machine: dict[str, Any],
+    disagree: bool,
+    twice: bool = True,
 ) -> str:
     """Why the timing is unstable, one line ending in what to do; "" when it is stable."""
     noisy = spread(unprofiled_us) > SPREAD_LIMIT
@@ -123,7 +127,7 @@ def unstable_line(
         why = (
             f"the profiled calls ran faster than the unprofiled ones (median "
             f"{_us(statistics.median(profiled_us))} against "
-            f"{_us(statistics.median(unprofiled_us))}), measured twice"
+            f"{_us(statistics.median(unprofiled_us))})" + (", timed twice" if twice else "")
         )
     else:
         why = f"the timed calls spread by {_share(spread(unprofiled_us))} of their median"

@@ -220,6 +220,11 @@ class RunSession:
             return
         if not any(is_train(c["training"], c["grad_enabled"]) for c in target.timed):
             target.watch_until = time.monotonic() + WATCH_S
+            self._progress(
+                "watching",
+                f"{target.qualname}: only evaluation calls so far; timing the training calls "
+                f"that follow (at most {WATCH_S:g} s)",
+            )
 
     def _after_profile(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
         """A call after the profile: counted; while watching, one in another mode is timed."""
