@@ -135,8 +135,8 @@ def row(kind: str, condition: str, runs: list[Run]) -> tuple[list[str], bool]:
         unstable,
         f"{sum(not r.stable for r in runs)}/{len(runs)}",
         f"{_us(statistics.median(times))} ({_us(min(times))}–{_us(max(times))})",
-        f"{statistics.median(r.spread for r in runs):.0%}",
-        f"{statistics.median(r.busy_share for r in runs):.0%}",
+        f"{statistics.median(r.spread for r in runs) * 100:.0f} %",
+        f"{statistics.median(r.busy_share for r in runs) * 100:.0f} %",
         "ok" if ok else "FAIL",
     ]
     return cells, ok
