@@ -149,7 +149,7 @@ class JobOptions:
     timing_budget_s: float = _option(
         2.0,
         "seconds the unprofiled timing pass may take (per side in a comparison); it stops "
-        "sooner once the median is known to within one percent, so more budget means more "
+        "sooner once the median is known to within two percent, so more budget means more "
         "samples when the calls are slow or noisy",
         flag="--timing-budget",
         minimum=0,

@@ -178,6 +178,7 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
     from statistics import median
 
     from torchscope.analysis.formatting import format_duration
+    from torchscope.host.call_modes import mode_label
 
     lines = [f"run: `{outcome.entry}` {outcome.exit}"]
     if outcome.exit_code is not None:
@@ -194,6 +195,6 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
             else ""
         )
         lines.append(f"in the run: first call {format_duration(part.cold_us)}{steady}")
-    if part.mode_note:
-        lines.append(part.mode_note)
+    if part.mode_note or part.calls:
+        lines.append(part.mode_note or f"profiled {mode_label(part.calls)}")
     return "\n".join(lines) + "\n"
