@@ -443,6 +443,12 @@ class DiffResult(Message):
 RUN_MODES = ("any", "train", "eval")
 
 
+def is_train_call(training: Optional[bool], grad_enabled: bool) -> bool:
+    """A training call: grad enabled and, for a module's method, the module in ``.train()``
+    (``training`` None: not a module's method). Every other call is an evaluation call."""
+    return grad_enabled and training is not False
+
+
 @dataclass
 class RunRequest(JobRequest):
     """Run a program (``entry_kind`` "script" | "module" | "pytest") in the worker and profile

@@ -9,12 +9,14 @@ import collections
 from statistics import median
 from typing import Any, Optional
 
+from torchscope.protocol import is_train_call
+
 #: Ratios of median call times within this band read "about as long".
 SAME_BAND = (0.8, 1.25)
 
 
 def _is_train(call: dict[str, Any]) -> bool:
-    return bool(call.get("grad_enabled")) and call.get("training") is not False
+    return is_train_call(call.get("training"), bool(call.get("grad_enabled")))
 
 
 def _kind(call: dict[str, Any]) -> str:

@@ -15,9 +15,9 @@ import types
 from pathlib import Path
 from typing import Any, Optional
 
-from torchscope.protocol import RUN_MODES
+from torchscope.protocol import RUN_MODES, is_train_call
 
-__all__ = ["RUN_MODES", "call_mode", "caller_of", "is_train", "selected"]
+__all__ = ["RUN_MODES", "call_mode", "caller_of", "selected"]
 
 
 def call_mode(qualname: str, args: tuple[Any, ...]) -> tuple[Optional[bool], bool]:
@@ -30,15 +30,11 @@ def call_mode(qualname: str, args: tuple[Any, ...]) -> tuple[Optional[bool], boo
     return training, bool(torch.is_grad_enabled())
 
 
-def is_train(training: Optional[bool], grad_enabled: bool) -> bool:
-    return grad_enabled and training is not False
-
-
 def selected(mode: str, training: Optional[bool], grad_enabled: bool) -> bool:
     """Does a call in this mode count for ``--mode`` ``mode``?"""
     if mode == "any":
         return True
-    return is_train(training, grad_enabled) == (mode == "train")
+    return is_train_call(training, grad_enabled) == (mode == "train")
 
 
 def caller_of(frame: Optional[types.FrameType], skipped: tuple[str, ...], own_file: str) -> str:

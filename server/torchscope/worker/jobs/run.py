@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import ProfileRequest, Progress, RunRequest, RunResult
+from torchscope.protocol import ProfileRequest, Progress, RunRequest, RunResult, is_train_call
 from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
-from torchscope.worker.call_modes import call_mode, caller_of, is_train, selected
+from torchscope.worker.call_modes import call_mode, caller_of, selected
 from torchscope.worker.captures import CaptureInfo, save_capture, save_output
 from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
 from torchscope.worker.jobs import job_kind
@@ -218,7 +218,7 @@ class RunSession:
         before the first step): the report then says how they differ."""
         if self.request.mode != "any" or self.request.let_finish or target.other_calls:
             return
-        if not any(is_train(c["training"], c["grad_enabled"]) for c in target.timed):
+        if not any(is_train_call(c["training"], c["grad_enabled"]) for c in target.timed):
             target.watch_until = time.monotonic() + WATCH_S
             self._progress(
                 "watching",
@@ -231,7 +231,7 @@ class RunSession:
         fn, args, kwargs = invocation
         if not target.watch_until:
             return fn(*args, **kwargs)
-        if is_train(call["training"], call["grad_enabled"]):
+        if is_train_call(call["training"], call["grad_enabled"]):
             result = self._other_mode(target, invocation, call)
         else:
             result = fn(*args, **kwargs)
