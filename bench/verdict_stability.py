@@ -15,7 +15,7 @@ differs from the most common one says ``stable: false``. Prints one row per case
 how many agree, whether the others said unstable, the median time per call (min–max over
 runs), the median spread and machine busy share; exits 1 when a case fails.
 
-    .venv/bin/python bench/verdict_stability.py [--runs 5] [--timing-budget 2]
+    .venv/bin/python bench/verdict_stability.py [--runs 5] [--timing-budget 2] [--kinds threads]
 """
 
 from __future__ import annotations
@@ -146,6 +146,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--timing-budget", type=float, default=2.0)
+    parser.add_argument("--kinds", default=",".join(KINDS), help="e.g. threads (default: all)")
     args = parser.parse_args()
     cpu = sorted(os.sched_getaffinity(0))[0]
     head = ["kind", "machine", "verdicts", "agree", "others unstable", "unstable",
@@ -155,7 +156,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "stability_kinds.py"
         file.write_text(FUNCTIONS, encoding="utf-8")
-        for kind in KINDS:
+        for kind in args.kinds.split(","):
             for condition in ("quiet", "one core held"):
                 print(f"[bench] {kind}, {condition}: {args.runs} runs", file=sys.stderr)
                 if condition == "quiet":

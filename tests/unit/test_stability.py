@@ -60,6 +60,12 @@ def test_the_unstable_line_names_the_load_or_the_disagreement() -> None:
     )
     said = unstable_line(calls, [60.0], quiet, disagree=True)
     assert said.startswith("unstable: the profiled calls ran faster") and said.endswith(ADVICE)
+    waited = unstable_line(calls, [150.0], quiet, disagree=False, wait_us=[60.0] * 4)
+    assert (
+        waited
+        == "unstable: the calls waited for a CPU 60 % of their time (the core was taken)" + ADVICE
+    )
+    assert unstable_line(calls, [150.0], quiet, disagree=False, wait_us=[20.0] * 4) == ""
     wide = [100.0, 300.0, 100.0, 300.0]
     assert unstable_line(wide, [400.0], quiet, disagree=False).startswith(
         "unstable: the timed calls spread by"

@@ -305,7 +305,12 @@ class ProfileJob:
             disagree = passes_disagree(samples.per_call_us, self.profiled_us)
         machine = load.measured()
         unstable = unstable_line(
-            samples.per_call_us, self.profiled_us, machine, disagree, twice=self.retime
+            samples.per_call_us,
+            self.profiled_us,
+            machine,
+            disagree,
+            twice=self.retime,
+            wait_us=samples.wait_us,
         )
         return _Measured(samples, cuda_memory, attribution_note, machine, unstable)
 

@@ -8,7 +8,9 @@ hypervisor took, as a share of those CPUs (``busy_share``) and in cores (``other
 clocks, profiler included) ran faster than the unprofiled ones beyond the noise. The profiler
 only adds time, so one of the passes was slowed by something else (another process held the
 core): the job measures once more, and when they still disagree ``unstable_line`` says why
-and what to do. A spread over ``SPREAD_LIMIT`` is unstable too: the median is not known.
+and what to do. A spread over ``SPREAD_LIMIT`` is unstable too (the median is not known), and
+so is a call that spent ``WAIT_LIMIT`` of its time waiting for a CPU (the causes then share out
+a small remainder, and which one wins flips with the load).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from torchscope.protocol import UNSTABLE_ADVICE, passes_disagree, spread
 
@@ -24,6 +26,9 @@ __all__ = ["MachineLoad", "clocked", "passes_disagree", "unstable_line"]
 
 #: IQR / median above this: the samples say too little about the median to judge by it.
 SPREAD_LIMIT = 0.5
+#: Waiting for a CPU this share of the call or more: the causes share out a small, noisy
+#: remainder (the time the call ran), and which one is costliest flips with the load.
+WAIT_LIMIT = 0.5
 #: Other processes' load from which the unstable line blames them (in cores).
 BUSY_CORES = 0.2
 
@@ -111,10 +116,13 @@ def unstable_line(
     machine: dict[str, Any],
     disagree: bool,
     twice: bool = True,
+    wait_us: Optional[list[float]] = None,
 ) -> str:
-    """Why the timing is unstable, one line ending in what to do; "" when it is stable."""
+    """Why the timing is unstable, one line ending in what to do; "" when it is stable.
+    ``wait_us``: per sample, µs per call waiting for a CPU (``timing.py``)."""
     noisy = spread(unprofiled_us) > SPREAD_LIMIT
-    if not disagree and not noisy:
+    waited = _wait_share(unprofiled_us, wait_us or [])
+    if not disagree and not noisy and waited < WAIT_LIMIT:
         return ""
     others, stolen = machine.get("other_cores", 0.0), machine.get("steal_cores", 0.0)
     if stolen >= BUSY_CORES:
@@ -123,6 +131,8 @@ def unstable_line(
         why = f"other processes held {others:.1f} cores during the job"
     elif others >= BUSY_CORES:
         why = f"another process held {_share(others)} of a core during the job"
+    elif waited >= WAIT_LIMIT:
+        why = f"the calls waited for a CPU {_share(waited)} of their time (the core was taken)"
     elif disagree:
         why = (
             f"the profiled calls ran faster than the unprofiled ones (median "
@@ -132,6 +142,14 @@ def unstable_line(
     else:
         why = f"the timed calls spread by {_share(spread(unprofiled_us))} of their median"
     return f"unstable: {why}; {UNSTABLE_ADVICE}"
+
+
+def _wait_share(call_us: list[float], wait_us: list[float]) -> float:
+    """Median wait over median call (0 when not measured)."""
+    if not call_us or not wait_us:
+        return 0.0
+    middle = statistics.median(call_us)
+    return statistics.median(wait_us) / middle if middle > 0 else 0.0
 
 
 def _share(value: float) -> str:
