@@ -132,13 +132,12 @@ def _size(text: str) -> str:
     return text.strip()
 
 
-def add_job_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
+def add_job_options(parser: argparse.ArgumentParser) -> None:
     """One flag per ``JobOptions`` field that has one, with its default and limits from there
-    (``args``' attribute is the field's name, so ``job_options(args)`` fills it back); not
-    for the fields in ``skip`` (``run`` has its own ``--mode``)."""
+    (``args``' attribute is the field's name, so ``job_options(args)`` fills it back)."""
     for spec in dataclasses.fields(JobOptions):
         meta = spec.metadata
-        if not meta.get("flag") or spec.name in skip:
+        if not meta.get("flag"):
             continue
         if spec.default is False:
             parser.add_argument(

@@ -41,6 +41,7 @@ DEFAULT_CALLS = 5
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
+        conflict_handler="resolve",  # its --mode (which calls) replaces the job options' --mode
         help="profile functions on the arguments a real program passes them",
         description="Run ENTRY (python script.py ARGS…, -m module ARGS… or pytest TEST) in a "
         "worker; when it calls a --target, time its first call (cold) and the next ones, then "
@@ -75,7 +76,8 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         metavar="SIZE",
         help="do not save a capture larger than this (default 1G)",
     )
-    run.add_argument(
+    add_job_options(run)
+    run.add_argument(  # after the job options: replaces --compare-compile's --mode
         "--mode",
         dest="call_mode",
         choices=RUN_MODES,
@@ -83,7 +85,6 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         help="which calls to profile: train (grad enabled and, for a module, .training), eval "
         "(the others) or any (default)",
     )
-    add_job_options(run, skip=("compile_mode",))
     run.add_argument("--python", default=sys.executable, help="interpreter to run the program in")
     run.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     run.add_argument("--json", action="store_true", help="one JSON object per target")

@@ -18,7 +18,6 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
 from torchscope.analysis.results import Peaks
-from torchscope.analysis.stability import machine_from
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,
@@ -140,6 +139,7 @@ def choose_inputs(
 
 def measurements_of(result: ProfileResult) -> Measurements:
     """The worker's unprofiled numbers, as the analysis takes them."""
+    from torchscope.analysis.stability import machine_from
     return Measurements(
         cold_us=result.cold_us,
         call_us=list(result.call_us),

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from torchscope.analysis import TraceError, analyze_trace
-from torchscope.host.call_modes import mode_label, mode_note
 from torchscope.host.captures import capture_path, write_origin
 from torchscope.host.profile_run import (
     CliReport,
@@ -107,6 +106,8 @@ class TargetRun:
     @property
     def mode_note(self) -> str:
         """What the calls' modes say (``host/call_modes.py``; "" when nothing to say)."""
+        from torchscope.host.call_modes import mode_note
+
         return mode_note(self.calls, self.other_calls)
 
 
@@ -263,6 +264,8 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                 "imports (not a copy elsewhere on sys.path)?"
             )
         elif part.calls_seen:
+            from torchscope.host.call_modes import mode_label
+
             message = (
                 f"the program `{self.entry}` {how}{code}{said} after {part.calls_seen} calls of "
                 f"{spec.qualname}, none of them a {self.mode} call ({mode_label(part.other_calls)}"
