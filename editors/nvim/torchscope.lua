@@ -9,6 +9,7 @@
 --   :TorchscopeRun {cmd}        profile the function under the cursor on the arguments the
 --                               program {cmd} passes it (torchscope.profileInRun), e.g.
 --                               :TorchscopeRun python train.py --steps 5
+--                               (--mode train|eval first: which calls to profile)
 -- The verdict arrives as a diagnostic on the `def` line, hovers come from vim.lsp.buf.hover(),
 -- code lenses from vim.lsp.codelens (run one with vim.lsp.codelens.run()).
 --
@@ -109,6 +110,9 @@ local function run_command(command, bufnr, line, call, what, extra)
           or (report.verdict and report.verdict.headline) or "done"
         if report.run ~= nil then
           headline = headline .. " (" .. report.run.calls_seen .. " calls seen in the run)"
+          if report.run.mode_note ~= nil and report.run.mode_note ~= "" then
+            headline = headline .. "\n" .. report.run.mode_note
+          end
         end
         notify(headline)
       end
@@ -270,10 +274,14 @@ function M.setup(opts)
       args.args, "comparing with torch.compile")
   end, { nargs = "?", desc = "torchscope: eager vs torch.compile for the function [CALL]" })
   vim.api.nvim_create_user_command("TorchscopeRun", function(args)
+    -- `:TorchscopeRun --mode train python train.py`: which calls to profile (train|eval|any)
+    local mode, entry = args.args:match("^%-%-mode[= ](%S+)%s+(.+)$")
+    entry = entry or args.args
     run_command("torchscope.profileInRun", vim.api.nvim_get_current_buf(), cursor_line(), nil,
-      "running `" .. args.args .. "`", { entry = args.args })
+      "running `" .. entry .. "`", { entry = entry, mode = mode })
   end, { nargs = "+", complete = "file",
-    desc = "torchscope: profile the function on the arguments the program {cmd} passes it" })
+    desc = "torchscope: profile the function on the arguments the program {cmd} passes it "
+      .. "[--mode train|eval|any]" })
   vim.api.nvim_create_user_command("TorchscopeFix", function(args)
     local bufnr = vim.api.nvim_get_current_buf()
     if args.args ~= "" then

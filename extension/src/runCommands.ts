@@ -30,6 +30,8 @@ import {
   type RunProgram,
   runChoices,
   runEntryKey,
+  runModeItems,
+  runModeOf,
   splitCommandLine,
   testChoices,
 } from "./runEntry";
@@ -86,6 +88,22 @@ export class RunCommands {
       await this.context.workspaceState.update(key, program);
     }
     return program;
+  }
+
+  /** Which calls to profile: `mode` in the argument, else a pick (the last choice first); remembered. */
+  private async chooseMode(arg: unknown, started: Started): Promise<string | undefined> {
+    const given = typeof arg === "object" && arg !== null && "mode" in arg ? runModeOf(arg.mode) : undefined;
+    if (given !== undefined) {
+      return given;
+    }
+    const key = `${runEntryKey(started.located.document.uri.toString(), started.target.qualname)}#mode`;
+    const item = await vscode.window.showQuickPick(runModeItems(runModeOf(this.context.workspaceState.get<unknown>(key))), {
+      title: `torchscope: profile which calls of ${started.target.qualname}?`,
+    });
+    if (item !== undefined) {
+      await this.context.workspaceState.update(key, item.mode);
+    }
+    return item?.mode;
   }
 
   /** The tests pytest collects with the Python extension's settings (logged and empty on failure). */
@@ -148,6 +166,10 @@ export class RunCommands {
     if (started === undefined || program === undefined) {
       return;
     }
+    const mode = await this.chooseMode(arg, started);
+    if (mode === undefined) {
+      return;
+    }
     const { entry, cwd } = program;
     const { client, located, target } = started;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
@@ -158,6 +180,7 @@ export class RunCommands {
       entry,
       ...(cwd !== undefined ? { cwd } : {}),
       capture: true,
+      mode,
     };
     traceInfo(`profile ${target.qualname} in \`${commandLine(entry)}\`: ${JSON.stringify(args)}`);
     this.status.set({ kind: "profiling", target: target.qualname });

@@ -177,3 +177,22 @@ export function runChoices(
   const last = found.find((c) => sameProgram(c, remembered)) ?? { label: commandLine(remembered.entry), ...programOf(remembered) };
   return [last, ...found.filter((c) => !sameProgram(c, remembered))];
 }
+
+/** `torchscope run --mode`: which calls of the function to profile. */
+export type RunMode = "any" | "train" | "eval";
+
+/** The run pick's second step: which calls, the one used last first. */
+export function runModeItems(remembered: RunMode | undefined): { label: string; description: string; mode: RunMode }[] {
+  const items: { label: string; description: string; mode: RunMode }[] = [
+    { label: "Any calls", description: "the first calls the program makes, whatever their mode", mode: "any" },
+    { label: "Training calls", description: "grad enabled and, for a module, .training (--mode train)", mode: "train" },
+    { label: "Evaluation calls", description: "no grad, or a module in eval() (--mode eval)", mode: "eval" },
+  ];
+  const first = items.findIndex((i) => i.mode === remembered);
+  return first > 0 ? [items[first], ...items.filter((_, i) => i !== first)] : items;
+}
+
+/** A run mode from a command argument or workspace state (undefined when it is none). */
+export function runModeOf(value: unknown): RunMode | undefined {
+  return value === "any" || value === "train" || value === "eval" ? value : undefined;
+}

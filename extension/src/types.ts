@@ -71,6 +71,10 @@ export interface Verdict {
   causes?: Cause[];
   /** set when the deciding figure is within the steps' spread of its threshold */
   borderline?: Borderline | null;
+  /** false when the timing behind it cannot be trusted (the passes disagreed, or spread too wide) */
+  stable?: boolean;
+  /** when not stable: why and what to do, one line */
+  unstable_reason?: string;
 }
 
 /** analysis.results.Cause */
@@ -98,6 +102,10 @@ export interface Timing {
   calls: number;
   /** median µs per call waiting for a CPU another process held (null: not measured) */
   wait_us: number | null;
+  /** timing samples behind these numbers */
+  samples?: number;
+  /** interquartile range over median of the samples */
+  spread?: number | null;
 }
 
 /** analysis.results.Finding */

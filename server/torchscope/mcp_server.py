@@ -22,7 +22,7 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Protocol, TypeVar
+from typing import Annotated, Any, Callable, Literal, Optional, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
@@ -241,7 +241,7 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
 
 
 async def _run_program(
-    jobs: Jobs, targets: list[str], entry: list[str], calls: int, capture: bool
+    jobs: Jobs, targets: list[str], entry: list[str], calls: int, capture: bool, mode: str = "any"
 ) -> CallToolResult:
     from torchscope.host.program_run import RunJobKind, parse_entry, run_program
     from torchscope.targets import parse_spec
@@ -254,7 +254,7 @@ async def _run_program(
         return _error(str(exc))
     if not found:
         return _error("name at least one target: FILE::QUALNAME")
-    kind = RunJobKind(found, program, calls, capture=capture)
+    kind = RunJobKind(found, program, calls, capture=capture, mode=mode)
     try:
         outcome = await run_program(jobs.profiler, kind, jobs.options(None, None))
     except ProfileFailure as failure:
@@ -265,6 +265,7 @@ async def _run_program(
             parts.append(outcome.to_json(part))
             texts.append(profile_summary(part.outcome))
             texts.append(f"calls seen: {part.calls_seen}, in-run cold {part.cold_us:.0f} µs")
+            texts += [part.mode_note] if part.mode_note else []
         else:
             assert part.failure is not None
             where = part.failure.where(part.target.file)
@@ -303,11 +304,20 @@ def _add_run_tool(server: MCPServer, jobs: Jobs) -> None:
         capture: Annotated[
             bool, Field(description="save the call's arguments to .torchscope/inputs/")
         ] = False,
+        mode: Annotated[
+            Literal["any", "train", "eval"],
+            Field(
+                description="which calls to profile: train (grad enabled and, for a module, "
+                ".training), eval (the others) or any"
+            ),
+        ] = "any",
     ) -> CallToolResult:
         """Run a program in a worker and profile each target on the arguments the program
         really passes it; the program is stopped once every target is profiled (a pytest test
-        runs to its end). One `torchscope run --json` object per target, under `targets`."""
-        return await _run_program(jobs, targets, entry, calls, capture)
+        runs to its end). One `torchscope run --json` object per target, under `targets`;
+        `run.calls` lists the calls profiled (training, grad_enabled, caller) and `run.mode_note`
+        says when the program's calls differ in mode (then pass `mode`)."""
+        return await _run_program(jobs, targets, entry, calls, capture, mode)
 
 
 def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:

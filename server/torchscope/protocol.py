@@ -151,10 +151,12 @@ class JobOptions:
         choices=BACKENDS,
     )
     workspace_root: Optional[str] = _option(None, "folder whose files count as the user's")
-    timing_calls: int = _option(20, "calls the unprofiled timing pass aims for", minimum=1)
+    timing_calls: int = _option(20, "samples the unprofiled timing pass takes at least", minimum=1)
     timing_budget_s: float = _option(
         2.0,
-        "seconds the unprofiled timing pass may take (per side in a comparison)",
+        "seconds the unprofiled timing pass may take (per side in a comparison); it stops "
+        "sooner once the median is known to within two percent, so more budget means more "
+        "samples when the calls are slow or noisy",
         flag="--timing-budget",
         minimum=0,
     )
@@ -303,6 +305,53 @@ class ProfileResult(Message):
     """Per line (its number as text), exclusive CPU µs in each call of the marked copy without
     the profiler (``worker/line_timing.py``); empty when not measured."""
     inputs: dict[str, Any] = field(default_factory=dict)  # the request's ``inputs``, echoed
+    machine: dict[str, Any] = field(default_factory=dict)
+    """How busy the machine was during the job (``worker/stability.py``): ``busy_share``,
+    ``other_cores``, ``steal_cores``, ``cores``, ``wall_s``; empty where ``/proc/stat`` is not."""
+    unstable: str = ""
+    """Why the timing cannot be trusted (the profiled and unprofiled passes disagreed twice, or
+    the samples spread too wide), one line ending in what to do; "" when stable."""
+
+
+def spread(values: list[float]) -> float:
+    """Interquartile range over median of timing samples (0 for fewer than 2 or a 0 median):
+    the noise figure the worker's timing pass stops on and the report's ``timing.spread``."""
+    if len(values) < 2:
+        return 0.0
+    ordered = sorted(values)
+    n = len(ordered)
+
+    def quantile(q: float) -> float:  # linear interpolation (numpy's default)
+        at = q * (n - 1)
+        low = int(at)
+        high = min(low + 1, n - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
+
+    middle = quantile(0.5)
+    return (quantile(0.75) - quantile(0.25)) / middle if middle > 0 else 0.0
+
+
+#: What the line of an unstable verdict ends with.
+UNSTABLE_ADVICE = "rerun, or raise --timing-budget"
+
+#: The profiled median must fall below the unprofiled one by more than this share (and below
+#: its lower quartile) for the passes to disagree: a percent or two is cache and clock noise.
+AGREE_SHARE = 0.05
+
+
+def passes_disagree(unprofiled_us: list[float], profiled_us: list[float]) -> bool:
+    """The profiled calls (profiler included) ran faster than the unprofiled ones beyond the
+    noise: their median below the unprofiled samples' lower quartile and below their median by
+    more than ``AGREE_SHARE``. The profiler only adds time, so one pass was slowed by something
+    else (the worker measures once more; the report then calls the verdict unstable)."""
+    if not unprofiled_us or not profiled_us:
+        return False
+    ordered = sorted(profiled_us)
+    profiled = (ordered[(len(ordered) - 1) // 2] + ordered[len(ordered) // 2]) / 2
+    unprofiled = sorted(unprofiled_us)
+    middle = (unprofiled[(len(unprofiled) - 1) // 2] + unprofiled[len(unprofiled) // 2]) / 2
+    lower = unprofiled[len(unprofiled) // 4]
+    return profiled < min(lower, middle * (1 - AGREE_SHARE))
 
 
 @dataclass
@@ -312,6 +361,7 @@ class JobError(Message):
     TYPE: ClassVar[str] = "error"
     job_id: int
     kind: str  # "import" | "target" | "call-missing" | "call-invalid" | "call-raised" | "internal"
+    # | "target-not-called" (the call ran, but never reached the target: ``worker/reach.py``)
     message: str
     line: Optional[int] = None
     traceback: str = ""
@@ -418,6 +468,16 @@ CHANGES_STATE = "changes the state"
 NO_EVIDENCE = "no evidence"
 
 
+#: ``torchscope run --mode``: which calls of a target count (``worker/call_modes.py``).
+RUN_MODES = ("any", "train", "eval")
+
+
+def is_train_call(training: Optional[bool], grad_enabled: bool) -> bool:
+    """A training call: grad enabled and, for a module's method, the module in ``.train()``
+    (``training`` None: not a module's method). Every other call is an evaluation call."""
+    return grad_enabled and training is not False
+
+
 @dataclass
 class RunRequest(JobRequest):
     """Run a program (``entry_kind`` "script" | "module" | "pytest") in the worker and profile
@@ -439,13 +499,16 @@ class RunRequest(JobRequest):
     let_finish: bool = False
     capture_limit: int = 1 << 30
     cwd: str = ""
+    mode: str = "any"  # one of ``RUN_MODES``: which calls count towards ``calls``
 
 
 @dataclass
 class RunResult(Message):
     """How the program ended and, per target (in ``RunRequest.targets``' order): ``calls_seen``,
     ``callers`` (``[file, line, calls]``), ``loaded`` (its file was imported), ``cold_us`` and
-    ``in_run_us`` (the program's own calls, unprofiled), ``profile`` (``ProfileResult`` fields)
+    ``in_run_us`` (the program's own calls, unprofiled), ``calls`` (those timed calls, each
+    ``{us, training, grad_enabled, caller}``), ``other_calls`` (calls in another mode, the
+    same), ``profile`` (``ProfileResult`` fields)
     or ``error`` (``JobError`` fields), ``capture`` (``path``, ``written``, ``bytes``,
     ``message``)."""
 

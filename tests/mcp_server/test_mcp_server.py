@@ -174,3 +174,35 @@ async def test_profile_in_run(trace_dir: Path, tmp_path: Path) -> None:
         args["entry"] = ["python", "-c"]
         bad = await client.call_tool("profile_in_run", args)
         assert bad.is_error and "give the program" in text(bad)
+
+
+async def test_a_call_that_misses_the_target_and_a_run_in_train_mode(
+    trace_dir: Path, tmp_path: Path
+) -> None:
+    """The CLI's failure for a call that never reaches the target, and `mode` of
+    `profile_in_run` on the team's nanoGPT-shaped train.py (eval calls first)."""
+    folder = Path(shutil.copytree(FIXTURES / "nanogpt", tmp_path / "nanogpt"))
+    model = str(folder / "model.py")
+    async with torchscope_mcp(trace_dir) as client:
+        args: dict[str, Any] = {
+            "file": model,
+            "qualname": "CausalSelfAttention.forward",
+            "call": "MLP(GPTConfig())(torch.randn(4, 32, 32))",
+            "steps": 2,
+        }
+        missed = await client.call_tool("profile_function", args)
+        assert missed.is_error
+        said = "the call never called CausalSelfAttention.forward (it called MLP.forward)"
+        assert said in text(missed)
+
+        spec = f"{model}::CausalSelfAttention.forward"
+        entry = ["python", str(folder / "train.py")]
+        run = {"targets": [spec], "entry": entry, "calls": 2, "mode": "train"}
+        result = await client.call_tool("profile_in_run", run)
+        assert not result.is_error, text(result)
+        [report] = result.structured_content["targets"]
+        calls = report["run"]["calls"]
+        assert [c["training"] for c in calls] == [True, True], calls
+        assert all(c["grad_enabled"] and c["caller"] == "<module> (train.py:36)" for c in calls)
+        assert report["run"]["mode_note"] in text(result)
+        assert "profiled 2 training calls from train.py:36" in text(result)

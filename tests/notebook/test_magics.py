@@ -33,6 +33,14 @@ CELL_MAGIC = (
     "scaled(big[0])"
 )
 CHECK = "print('profiler on:', torch.autograd._profiler_enabled())"
+#: 3 ms slower whenever the profiler is off: the passes disagree however often they are rerun.
+SHY = (
+    "import time\n"
+    "def shy(x):\n"
+    "    if not torch.autograd._profiler_enabled():\n"
+    "        time.sleep(0.003)\n"
+    "    return x * 2"
+)
 
 #: The CLI's ``profile --json`` keys (``ProfileOutcome.to_json`` over ``Report.to_dict``).
 CLI_KEYS = {
@@ -101,8 +109,9 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     fetched: dict[str, Any] = {}
 
     def fetch(client: Any, nb: Any) -> None:
+        # One trace is served at a time: the last displayed report's (cell 8's).
         fetched["url"], fetched["bytes"] = fetch_perfetto_trace(
-            outputs_of(nb.cells[5])["text/html"]
+            outputs_of(nb.cells[8])["text/html"]
         )
 
     with pytest.MonkeyPatch.context() as mp:
@@ -115,6 +124,8 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
                 "%torchscope fn(*big)",
                 CELL_MAGIC,
                 CHECK,
+                SHY,
+                "%torchscope --timing-budget 0.3 --steps 2 shy(small[0])",
             ],
             tmp,
             mp,
@@ -163,6 +174,15 @@ def test_cell_magic_profiles_a_function_defined_in_its_own_cell(
     assert lines <= {3, 4} and 4 in lines  # the cell's own lines (line 1 is %%torchscope)
     assert len(report["steps"]) == 3
     assert "profiler on: False" in executed[6]["stdout"]
+
+
+def test_an_unstable_verdict_says_so_in_every_output(executed: list[dict[str, Any]]) -> None:
+    report = executed[8][MIME_JSON]
+    reason = report["verdict"]["unstable_reason"]
+    assert report["verdict"]["stable"] is False and reason.startswith("unstable: ")
+    assert reason in executed[8]["text/plain"]
+    assert reason.replace("'", "&#x27;") in executed[8]["text/html"]
+    assert report["profiler_overhead_us"] is None
 
 
 def test_perfetto_link_serves_the_trace(executed: list[dict[str, Any]]) -> None:

@@ -1,6 +1,7 @@
 -- Run inside `nvim --headless -u tests/nvim/init.lua train.py -c "luafile …/drive_run.lua"`:
 -- put the cursor in `Attention.forward`, run :TorchscopeRun on the script itself, wait for the
 -- answer, and write the diagnostics and notifications to $TORCHSCOPE_NVIM_OUT as JSON.
+-- $TORCHSCOPE_NVIM_RUN overrides the command's arguments (e.g. `--mode train python train.py`).
 local buf = vim.api.nvim_get_current_buf()
 local common = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "drive_common.lua")
 local notes, write = common.notes, common.write
@@ -20,7 +21,7 @@ local function drive()
   local def = vim.fn.search("^    def forward(self, x", "n")
   assert(def > 0, "no def forward(self, x in the buffer")
   vim.api.nvim_win_set_cursor(0, { def + 1, 8 })
-  vim.cmd("TorchscopeRun python train.py --steps 6")
+  vim.cmd("TorchscopeRun " .. (vim.env.TORCHSCOPE_NVIM_RUN or "python train.py --steps 6"))
   assert(vim.wait(240000, answered, 100),
     "no answer within 240 s; notifications: " .. vim.inspect(notes))
   local rows = {}

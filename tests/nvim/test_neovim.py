@@ -48,7 +48,9 @@ def nvim_or_skip() -> str:
     return nvim
 
 
-def run_nvim(tmp_path: Path, file: Path, drive: str) -> tuple[dict[str, Any], str]:
+def run_nvim(
+    tmp_path: Path, file: Path, drive: str, extra_env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], str]:
     """``nvim --headless`` on ``file`` running ``drive`` (a Lua file here): what it wrote and
     nvim's stderr; fails when it wrote nothing."""
     nvim = nvim_or_skip()
@@ -64,6 +66,7 @@ def run_nvim(tmp_path: Path, file: Path, drive: str) -> tuple[dict[str, Any], st
         "XDG_STATE_HOME": str(tmp_path / "state"),  # nvim's LSP log goes here
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        **(extra_env or {}),
     }
     command = [nvim, "--headless", "-u", str(HERE / "init.lua"), str(file),
                "-c", f"luafile {HERE / drive}"]
@@ -132,3 +135,15 @@ def test_torchscope_run_in_neovim(tmp_path: Path) -> None:
     [verdict] = [d for d in result["diagnostics"] if d["lnum"] == result["def_line"]]
     assert verdict["message"].startswith(headline), (verdict, headline)
     assert (tmp_path / ".torchscope").exists() is False  # no capture unless asked
+
+
+def test_torchscope_run_takes_a_mode_in_neovim(tmp_path: Path) -> None:
+    """:TorchscopeRun --mode train {cmd} on the team's nanoGPT-shaped train.py: the training
+    calls are profiled, and the notification says what the other calls were."""
+    folder = Path(shutil.copytree(FIXTURES / "nanogpt", tmp_path / "nanogpt"))
+    env = {"TORCHSCOPE_NVIM_RUN": "--mode train python train.py"}
+    result, _ = run_nvim(folder, folder / "model.py", "drive_run.lua", env)
+    messages = [n["message"] for n in result["notifications"]]
+    assert "torchscope: running `python train.py`…" in messages, messages
+    [done] = [m for m in messages if "calls seen in the run)" in m]
+    assert done.splitlines()[-1].startswith("profiled 5 training calls from train.py:36"), done

@@ -326,8 +326,8 @@ def test_render_report_shows_verdict_timing_steps_and_ops(cpu_traces: dict[str, 
         == "verdict: overhead-bound (CPU): 2.7 µs per call, ~81 % dispatch (2 ops × 1.1 µs)"
     )
     assert (
-        "timing (unprofiled): median 2.7 µs per call (min 2.6 µs, max 2.8 µs, 3 calls); first call 5.0 ms"
-        in text
+        "timing (unprofiled): median 2.7 µs per call (min 2.6 µs, max 2.8 µs, 3 samples, "
+        "spread 4 %); first call 5.0 ms" in text
     )
     assert "profiler overhead:" in text
     assert "ProfilerStep#5" in text and "median" in text

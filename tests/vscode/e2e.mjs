@@ -991,10 +991,17 @@ async function main() {
     }
     await screenshot("run-pick");
     await choice.click();
+    // The second step: which calls (--mode); the training calls of the script.
+    const mode = page.locator(".quick-input-list .monaco-list-row", { hasText: "Training calls" }).first();
+    await mode.waitFor({ state: "visible", timeout: remaining(30000) });
+    await mode.click();
     const job = /profile Attention\.forward in `python train\.py --steps 6`: (\{.*\})/;
     const runJob = JSON.parse(job.exec(await waitForLog(job, 30000, "the run's job", offset))[1]);
     if (runJob.cwd !== path.join(WORKSPACE, "real_inputs")) {
       throw new Error(`the launch configuration's cwd was not sent: ${JSON.stringify(runJob)}`);
+    }
+    if (runJob.mode !== "train") {
+      throw new Error(`the run pick's mode was not sent: ${JSON.stringify(runJob)}`);
     }
     const ran = await waitForLog(/profile Attention\.forward in a run: (.+)/, 180000, "the run's verdict", offset);
     const lens = page.locator(".codelens-decoration a", { hasText: "Profile with captured inputs (train.py, " }).first();

@@ -8,6 +8,8 @@ import {
   type RunChoice,
   runChoices,
   runEntryKey,
+  runModeItems,
+  runModeOf,
   splitCommandLine,
   testChoices,
 } from "../runEntry";
@@ -127,5 +129,18 @@ describe("tests from the Python extension's settings", () => {
       "train",
       "tests/test_model.py::test_scale[1]",
     ]);
+  });
+});
+
+describe("the run pick's mode step", () => {
+  it("offers any, train and eval, the one used last first", () => {
+    assert.deepEqual(runModeItems(undefined).map((i) => i.mode), ["any", "train", "eval"]);
+    assert.deepEqual(runModeItems("eval").map((i) => i.mode), ["eval", "any", "train"]);
+  });
+
+  it("reads a mode from an argument or state, and nothing else", () => {
+    assert.equal(runModeOf("train"), "train");
+    assert.equal(runModeOf("fast"), undefined);
+    assert.equal(runModeOf(undefined), undefined);
   });
 });

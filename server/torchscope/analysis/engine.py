@@ -13,7 +13,6 @@ from operator import itemgetter
 
 from ..ingest import Trace, load_trace
 from .callees import callee_stats
-from .columns import median
 from .consistency import self_check
 from .context import Context, build_context
 from .efficiency import annotate_lines
@@ -22,8 +21,9 @@ from .machine import LocalMachine
 from .memory import attach_line_memory, memory_summary
 from .metrics import measure
 from .op_table import top_kernels
-from .results import Device, Measurements, Report, Timing
+from .results import Device, Measurements, Report
 from .rules import run_rules
+from .stability import judged, timing_of
 from .verdict import decide
 
 _TRACK = itemgetter(3)
@@ -73,20 +73,8 @@ def analyze(
     metrics, ops = list(measured.steps), list(measured.top_ops)
     verdict = decide(ctx, metrics, ops, measured.efficiency)
     findings, skipped = run_rules(ctx, measured)
-    timing: Timing | None = None
-    overhead: float | None = None
-    if measurements is not None and measurements.call_us:
-        calls = measurements.call_us
-        timing = Timing(
-            cold_us=float(measurements.cold_us),
-            min_us=float(min(calls)),
-            median_us=median(calls),
-            max_us=float(max(calls)),
-            calls=measurements.calls or len(calls),
-            wait_us=median(measurements.wait_us) if measurements.wait_us else None,
-        )
-        if metrics:
-            overhead = median([s.wall_us for s in metrics]) - timing.median_us
+    timing = timing_of(measurements)
+    verdict, overhead = judged(verdict, measurements, timing, metrics)
     device, devices = _devices(ctx)
     lines = line_stats(ctx)
     notes: list[str] = []
@@ -115,6 +103,7 @@ def analyze(
         callees=callee_stats(ctx, lines),
         peaks=measured.efficiency.peaks,
         memory=memory_summary(ctx, measured.memory),
+        machine=measurements.machine if measurements is not None else None,
     )
     self_check(report)
     return report

@@ -57,6 +57,24 @@ class Measurements:
     line_us: dict[int, list[float]] = field(default_factory=dict)
     """Per source line, its exclusive CPU µs in each call of the line-marked copy run without
     the profiler (``worker/line_timing.py``); empty when not measured."""
+    machine: Machine | None = None
+    """How busy the machine was during the job (None: not measured)."""
+    unstable: str = ""
+    """The worker's line on why its timing cannot be trusted ("" when it can)."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """How busy the machine was during the job (``worker/stability.py``): other processes'
+    CPU time and the hypervisor's steal time."""
+
+    busy_share: float
+    """(Other processes' CPU time + steal time) over the job's wall time × ``cores``, 0-1."""
+    other_cores: float
+    """Other processes' CPU time over the job's wall time: 0.48 is 48 % of one core."""
+    steal_cores: float
+    cores: int
+    """The CPUs this process could run on."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +165,10 @@ class Verdict:
     borderline: Borderline | None = None
     """Set when the deciding figure is within the steps' spread of its threshold (see
     ``regimes``)."""
+    stable: bool = True
+    """False when the timing behind it cannot be trusted (``analysis/stability.py``)."""
+    unstable_reason: str = ""
+    """When not ``stable``: why and what to do, one line (``unstable: …; rerun, or …``)."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +183,11 @@ class Timing:
     wait_us: float | None = None
     """Median µs per call spent waiting for a CPU that another process held (None: not
     measured); the verdict's causes share out the rest of ``median_us``."""
+    samples: int = 0
+    """Timing samples behind these numbers (a sample of a fast call is a batch's mean)."""
+    spread: float = 0.0
+    """Interquartile range over median of the samples: 0.05 means the middle half of them lie
+    within 5 % of the median's size."""
 
 
 @dataclass(frozen=True)
@@ -309,6 +336,8 @@ class Report:
     """The peaks efficiencies are measured against (None: none known for this device)."""
     memory: MemorySummary | None = None
     """Peak and page faults (see ``memory``); None for a bare trace without memory events."""
+    machine: Machine | None = None
+    """How busy the machine was during the job (a profile on Linux; None otherwise)."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
@@ -316,6 +345,8 @@ class Report:
         out: dict[str, Any] = _clean(asdict(self))
         if out["memory"] is None:
             del out["memory"]
+        if out["machine"] is None:  # a bare trace: no job to have watched
+            del out["machine"]
         for line in out["lines"]:
             if line.get("memory") is None:
                 line.pop("memory", None)

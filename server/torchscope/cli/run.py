@@ -28,7 +28,7 @@ from torchscope.cli.common import (
     render_text,
     say,
 )
-from torchscope.protocol import parse_size
+from torchscope.protocol import RUN_MODES, parse_size
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
@@ -41,6 +41,7 @@ DEFAULT_CALLS = 5
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
+        conflict_handler="resolve",  # its --mode (which calls) replaces the job options' --mode
         help="profile functions on the arguments a real program passes them",
         description="Run ENTRY (python script.py ARGS…, -m module ARGS… or pytest TEST) in a "
         "worker; when it calls a --target, time its first call (cold) and the next ones, then "
@@ -76,6 +77,14 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         help="do not save a capture larger than this (default 1G)",
     )
     add_job_options(run)
+    run.add_argument(  # after the job options: replaces --compare-compile's --mode
+        "--mode",
+        dest="call_mode",
+        choices=RUN_MODES,
+        default="any",
+        help="which calls to profile: train (grad enabled and, for a module, .training), eval "
+        "(the others) or any (default)",
+    )
     run.add_argument("--python", default=sys.executable, help="interpreter to run the program in")
     run.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     run.add_argument("--json", action="store_true", help="one JSON object per target")
@@ -118,7 +127,13 @@ async def run_command(args: argparse.Namespace) -> int:
         print("torchscope: --calls must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
     kind = RunJobKind(
-        [t for _, t in targets], entry, args.calls, args.let_finish, args.capture, limit
+        [t for _, t in targets],
+        entry,
+        args.calls,
+        args.let_finish,
+        args.capture,
+        limit,
+        mode=args.call_mode,
     )
     options = job_options(args, workspace_root=str(Path.cwd()))
     profiler = make_profiler(args)
@@ -164,6 +179,7 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
     from statistics import median
 
     from torchscope.analysis.formatting import format_duration
+    from torchscope.host.call_modes import mode_label
 
     lines = [f"run: `{outcome.entry}` {outcome.exit}"]
     if outcome.exit_code is not None:
@@ -180,4 +196,6 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
             else ""
         )
         lines.append(f"in the run: first call {format_duration(part.cold_us)}{steady}")
+    if part.mode_note or part.calls:
+        lines.append(part.mode_note or f"profiled {mode_label(part.calls)}")
     return "\n".join(lines) + "\n"

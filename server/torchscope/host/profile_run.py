@@ -149,6 +149,7 @@ def profile_result(fields: dict[str, Any]) -> ProfileResult:
 
 def measurements_of(result: ProfileResult) -> Measurements:
     """The worker's unprofiled numbers, as the analysis takes them."""
+    from torchscope.analysis.stability import machine_from
     return Measurements(
         cold_us=result.cold_us,
         call_us=list(result.call_us),
@@ -165,6 +166,8 @@ def measurements_of(result: ProfileResult) -> Measurements:
         page_fault_us=result.page_fault_us,
         cuda_memory=dict(result.cuda_memory),
         line_us={int(line): list(times) for line, times in result.line_us.items()},
+        machine=machine_from(result.machine),
+        unstable=result.unstable,
     )
 
 

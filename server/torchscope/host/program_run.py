@@ -98,6 +98,17 @@ class TargetRun:
     capture: Optional[dict[str, Any]]
     outcome: Optional[ProfileOutcome] = None
     failure: Optional[ProfileFailure] = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """The calls timed and profiled: ``{us, training, grad_enabled, caller}`` each."""
+    other_calls: list[dict[str, Any]] = field(default_factory=list)
+    """Calls seen in another mode than the profiled ones (the same fields)."""
+
+    @property
+    def mode_note(self) -> str:
+        """What the calls' modes say (``host/call_modes.py``; "" when nothing to say)."""
+        from torchscope.host.call_modes import mode_note
+
+        return mode_note(self.calls, self.other_calls)
 
 
 @dataclass
@@ -109,6 +120,7 @@ class RunOutcome:
     test: Optional[str]
     stderr_tail: list[str]
     targets: list[TargetRun] = field(default_factory=list)
+    mode: str = "any"
 
     def run_json(self, part: TargetRun) -> dict[str, Any]:
         return {
@@ -120,6 +132,10 @@ class RunOutcome:
             "callers": part.callers,
             "cold_us": part.cold_us,
             "in_run_us": part.in_run_us,
+            "calls": part.calls,
+            "other_calls": part.other_calls,
+            "mode": self.mode,
+            "mode_note": part.mode_note,
             "capture": part.capture,
         }
 
@@ -157,6 +173,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         capture: bool = False,
         capture_limit: int = 1 << 30,
         cwd: str = "",
+        mode: str = "any",
     ) -> None:
         self.targets = targets
         self.cwd = cwd  # the program's working directory ("": the worker's, the workspace root)
@@ -165,6 +182,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         self.let_finish = let_finish
         self.capture = capture
         self.capture_limit = capture_limit
+        self.mode = mode  # ``--mode``: one of ``protocol.RUN_MODES``
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         workspace = fields["options"].workspace_root
@@ -191,6 +209,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
             let_finish=self.let_finish,
             capture_limit=self.capture_limit,
             cwd=self.cwd,
+            mode=self.mode,
         )
 
     def outcome(
@@ -204,6 +223,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         done = RunOutcome(
             self.entry, reply.exit, reply.exit_code, reply.error, reply.test, reply.stderr_tail
         )
+        done.mode = self.mode
         for spec, raw in zip(self.targets, reply.targets):
             if raw["capture"] and raw["capture"].get("written"):
                 write_origin(Path(raw["capture"]["path"]), str(self.entry), self.entry.program)
@@ -214,6 +234,8 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                 raw["cold_us"],
                 list(raw["in_run_us"]),
                 raw["capture"],
+                calls=list(raw.get("calls") or []),
+                other_calls=list(raw.get("other_calls") or []),
             )
             if raw["profile"] is not None:
                 result = ProfileResult(**raw["profile"])
@@ -230,13 +252,14 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                     error["kind"], error["message"], error.get("line"), error.get("traceback", "")
                 )
             else:
-                part.failure = self._not_called(done, spec, bool(raw["loaded"]))
+                part.failure = self._not_called(done, part, bool(raw["loaded"]))
             done.targets.append(part)
         return done
 
-    def _not_called(self, done: RunOutcome, spec: Target, loaded: bool) -> ProfileFailure:
-        """Why a target has no profile: the program never loaded its file, or never called it."""
-        how = done.exit
+    def _not_called(self, done: RunOutcome, part: TargetRun, loaded: bool) -> ProfileFailure:
+        """Why a target has no profile: the program never loaded its file, never called it, or
+        never in the ``--mode`` asked for."""
+        spec, how = part.target, done.exit
         code = f" with exit code {done.exit_code}" if done.exit_code is not None else ""
         said = f" ({done.error})" if done.error else ""
         if not loaded:
@@ -244,6 +267,14 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                 f"the program `{self.entry}` {how}{code}{said} without loading {spec.file}, "
                 f"so {spec.qualname} was never found in its code — is it the file the program "
                 "imports (not a copy elsewhere on sys.path)?"
+            )
+        elif part.calls_seen:
+            from torchscope.host.call_modes import mode_label
+
+            message = (
+                f"the program `{self.entry}` {how}{code}{said} after {part.calls_seen} calls of "
+                f"{spec.qualname}, none of them a {self.mode} call ({mode_label(part.other_calls)}"
+                " seen) — drop --mode (any), or run the part of the program that makes them"
             )
         else:
             message = f"the program `{self.entry}` {how}{code}{said} before calling {spec.qualname}"

@@ -16,6 +16,7 @@ from torchscope.lsp.ranks_presentation import headline
 from torchscope.lsp.results import Profile, ProfiledFunction
 from torchscope.report.causes import cause_phrase
 from torchscope.report.fix import fix_phrase
+from torchscope.report.stability import unstable_line
 
 #: Verdicts that say "this is as fast as the hardware allows" are information, not warnings.
 INFORMATIONAL_VERDICTS = ("compute-bound",)
@@ -86,6 +87,8 @@ def verdict_diagnostic(
         else types.DiagnosticSeverity.Warning
     )
     message = headline(result.report) + cause_phrase(verdict)
+    if not verdict.stable:  # the same line as the CLI's (report/stability.py)
+        message += f"\n{unstable_line(result.report.report)}"
     if result.stale:
         message += " (stale: the function changed — re-profile)"
     return types.Diagnostic(

@@ -36,6 +36,7 @@ from torchscope.lsp.jobs import (
     refuse,
 )
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.protocol import RUN_MODES
 from torchscope.targets import TargetError, function_named, read_source
 
 DEFAULT_CALLS = 5
@@ -49,6 +50,7 @@ class RunArgs:
     calls: int
     capture: bool
     cwd: Optional[str] = None
+    mode: str = "any"  # ``--mode``: which calls count (``protocol.RUN_MODES``)
 
 
 def _parse(raw: dict[str, Any]) -> RunArgs:
@@ -69,7 +71,12 @@ def _parse(raw: dict[str, Any]) -> RunArgs:
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'capture' must be true or false")
     if cwd is not None and (not isinstance(cwd, str) or not cwd.strip()):
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'cwd' must be a folder's path, got {cwd!r}")
-    return RunArgs(words, calls, bool(capture), cwd)
+    mode = raw.get("mode") or "any"
+    if mode not in RUN_MODES:
+        raise BadArguments(
+            f"{CMD_PROFILE_IN_RUN}: 'mode' must be one of {', '.join(RUN_MODES)}, got {mode!r}"
+        )
+    return RunArgs(words, calls, bool(capture), cwd, mode)
 
 
 def _folder(ls: TorchscopeServer, run: RunArgs, line: int) -> Optional[Path]:
@@ -95,7 +102,7 @@ async def _start(
     except ValueError as exc:
         raise ProfileFailure("entry", str(exc), target.def_line) from exc
     cwd = str(folder) if run.cwd is not None and folder else ""
-    kind = RunJobKind([target], entry, run.calls, capture=run.capture, cwd=cwd)
+    kind = RunJobKind([target], entry, run.calls, capture=run.capture, cwd=cwd, mode=run.mode)
     outcome = await run_program(ls.profiler, kind, located.options, on_progress, on_out)
     [part] = outcome.targets
     if part.outcome is None:
@@ -112,6 +119,8 @@ def _publish(ls: TorchscopeServer, located: Located, ran: Ran) -> dict[str, Any]
     answer = publish_profile(ls, located, part.outcome)
     answer["report"]["run"] = outcome.run_json(part)
     ls.log(f"{located.target.qualname}: {part.calls_seen} calls seen in `{outcome.entry}`")
+    if part.mode_note:
+        ls.show(types.MessageType.Info, f"torchscope: {part.mode_note}")
     return answer
 
 

@@ -10,6 +10,7 @@ from torchscope.analysis.roofline import peaks_text
 from torchscope.report.causes import causes_markdown
 from torchscope.report.lines import STALE_NOTE, hot_lines_markdown
 from torchscope.report.memory import memory_sentences
+from torchscope.report.stability import machine_line, timing_numbers, unstable_line
 
 
 def efficiency_note(report: Report) -> list[str]:
@@ -29,12 +30,14 @@ def def_markdown(report: Report, qualname: str, headline: str, offset: int, stal
     parts = [f"**torchscope** · `{qualname}` · {headline}"]
     if stale:
         parts.append(STALE_NOTE)
+    unstable, machine = unstable_line(report), machine_line(report)
+    parts += [f"**{unstable}**"] if unstable else []
+    parts += [machine] if machine else []
     timing = report.timing
     if timing:
         parts.append(
-            f"Per call, without the profiler: median {format_duration(timing.median_us)} "
-            f"(min {format_duration(timing.min_us)}, max {format_duration(timing.max_us)}, "
-            f"{timing.calls} calls); first call {format_duration(timing.cold_us)}."
+            f"Per call, without the profiler: {timing_numbers(timing)}; "
+            f"first call {format_duration(timing.cold_us)}."
         )
     overhead = report.profiler_overhead_us
     if overhead is not None:

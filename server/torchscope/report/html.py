@@ -17,6 +17,7 @@ from typing import Optional
 from torchscope.analysis.formatting import format_duration, format_share
 from torchscope.analysis.results import Finding, Report
 from torchscope.report.lines import line_rows
+from torchscope.report.stability import stability_lines
 from torchscope.report.sweep_chart import VERDICT_COLOURS
 from torchscope.report.text import kernel_rows, op_rows
 
@@ -94,6 +95,7 @@ def _numbers(report: Report) -> str:
     if report.timing is not None:
         t = report.timing
         tiles.append(_tile(format_duration(t.median_us), f"per call (median of {t.calls})"))
+        tiles.append(_tile(format_share(t.spread), f"spread ({t.samples} samples)"))
         tiles.append(_tile(format_duration(t.cold_us), "first call"))
     tiles.append(_tile(format_duration(v.cpu_us), "CPU per call"))
     if report.device.kind != "cpu":
@@ -210,6 +212,7 @@ def render_html(report: Report, view: HtmlView) -> str:
     ]
     if view.note:
         out.append(f'<div class="isolation">{escape(view.note)}</div>')
+    out += [f'<div class="isolation">{escape(line)}</div>' for line in stability_lines(report)]
     out.append(_numbers(report))
     out.append(_source(report, view))
     out.append(_table("Top ops (per step)", *op_rows(report)))

@@ -16,6 +16,7 @@ from torchscope.analysis.results import Finding, Report
 from torchscope.analysis.rules import ALL_RULES
 from torchscope.analysis.rules.base import FINDINGS_DOC
 from torchscope.report.lines import hot_lines_text
+from torchscope.report.stability import stability_lines
 
 if TYPE_CHECKING:
     from torchscope.host.compare_run import CompareOutcome
@@ -59,11 +60,13 @@ def report_summary(report: Report, trace_path: str, head: str = "") -> str:
     profiled), verdict, timing, findings, hot lines and the trace."""
     rows = [head] if head else []
     rows.append(f"verdict: {report.verdict.headline}")
+    rows += stability_lines(report)
     timing = report.timing
     if timing:
         rows.append(
             f"per call without the profiler: median {_us(timing.median_us)} "
-            f"(min {_us(timing.min_us)}, max {_us(timing.max_us)}); "
+            f"(min {_us(timing.min_us)}, max {_us(timing.max_us)}, spread "
+            f"{timing.spread:.0%} over {timing.samples} samples); "
             f"first call {_us(timing.cold_us)}"
         )
     if report.findings:

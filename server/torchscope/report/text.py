@@ -11,6 +11,7 @@ from torchscope.analysis.formatting import format_bytes, format_duration, format
 from torchscope.analysis.results import Report, StepMetrics
 from torchscope.analysis.roofline import achieved_text, peaks_text
 from torchscope.report.causes import causes_text
+from torchscope.report.stability import stability_lines, timing_numbers
 
 MAX_STEP_ROWS = 12
 """Longer step lists show the first and last few rows plus the min/median/max summary."""
@@ -67,15 +68,14 @@ def _header(report: Report) -> list[str]:
     """Device, verdict, unprofiled timing and the profiler's overhead."""
     devices = ", ".join(sorted({d.name for d in report.devices})) or report.device.name
     out = [f"device: {report.device.kind} ({devices})", f"verdict: {report.verdict.headline}"]
+    out += stability_lines(report)
     out += causes_text(report.verdict)
     if report.peaks is not None:
         out.append(f"peaks: {peaks_text(report.peaks, report.device.kind)}")
     if report.timing is not None:
         t = report.timing
         out.append(
-            f"timing (unprofiled): median {format_duration(t.median_us)} per call "
-            f"(min {format_duration(t.min_us)}, max {format_duration(t.max_us)}, {t.calls} calls); "
-            f"first call {format_duration(t.cold_us)}"
+            f"timing (unprofiled): {timing_numbers(t)}; first call {format_duration(t.cold_us)}"
         )
     if report.profiler_overhead_us is not None:
         out.append(

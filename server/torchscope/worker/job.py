@@ -11,6 +11,7 @@ import inspect
 import statistics
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -29,9 +30,22 @@ from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.page_faults import fault_cost_us
 from torchscope.worker.profiling import profile_calls
+from torchscope.worker.reach import ReachCheck
+from torchscope.worker.stability import MachineLoad, clocked, passes_disagree, unstable_line
 from torchscope.worker.timing import TimingSamples, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
+
+
+@dataclass
+class _Measured:
+    """What ``ProfileJob._measure`` found."""
+
+    samples: TimingSamples
+    cuda_memory: dict[str, Any]
+    attribution_note: str
+    machine: dict[str, Any]
+    unstable: str
 
 
 class JobFailed(Exception):
@@ -81,9 +95,12 @@ class ProfileJob:
         self.target: Any = None
         self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
         self.line_us: dict[str, list[float]] = {}  # per line, unprofiled µs per call
+        self.profiled_us: list[float] = []  # wall µs of each profiled call (CPU)
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
+    #: Time once more when the passes disagree (not on ranks: all must make the same calls).
+    retime = True
 
     def _stage(self, stage: str, message: str) -> None:
         fraction = self.stages.index(stage) / len(self.stages)
@@ -221,8 +238,19 @@ class ProfileJob:
 
     def run(self) -> ProfileResult:
         prepared, def_line = self._setup()
-        cold_s, estimate_s = self._cold_and_warm(prepared)
+        cold_s, estimate_s = self.first_calls(prepared)
         return self.run_passes(prepared, def_line, cold_s, estimate_s)
+
+    def first_calls(self, prepared: PreparedCall, side: str = "") -> tuple[float, float]:
+        """``_cold_and_warm`` on the target's own call, failing the job when those calls never
+        reached the target (``worker/reach.py``)."""
+        request = self.request
+        with ReachCheck(prepared, self.module, request.qualname, self.target, request.file) as c:
+            timings = self._cold_and_warm(prepared, side)
+        failure = c.failure()
+        if failure:
+            raise self._fail("target-not-called", failure)
+        return timings
 
     def run_passes(
         self, prepared: PreparedCall, def_line: int, cold_s: float, estimate_s: float
@@ -230,14 +258,10 @@ class ProfileJob:
         """The timing, profile and line passes on ``prepared`` after its cold call (timed by
         the caller: here, or in the user's program by ``worker/jobs/run.py``)."""
         request = self.request
-        self._stage("timing", "timing steady calls without the profiler")
-        samples = self._time(prepared, estimate_s)
+        measured = self._measure(prepared, estimate_s)
+        samples = measured.samples
         floor = statistics.median(samples.floor_us)
         fault_us = fault_cost_us()
-        self._stage("profile", f"profiling {request.options.steps} calls with line markers")
-        cuda_memory: dict[str, Any] = {}
-        with memory_recording(request, self.use_cuda, cuda_memory):
-            attribution_note = self._profile(prepared)
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else cpu_name()
@@ -253,17 +277,45 @@ class ProfileJob:
             steps=request.options.steps,
             def_line=def_line,
             torch_version=torch.__version__,
-            attribution_note=attribution_note,
+            attribution_note=measured.attribution_note,
             threads=samples.threads,
             single_thread_us=samples.single_thread_us,
             page_faults=samples.page_faults,
             wait_us=samples.wait_us,
             single_wait_us=samples.single_wait_us,
             page_fault_us=fault_us,
-            cuda_memory=cuda_memory,
+            cuda_memory=measured.cuda_memory,
             line_us=self.line_us,
             inputs=dict(request.inputs),
+            machine=measured.machine,
+            unstable=measured.unstable,
         )
+
+    def _measure(self, prepared: PreparedCall, estimate_s: float) -> _Measured:
+        """The timing pass, then the profile pass; when the two disagree beyond the noise
+        (``worker/stability.py``) the timing pass once more. How busy the machine was meanwhile."""
+        load = MachineLoad()
+        self._stage("timing", "timing steady calls without the profiler")
+        samples = self._time(prepared, estimate_s)
+        self._stage("profile", f"profiling {self.request.options.steps} calls with line markers")
+        cuda_memory: dict[str, Any] = {}
+        with memory_recording(self.request, self.use_cuda, cuda_memory):
+            attribution_note = self._profile(prepared)
+        disagree = passes_disagree(samples.per_call_us, self.profiled_us)
+        if disagree and self.retime:
+            self._stage("profile", "profiled calls ran faster than unprofiled ones: timing again")
+            samples = self._time(prepared, estimate_s)
+            disagree = passes_disagree(samples.per_call_us, self.profiled_us)
+        machine = load.measured()
+        unstable = unstable_line(
+            samples.per_call_us,
+            self.profiled_us,
+            machine,
+            disagree,
+            twice=self.retime,
+            wait_us=samples.wait_us,
+        )
+        return _Measured(samples, cuda_memory, attribution_note, machine, unstable)
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.
@@ -279,7 +331,7 @@ class ProfileJob:
             try:
                 with marked.active():
                     self.gemm_dtypes = profile_calls(
-                        marked.invoke,
+                        clocked(marked.invoke, self.profiled_us, self._clock_steps()),
                         request.options.steps,
                         self.use_cuda,
                         request.trace_path,
@@ -293,7 +345,7 @@ class ProfileJob:
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
             self.gemm_dtypes = profile_calls(
-                prepared.invoke,
+                clocked(prepared.invoke, self.profiled_us, self._clock_steps()),
                 request.options.steps,
                 self.use_cuda,
                 request.trace_path,
@@ -305,6 +357,11 @@ class ProfileJob:
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc
             ) from exc
         return note
+
+    def _clock_steps(self) -> int:
+        """How many profiled calls ``clocked`` keeps (0 on CUDA: not synchronised one by one)."""
+        self.profiled_us.clear()
+        return 0 if self.use_cuda else self.request.options.steps
 
     def _time_lines(self, invoke: Callable[[], Any]) -> dict[str, list[float]]:
         """Each line's unprofiled time per call (``worker/line_timing.py``), over as many

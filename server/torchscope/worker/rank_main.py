@@ -33,6 +33,8 @@ class RankJob(ProfileJob):
     """A profile job on one rank: every rank must make the same calls, since each call may
     hold a collective that waits for all ranks."""
 
+    retime = False  # one rank timing again would wait in a collective the others never make
+
     def __init__(self, request: ProfileRequest, cuda: bool, rank: int) -> None:
         super().__init__(request, self._progress, cuda)
         self.rank = rank
@@ -56,7 +58,9 @@ class RankJob(ProfileJob):
             3, min(options.timing_calls, int(options.timing_budget_s / max(estimate, 1e-9)))
         )
         try:
-            return time_calls(prepared.invoke, estimate, samples, float("inf"), self.use_cuda)
+            return time_calls(
+                prepared.invoke, estimate, samples, float("inf"), self.use_cuda, float("inf")
+            )
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc

@@ -128,8 +128,9 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _patch_live(module: types.ModuleType, file: str, qualname: str) -> bool:
-    """Hook a target of an already imported module where it lives; False if not there."""
+def live_attribute(module: Any, qualname: str) -> Optional[tuple[Any, str, Any]]:
+    """``(owner, name, raw)``: where ``qualname`` lives in ``module`` (a class's own
+    ``__dict__`` entry, so a ``staticmethod`` stays one); None if it is not there."""
     *path, name = qualname.split(".")
     owner: Any = module
     try:
@@ -137,17 +138,27 @@ def _patch_live(module: types.ModuleType, file: str, qualname: str) -> bool:
             owner = getattr(owner, part)
         raw = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
     except (AttributeError, KeyError):
-        return False
-    wrap = _hook_for(file, qualname)
+        return None
+    return owner, name, raw
+
+
+def rewrapped(raw: Any, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> Any:
+    """``raw`` with ``wrap`` around its function, the same kind of attribute (None: not
+    callable)."""
     if isinstance(raw, staticmethod):
-        replacement: Any = staticmethod(wrap(raw.__func__))
-    elif isinstance(raw, classmethod):
-        replacement = classmethod(wrap(raw.__func__))
-    elif callable(raw):
-        replacement = wrap(raw)
-    else:
+        return staticmethod(wrap(raw.__func__))
+    if isinstance(raw, classmethod):
+        return classmethod(wrap(raw.__func__))
+    return wrap(raw) if callable(raw) else None
+
+
+def _patch_live(module: types.ModuleType, file: str, qualname: str) -> bool:
+    """Hook a target of an already imported module where it lives; False if not there."""
+    found = live_attribute(module, qualname)
+    replacement = rewrapped(found[2], _hook_for(file, qualname)) if found else None
+    if found is None or replacement is None:
         return False
-    setattr(owner, name, replacement)
+    setattr(found[0], found[1], replacement)
     _LOADED.add(file)
     return True
 

@@ -11,6 +11,11 @@ kernel does not keep it). On a shared 2-core machine a call can spend most of it
 there, and a verdict drawn from wall time alone flipped with the load (a 1024×1024 GEMM at
 124 ms per call, ~30 ms of it running, read as ``low-efficiency``). The dispatch floor is
 kept in run time (its batch's wait taken out): it is a property of the machine.
+
+The pass runs until its spread is known: at least ``samples`` samples, then on until the
+median is known to ``precision`` (the notch of a box plot, 1.57 × IQR / √n, over the median:
+McGill, Tukey & Larsen 1978) or the budget is spent. A steady call stops early; a noisy or slow
+one uses the budget, so more budget means more samples (at most ``MAX_SAMPLES``).
 """
 
 from __future__ import annotations
@@ -19,12 +24,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchscope.protocol import spread
 from torchscope.worker.page_faults import minor_faults
 from torchscope.worker.threads import intra_op_threads, one_thread
 
 #: A batch should last at least this long for the clock's overhead (~50 ns) to vanish.
 MIN_SAMPLE_S = 100e-6
 MAX_BATCH = 1000
+
+#: The timing pass stops once the median is known to ±2 % (see the module docstring).
+MEDIAN_PRECISION = 0.02
+MAX_SAMPLES = 1000
+#: How often (in samples) the stopping rule is evaluated: sorting each time would cost more
+#: than a fast sample.
+CHECK_EVERY = 10
 
 
 #: Floor samples: enough for a stable median even when the function is slow and few
@@ -94,10 +107,29 @@ def _time_batch(
     return wall, min(wall, max(0.0, wait))
 
 
+def _more(per_call_us: list[float], samples: int, precision: float, time_left: bool) -> bool:
+    """Take another sample? At least 3; ``samples`` while time is left; then until known."""
+    n = len(per_call_us)
+    if n < 3:
+        return True
+    if not time_left or n >= MAX_SAMPLES:
+        return False
+    if n < samples:
+        return True
+    if precision == float("inf"):
+        return False
+    return n % CHECK_EVERY != 0 or not _known(per_call_us, precision)
+
+
 def _floor_batch(floor_op: Callable[[], Any]) -> float:
     """µs per dispatch-floor op, in run time (its batch's wait for a CPU taken out)."""
     wall, wait = _time_batch(floor_op, FLOOR_BATCH, _synchronizer(False))
     return wall - wait
+
+
+def _known(values: list[float], precision: float) -> bool:
+    """Is the median of ``values`` known to ``precision`` (a share of it)?"""
+    return bool(1.57 * spread(values) / len(values) ** 0.5 <= precision)
 
 
 def time_calls(
@@ -106,8 +138,11 @@ def time_calls(
     samples: int,
     budget_s: float,
     use_cuda: bool,
+    precision: float = MEDIAN_PRECISION,
 ) -> TimingSamples:
-    """Time ``samples`` samples (at least 3, fewer if ``budget_s`` runs out).
+    """Time at least ``samples`` samples (at least 3 if ``budget_s`` runs out first), then on
+    until the median is known to ``precision`` or the budget is spent (``inf``: exactly
+    ``samples``, as ranks that must take the same number do).
 
     A batch of the dispatch-floor op follows each sample, so both see the same machine: on a
     shared, noisy box the ratio of the two (the overhead share) stays honest even when both
@@ -129,7 +164,7 @@ def time_calls(
     single_wait_us: list[float] = []
     clock = time.perf_counter
     deadline = clock() + budget_s
-    while len(per_call_us) < samples and (len(per_call_us) < 3 or clock() < deadline):
+    while _more(per_call_us, samples, precision, clock() < deadline):
         faults_before = minor_faults()
         wall, wait = _time_batch(invoke, batch, sync)
         per_call_us.append(wall)

@@ -76,7 +76,7 @@ class CompareJob(ProfileJob):
         request = self.request
         options = request.options
         prepared, def_line = self._setup()
-        cold_s, estimate_s = self._cold_and_warm(prepared, side="eager ")
+        cold_s, estimate_s = self.first_calls(prepared, side="eager ")
 
         result = CompareResult(job_id=request.job_id, eager={}, mode=options.compile_mode)
         compiled, compiled_estimate_s = self._compile(prepared, result)

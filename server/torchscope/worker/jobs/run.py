@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import ProfileRequest, Progress, RunRequest, RunResult
+from torchscope.protocol import ProfileRequest, Progress, RunRequest, RunResult, is_train_call
 from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
+from torchscope.worker.call_modes import call_mode, caller_of, selected
 from torchscope.worker.captures import CaptureInfo, save_capture, save_output
 from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
 from torchscope.worker.jobs import job_kind
@@ -34,6 +35,14 @@ from torchscope.worker.run_entry import StopProgram, run_entry
 from torchscope.worker.run_hooks import Hooks
 
 _OURS = str(Path(__file__).resolve().parents[1])  # worker/: never a caller
+#: After profiling only evaluation calls (``--mode any``), how long the program may run on for
+#: training calls to time, and how many of them are enough.
+WATCH_S = 10.0
+WATCH_CALLS = 3
+#: Calls in another mode kept for the report.
+OTHER_CALLS_KEPT = 20
+#: One call of a target: the function, its positional and keyword arguments.
+_Invocation = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
 @dataclass
@@ -43,10 +52,14 @@ class _Target:
     trace_path: str
     capture_path: str
     calls: int = 0
+    chosen: int = 0  # calls in the ``--mode`` asked for
     callers: collections.Counter[tuple[str, int]] = field(default_factory=collections.Counter)
+    timed: list[dict[str, Any]] = field(default_factory=list)  # ``run.calls``
+    other_calls: list[dict[str, Any]] = field(default_factory=list)  # in another mode
+    watch_until: float = 0.0  # after the profile: looking for calls in another mode
     cold_us: Optional[float] = None
     in_run_us: list[float] = field(default_factory=list)
-    last: Optional[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = None
+    last: Optional[_Invocation] = None
     profile: Optional[dict[str, Any]] = None
     error: Optional[dict[str, Any]] = None
     capture: Optional[CaptureInfo] = None
@@ -64,6 +77,8 @@ class _Target:
             "loaded": loaded,
             "cold_us": self.cold_us,
             "in_run_us": self.in_run_us,
+            "calls": self.timed,
+            "other_calls": self.other_calls,
             "profile": self.profile,
             "error": self.error,
             "capture": self.capture.to_dict() if self.capture else None,
@@ -150,20 +165,28 @@ class RunSession:
             return fn(*args, **kwargs)
         target.calls += 1
         target.callers[self._caller()] += 1
-        if target.done:  # --let-finish: counted, not timed
-            return fn(*args, **kwargs)
-        seen = f"calls seen: {target.calls} of {self.request.calls}"
-        if target.calls == 1:
+        training, grad = call_mode(qualname, args)
+        call = {"us": 0.0, "training": training, "grad_enabled": grad, "caller": ""}
+        if target.done:  # --let-finish, or watching for calls in another mode
+            return self._after_profile(target, (fn, args, kwargs), call)
+        if not selected(self.request.mode, training, grad):
+            return self._other_mode(target, (fn, args, kwargs), call)
+        target.chosen += 1
+        seen = f"calls seen: {target.chosen} of {self.request.calls}"
+        if target.chosen == 1:
             where = "{}:{}".format(*target.callers.most_common(1)[0][0])
             self._progress("called", f"first call of {qualname} (from {where}), {seen}")
         else:
             self._progress("calls", f"{qualname}: {seen}")
-        last = target.calls >= self.request.calls
+        last = target.chosen >= self.request.calls
         if last and target.capture_path:
             target.capture = save_capture(
                 target.capture_path, fn, qualname, args, kwargs, self.request.capture_limit
             )
+        call["caller"] = caller_of(sys._getframe(1), self._skipped, file)
         result, seconds = self._timed(fn, args, kwargs)
+        call["us"] = seconds * 1e6
+        target.timed.append(call)
         if target.cold_us is None:
             target.cold_us = seconds * 1e6
         else:
@@ -173,6 +196,47 @@ class RunSession:
             if target.capture is not None and target.capture.written:
                 save_output(target.capture_path, result)
             self._profile(target, fn, args, kwargs)
+            self._watch(target)
+            if self._stop_now():
+                raise StopProgram()
+        return result
+
+    def _other_mode(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
+        """A call in another mode than ``--mode``'s: timed for the report (a few), not counted."""
+        fn, args, kwargs = invocation
+        if len(target.other_calls) >= OTHER_CALLS_KEPT:
+            return fn(*args, **kwargs)
+        call["caller"] = caller_of(sys._getframe(2), self._skipped, target.file)
+        result, seconds = self._timed(fn, args, kwargs)
+        call["us"] = seconds * 1e6
+        target.other_calls.append(call)
+        return result
+
+    def _watch(self, target: _Target) -> None:
+        """With ``--mode any`` and only evaluation calls profiled, keep the program running a
+        little (``WATCH_S``) to time the training calls that may follow (``estimate_loss``
+        before the first step): the report then says how they differ."""
+        if self.request.mode != "any" or self.request.let_finish or target.other_calls:
+            return
+        if not any(is_train_call(c["training"], c["grad_enabled"]) for c in target.timed):
+            target.watch_until = time.monotonic() + WATCH_S
+            self._progress(
+                "watching",
+                f"{target.qualname}: only evaluation calls so far; timing the training calls "
+                f"that follow (at most {WATCH_S:g} s)",
+            )
+
+    def _after_profile(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
+        """A call after the profile: counted; while watching, one in another mode is timed."""
+        fn, args, kwargs = invocation
+        if not target.watch_until:
+            return fn(*args, **kwargs)
+        if is_train_call(call["training"], call["grad_enabled"]):
+            result = self._other_mode(target, invocation, call)
+        else:
+            result = fn(*args, **kwargs)
+        if len(target.other_calls) >= WATCH_CALLS or time.monotonic() > target.watch_until:
+            target.watch_until = 0.0
             if self._stop_now():
                 raise StopProgram()
         return result
@@ -181,7 +245,7 @@ class RunSession:
         request = self.request
         if request.let_finish or request.entry_kind == "pytest":
             return False
-        return all(t.done for t in self.targets.values())
+        return all(t.done and not t.watch_until for t in self.targets.values())
 
     def _timed(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -1,0 +1,84 @@
+"""What the modes of a ``torchscope run`` target's calls say (``worker/call_modes.py`` records
+them): ``profiled 5 eval calls (no grad) from estimate_loss; the training calls from
+train.py:300 took 4× longer: --mode train``. The CLI, the editor's run command and MCP's
+``profile_in_run`` show this one sentence."""
+
+from __future__ import annotations
+
+import collections
+from statistics import median
+from typing import Any, Optional
+
+from torchscope.protocol import is_train_call
+
+#: Ratios of median call times within this band read "about as long".
+SAME_BAND = (0.8, 1.25)
+
+
+def _is_train(call: dict[str, Any]) -> bool:
+    return is_train_call(call.get("training"), bool(call.get("grad_enabled")))
+
+
+def _kind(call: dict[str, Any]) -> str:
+    """``training calls``, ``eval calls (no grad)``, ``calls (no grad)``…"""
+    training: Optional[bool] = call.get("training")
+    grad = bool(call.get("grad_enabled"))
+    if training is None:
+        return "calls with grad" if grad else "calls (no grad)"
+    if training:
+        return "training calls" if grad else "training-mode calls (no grad)"
+    return "eval calls (grad on)" if grad else "eval calls (no grad)"
+
+
+def _where(calls: list[dict[str, Any]]) -> str:
+    """The most common caller: its function (``estimate_loss``), or ``train.py:300`` for a
+    script's top level."""
+    caller = collections.Counter(str(c.get("caller", "")) for c in calls).most_common(1)[0][0]
+    function, _, place = caller.partition(" (")
+    if function.startswith("<") or not place:
+        return place.rstrip(")") or caller
+    return function
+
+
+def mode_label(calls: list[dict[str, Any]]) -> str:
+    """``3 eval calls (no grad) from estimate_loss`` and the other groups, comma-separated."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for call in calls:
+        groups.setdefault(_kind(call), []).append(call)
+    if not groups:
+        return "no calls"
+    return ", ".join(f"{len(g)} {kind} from {_where(g)}" for kind, g in groups.items())
+
+
+def _ratio_text(other: list[dict[str, Any]], profiled: list[dict[str, Any]]) -> str:
+    ours = median(float(c["us"]) for c in profiled)
+    theirs = median(float(c["us"]) for c in other)
+    if ours <= 0:
+        return "were seen"
+    ratio = theirs / ours
+    if SAME_BAND[0] <= ratio <= SAME_BAND[1]:
+        return "took about as long"
+    return f"took {ratio:.2g}× longer" if ratio > 1 else f"took {ratio:.2g}× as long"
+
+
+def mode_note(calls: list[dict[str, Any]], other_calls: list[dict[str, Any]]) -> str:
+    """The sentence about the modes of the calls profiled and seen ("" when all profiled calls
+    are training calls and no other was seen)."""
+    if not calls:
+        return ""
+    train = [_is_train(c) for c in calls]
+    if any(train) and not all(train):
+        return (
+            f"profiled calls of different modes ({mode_label(calls)}): --mode train or "
+            "--mode eval profiles one kind"
+        )
+    profiled = f"profiled {mode_label(calls)}"
+    if other_calls:
+        flag = "--mode train" if _is_train(other_calls[0]) else "--mode eval"
+        return (
+            f"{profiled}; the {_kind(other_calls[0])} from {_where(other_calls)} "
+            f"{_ratio_text(other_calls, calls)}: {flag}"
+        )
+    if all(train):
+        return ""
+    return f"{profiled}; no training call was seen (--mode train waits for one)"

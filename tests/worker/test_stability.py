@@ -1,0 +1,102 @@
+"""One answer you can trust (issue 40): the timing pass's samples and spread, how busy the
+machine was, an unstable verdict when the profiled and unprofiled passes disagree twice, and a
+call that never reaches its target failing — ``torchscope profile`` for real, on the team's own
+layers (``tests/fixtures/workspace``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from tests.conftest import FIXTURES, REPO
+
+SAMPLES = FIXTURES / "stability_samples.py"
+NANOGPT = FIXTURES / "nanogpt" / "model.py"
+ADVICE = "; rerun, or raise --timing-budget"
+
+
+def profile(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchscope",
+            "profile",
+            target,
+            "--steps",
+            "2",
+            "--warmup",
+            "1",
+            *args,
+        ],
+        cwd=FIXTURES,
+        env={**os.environ, "PYTHONPATH": str(REPO / "server"), "OMP_NUM_THREADS": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def profile_json(target: str, *args: str) -> tuple[dict[str, Any], str]:
+    """The ``--json`` object, and the progress on stderr."""
+    done = profile(target, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data, done.stderr
+
+
+def test_more_budget_takes_more_samples_of_a_noisy_call() -> None:
+    """A layer whose calls alternate 1 ms / 4 ms: its median is not known to 1 % after 20
+    samples, so the pass uses its budget, and three times the budget takes more samples."""
+    call = ["--call", "Loader()(torch.randn(8, 16))"]
+    short, _ = profile_json(f"{SAMPLES.name}::Loader.forward", *call, "--timing-budget", "0.3")
+    long, _ = profile_json(f"{SAMPLES.name}::Loader.forward", *call, "--timing-budget", "0.9")
+    for data in (short, long):
+        timing = data["timing"]
+        assert timing["samples"] >= 20 and timing["spread"] > 0.5, timing
+        # A spread that wide: the median is not known, and the verdict says so.
+        assert data["verdict"]["stable"] is False
+        assert data["verdict"]["unstable_reason"].startswith("unstable: ")
+        assert data["verdict"]["unstable_reason"].endswith(ADVICE)
+        machine = data["machine"]
+        assert 0 <= machine["busy_share"] <= 1 and machine["cores"] >= 1, machine
+    assert long["timing"]["samples"] > 1.5 * short["timing"]["samples"], (short, long)
+
+
+def test_passes_that_disagree_are_measured_again_then_called_unstable() -> None:
+    """A layer 3 ms slower whenever the profiler is off, run while another process holds one of
+    this process's cores: the profiled calls are faster than the unprofiled ones, the timing pass
+    runs again, still disagrees, and the verdict is unstable with its one line. The machine's
+    load is measured, and no (negative) profiler overhead is printed."""
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    spin = f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
+    spinner = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        target = f"{SAMPLES.name}::ProfilerShy.forward"
+        call = ["--call", "ProfilerShy()(torch.randn(8, 16))", "--timing-budget", "0.3"]
+        data, progress = profile_json(target, *call)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert "profiled calls ran faster than unprofiled ones: timing again" in progress
+    verdict = data["verdict"]
+    assert verdict["stable"] is False and verdict["unstable_reason"].endswith(ADVICE), verdict
+    assert data["profiler_overhead_us"] is None
+    assert data["machine"]["other_cores"] > 0.3, data["machine"]  # the spinner, at least
+
+
+def test_a_call_that_never_reaches_the_target_fails() -> None:
+    target = f"nanogpt/{NANOGPT.name}::CausalSelfAttention.forward"
+    done = profile(target, "--call", "MLP(GPTConfig())(torch.randn(4, 32, 32))", "-q")
+    assert done.returncode == 1, done.stdout
+    assert (
+        "the call never called CausalSelfAttention.forward (it called MLP.forward)" in done.stderr
+    )
+    assert done.stdout == ""
+    # A call that reaches it through the model's own layers profiles it.
+    reached = profile(target, "--call", "Block(GPTConfig())(torch.randn(4, 32, 32))", "-q")
+    assert reached.returncode == 0, reached.stderr
+    assert "== CausalSelfAttention.forward" in reached.stdout
