@@ -131,5 +131,5 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="with --sweep batch: the captured tensors' batch dimension (default: read from "
-        "the model's batch_first, else the dimension all tensor arguments share)",
+        "the model's batch_first, else the dimension the tensor arguments share)",
     )

@@ -138,8 +138,9 @@ async def test_20_mb_of_output_is_capped(client: LanguageClient, cases: Path) ->
     logged = [m.message for m in client.log_messages[before:]]
     total = sum(len(m) for m in logged)
     assert total < 1024 * 1024, total  # 256 KiB forwarded, not 20 MB (or 40)
-    # Every call prints 20 MB, so a job (cold + warmup + timing + profile calls) prints more.
-    notes = [m for m in logged if re.search(r"\d+\.\d MB more output not shown", m)]
+    # Every call prints 20 MB, so a job (cold + warmup + timing + profile calls) prints more:
+    # hundreds of MB, or GB when the timing pass takes more samples within its budget.
+    notes = [m for m in logged if re.search(r"\d+\.\d [MG]B more output not shown", m)]
     assert len(notes) == 1, [m[:200] for m in logged]
     await good_profile_works(client, cases)
 

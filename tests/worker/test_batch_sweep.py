@@ -81,7 +81,7 @@ def test_a_capture_replays_at_each_batch_size(captured: Path, trace_dir: Path) -
         "batch": 128,
         "captured_batch": 8,
         "batch_dim": 0,
-        "batch_dim_from": "dim 0 (the convention), the size 3 of 4 tensor arguments share",
+        "batch_dim_from": "dim 0 (the convention), the size 2 of 2 tensor arguments of its rank share",
     }
     assert data["sweep"]["batch_dim"] == 0
 
@@ -166,6 +166,11 @@ def test_the_batch_dimension_comes_from_the_model_or_the_inputs() -> None:
     shared = PreparedCall(step, (torch.randn(16, 8, 3), torch.randn(2, 8, 5)), {}, "f(…)")
     resized, captured, dim, _ = at_batch(shared, 2, "step")
     assert (captured, dim) == (8, 1) and resized.args[1].shape == (2, 2, 5)
+
+    # an attention's (L, L) mask shares L with the (B, L, W) input at dim 1: not the batch
+    masked = PreparedCall(step, (torch.randn(16, 64, 32), torch.ones(64, 64)), {}, "f(…)")
+    resized, captured, dim, _ = at_batch(masked, 4, "step")
+    assert (captured, dim) == (16, 0) and resized.args[1].shape == (64, 64)
 
     tied = PreparedCall(step, (torch.randn(3, 8, 8), torch.randn(5, 8, 8)), {}, "f(…)")
     with pytest.raises(

@@ -244,11 +244,22 @@ def describe_exit(code: Optional[int]) -> str:
     )
 
 
+#: faulthandler's frames of torchscope's own worker (``File ".../torchscope/worker/job.py"``)
+#: and of its ``python -c`` entry: a crash message quotes the user's frames, and twelve lines
+#: of ours pushed faulthandler's first line (``Fatal Python error: …``) out of the quote.
+_OWN_FRAMES = (
+    f'File "{os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}{os.sep}',
+    'File "<string>"',
+)
+
+
 def worth_quoting(line: str) -> bool:
     """A stderr line for a crash message: not blank, not the profiler's chatter, not
-    faulthandler's list of loaded modules."""
+    faulthandler's list of loaded modules nor its frames of torchscope's own code."""
     text = line.strip()
-    return bool(text) and not text.startswith(("USDT:", "Extension modules:", "STAGE:"))
+    if not text or text.startswith(("USDT:", "Extension modules:", "STAGE:")):
+        return False
+    return not text.startswith(_OWN_FRAMES)
 
 
 _SIGNAL_MEANING = {

@@ -9,9 +9,9 @@ are not arguments here). Which of their dimensions is the batch (``batch_dimensi
    argument) with a ``batch_first`` attribute — ``nn.LSTM``/``GRU``/``RNN``,
    ``nn.MultiheadAttention``, the ``nn.Transformer`` layers — says dim 0 when it is True and
    dim 1 when it is False (``nn.LSTM``'s default input is ``(T, B, F)``);
-3. else the dimension of the first tensor argument whose size the most tensor arguments share
-   there (dim 0 when it is among them: the convention; ``(T, B, F)`` with an ``h0`` of
-   ``(L, B, H)`` is dim 1);
+3. else the dimension of the first tensor argument whose size the most tensor arguments of its
+   rank share there (dim 0 when it is among them: the convention; ``(T, B, F)`` with an ``h0``
+   of ``(L, B, H)`` is dim 1; a ``(B, L, W)`` input with an ``(L, L)`` mask is dim 0);
 4. else (a tie without dim 0) the sweep refuses, names the candidates and points to
    ``--batch-dim N``.
 
@@ -86,12 +86,12 @@ def model_batch_dim(prepared: PreparedCall) -> Optional[tuple[int, str]]:
 
 
 def agreeing(tensors: list[Any]) -> dict[int, int]:
-    """Per dimension of the first tensor: how many tensor arguments have its size there."""
+    """Per dimension of the first tensor: how many tensor arguments of its rank have its size
+    there. Only its rank: an attention's ``(L, L)`` mask beside its ``(B, L, W)`` input shares
+    the sequence length at dim 1, and a count over every rank swept the sequence."""
     first = tensors[0]
-    return {
-        d: sum(1 for t in tensors if t.dim() > d and t.shape[d] == first.shape[d])
-        for d in range(first.dim())
-    }
+    peers = [t for t in tensors if t.dim() == first.dim()]
+    return {d: sum(1 for t in peers if t.shape[d] == first.shape[d]) for d in range(first.dim())}
 
 
 def batch_dimension(
@@ -106,7 +106,8 @@ def batch_dimension(
     counts = agreeing(tensors)
     most = max(counts.values())
     best = [d for d, n in counts.items() if n == most]
-    of = f"{most} of {len(tensors)} tensor arguments"
+    peers = sum(1 for t in tensors if t.dim() == tensors[0].dim())
+    of = f"{most} of {peers} tensor arguments of its rank"
     if 0 in best:
         return 0, f"dim 0 (the convention), the size {of} share"
     if len(best) == 1:
