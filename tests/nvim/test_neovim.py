@@ -115,7 +115,9 @@ def test_torchscope_fix_in_neovim(tmp_path: Path) -> None:
     assert "Try fix: zero_grad(set_to_none=True) (measure)" in pick["items"], pick
     assert question["items"] == ["Apply", "Discard"]
     assert question["prompt"].startswith("torchscope: train_step: measured ")
-    assert question["prompt"].endswith(", same outputs") and " faster (95 % interval " in question["prompt"]
+    # the measured line, then what the trial checked and what the fix assumes (issue 39)
+    assert " faster (95 % interval " in question["prompt"] and ", same outputs" in question["prompt"]
+    assert " · checked: outputs" in question["prompt"] and " · assumes: " in question["prompt"]
     original = result["original"]
     assert result["applied"] == original.replace("model.zero_grad(set_to_none=False)", "model.zero_grad(set_to_none=True)", 1)
     assert result["undone"] == original
