@@ -8,21 +8,25 @@ side adds its own trace, and ``analysis.multi.compare`` puts the two side by sid
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.multi.compare import compare_runs
+from torchscope.analysis.multi.compiled_lines import CompiledLines, compiled_lines
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta
 from torchscope.analysis.multi.inventory import Inventory, inventory
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore
-from torchscope.ingest import load_trace
+from torchscope.ingest import Trace, load_trace
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
+    GraphBreakSite,
     JobRequest,
+    KernelSource,
     ProfileResult,
 )
 from torchscope.report.compare import render_comparison
@@ -45,14 +49,48 @@ class CompareOutcome:
         return data
 
 
+@dataclass
+class EagerProfile(ProfileOutcome):
+    """The eager profile of a comparison: each entry of its JSON ``lines`` gains
+    ``compiled_us`` and ``fused_with`` (None and [] where the compiled side has no per-line
+    times: no provenance, or no kernel on that line)."""
+
+    compiled_lines: Optional[CompiledLines] = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        lines = self.compiled_lines.lines if self.compiled_lines else []
+        compiled = {c.line: c for c in lines}
+        for entry in data.get("lines", []):
+            line = compiled.get(entry.get("line"))
+            entry["compiled_us"] = line.compiled_us if line else None
+            entry["fused_with"] = list(line.fused_with) if line else []
+        return data
+
+
 def _result(fields: dict[str, Any]) -> ProfileResult:
     names = {f.name for f in dataclasses.fields(ProfileResult)}
     return ProfileResult(**{k: v for k, v in fields.items() if k in names})
 
 
-def _analyze(result: ProfileResult) -> tuple[Report, Inventory]:
+def _analyze(result: ProfileResult) -> tuple[Report, Inventory, Trace]:
     trace = load_trace(result.trace_path)
-    return analyze(trace, measurements_of(result)), inventory(trace)
+    return analyze(trace, measurements_of(result)), inventory(trace), trace
+
+
+def _with_lines(
+    compare: Comparison, reply: CompareResult, file: str, eager: Report, trace: Optional[Trace]
+) -> Comparison:
+    """The comparison with its per-line times (issue 42), when the compiled side has a trace."""
+    if trace is None or compare.compiled is None:
+        return compare
+    sources = [KernelSource(**k) for k in reply.kernel_sources]
+    breaks = [GraphBreakSite(**b) for b in reply.graph_break_sites]
+    here = os.path.realpath(file)
+    breaks = [b for b in breaks if os.path.realpath(b.file) == here]
+    eager_us = {s.line: s.device_us or s.cpu_us for s in eager.lines}
+    lines = compiled_lines(trace, sources, breaks, eager_us, reply.provenance_note)
+    return replace(compare, lines=lines)
 
 
 class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
@@ -87,12 +125,13 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             eager_us=list(eager.call_us),
             compiled_us=list(compiled.call_us) if compiled else [],
         )
-        eager_report, eager_inv = _analyze(eager)  # a TraceError fails the job
+        eager_report, eager_inv, _ = _analyze(eager)  # a TraceError fails the job
         compiled_report: Optional[Report] = None
         compiled_inv: Optional[Inventory] = None
+        compiled_trace: Optional[Trace] = None
         if compiled is not None:
             try:
-                compiled_report, compiled_inv = _analyze(compiled)
+                compiled_report, compiled_inv, compiled_trace = _analyze(compiled)
             except TraceError as exc:
                 error = f"the compiled trace cannot be read: {exc}"
                 meta = replace(meta, error=error, error_kind="analysis")
@@ -114,7 +153,8 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
                 else compare.compiled
             ),
         )
-        profile = ProfileOutcome(target, call, eager, eager_report, output)
+        compare = _with_lines(compare, reply, target.file, eager_report, compiled_trace)
+        profile = EagerProfile(target, call, eager, eager_report, output, compare.lines)
         return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)
 
     def cli_report(self, outcome: CompareOutcome, verbose: bool) -> CliReport:
