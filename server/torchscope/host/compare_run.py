@@ -15,8 +15,8 @@ from typing import Any, Optional
 from torchscope.analysis import Report, TraceError
 from torchscope.analysis.engine import analyze
 from torchscope.analysis.multi.compare import compare_runs
-from torchscope.analysis.multi.compiled_lines import CompiledLines, compiled_lines
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta
+from torchscope.analysis.multi.compiled_lines import CompiledLines, compiled_lines
 from torchscope.analysis.multi.inventory import Inventory, inventory
 from torchscope.host.profile_run import CliReport, HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_store import TraceStore

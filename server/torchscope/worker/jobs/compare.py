@@ -36,6 +36,8 @@ from torchscope.worker.compile_tools import (
     graph_code_paths,
     time_interleaved,
 )
+from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
+from torchscope.worker.jobs import job_kind
 from torchscope.worker.kernel_provenance import (
     NO_PROVENANCE,
     catch_graph_breaks,
@@ -43,8 +45,6 @@ from torchscope.worker.kernel_provenance import (
     provenance_supported,
     provenance_switches,
 )
-from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
-from torchscope.worker.jobs import job_kind
 from torchscope.worker.profiling import profile_calls
 
 COMPARE_STAGES = (
@@ -231,7 +231,6 @@ class CompareJob(ProfileJob):
 
         Returns the compiled call and its per-call estimate, or None after recording why.
         """
-        import torch
 
         mode = self.request.options.compile_mode
         self._stage("compile", f"torch.compile(mode={mode!r}): compiling on the first call")
