@@ -88,7 +88,8 @@ def _with_lines(
     breaks = [GraphBreakSite(**b) for b in reply.graph_break_sites]
     here = os.path.realpath(file)
     breaks = [b for b in breaks if os.path.realpath(b.file) == here]
-    eager_us = {s.line: s.device_us or s.cpu_us for s in eager.lines}
+    # profiled against profiled: the compiled kernels' times carry the profiler's cost too
+    eager_us = {s.line: s.device_us or s.profiled_cpu_us or s.cpu_us for s in eager.lines}
     lines = compiled_lines(trace, sources, breaks, eager_us, reply.provenance_note)
     return replace(compare, lines=lines)
 
