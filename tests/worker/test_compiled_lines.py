@@ -145,4 +145,3 @@ def test_a_graph_break_is_on_its_line_and_each_side_keeps_its_mm(
     assert sorted(k.lines[0] for k in lines.kernels if k.name == "aten::mm") == [first, second]
     assert f"line {broke}: eager " in render_comparison(compared["breaks"].compare)
     assert "graph break here" in render_comparison(compared["breaks"].compare)
-

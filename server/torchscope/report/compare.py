@@ -94,6 +94,15 @@ def lines_text(lines: CompiledLines) -> list[str]:
     return out
 
 
+def _lines_markdown(lines: CompiledLines) -> list[str]:
+    if not lines.lines:
+        return [f"Per line: {lines.note}"] if lines.note else []
+    rows = [f"- {line_versus(line, lines)}" for line in lines.lines]
+    return [
+        "Per line, profiled (a fused kernel's time is on each of its lines):\n" + "\n".join(rows)
+    ]
+
+
 def render_comparison(compare: Comparison) -> str:
     """The comparison as terminal text."""
     compiled = compare.compiled
@@ -153,6 +162,8 @@ def comparison_markdown(compare: Comparison) -> str:
     parts.append("\n".join(table))
     if compare.changes is not None and compare.changes.summary:
         parts.append(f"Ops changed: `{compare.changes.summary}`")
+    if compare.lines is not None:
+        parts += _lines_markdown(compare.lines)
     if compare.findings:
         parts.append("\n".join(f"- `{f.rule}`: {f.message}" for f in compare.findings))
     return "\n\n".join(parts)
