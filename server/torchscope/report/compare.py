@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from torchscope.analysis.formatting import format_bytes, format_duration
-from torchscope.analysis.multi.compiled_lines import CompiledLine, CompiledLines
 from torchscope.analysis.multi.comparison import CompareSide, Comparison
+from torchscope.analysis.multi.compiled_lines import CompiledLine, CompiledLines
 
 ERROR_LINES = 12
 """Lines of the compiler's message shown in the hover (the rest is in the log)."""
