@@ -118,9 +118,8 @@ def budget() -> Budget | None:
     limit = _LIMIT.get()
     if limit is not None:
         found.append(
-            Budget(
-                limit, f"the analysis may take {_size(limit)} (torchscope.maxMemory / --max-memory)"
-            )
+            Budget(limit, f"the analysis may take {_size(limit)} (torchscope.maxMemory / "
+                   "--max-memory)")
         )
     return min(found) if found else None
 

@@ -22,7 +22,6 @@ def scan(name: str, document: Document, sink: EventSink) -> tuple[dict[str, Any]
         raise empty_archive(name)
     accept = sink.accept
     if has_surrogate(data):  # rare: clean each object before the sink sees it
-
         def accept(obj: dict[str, Any]) -> Any:
             return sink.accept(clean_object(obj))
 

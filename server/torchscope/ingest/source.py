@@ -80,12 +80,9 @@ def _not_regular(name: str, mode: int) -> TraceError:
     if stat.S_ISDIR(mode):
         return _open_error(name, IsADirectoryError(errno.EISDIR, "Is a directory"))
     kind = (
-        "a FIFO (named pipe)"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+        else "a socket" if stat.S_ISSOCK(mode)
+        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
         else "not a regular file"
     )
     return TraceError(
@@ -271,6 +268,7 @@ def _gzip_errors() -> tuple[type[Exception], ...]:
 
 
 _ERRORS = _gzip_errors()
+
 
 
 def empty_archive(name: str) -> TraceError:
