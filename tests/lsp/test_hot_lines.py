@@ -290,16 +290,10 @@ def client_refreshes(client: Any) -> Refreshes:
     return refreshes
 
 
-async def test_with_stack_puts_a_total_on_the_callee_def(
-    client: LanguageClient, workspace: Path
-) -> None:
+async def test_with_stack_puts_a_total_on_the_callee_def(client: LanguageClient, workspace: Path) -> None:
     lines_path, helpers_path = workspace / "lines.py", workspace / "helpers.py"
     text = lines_path.read_text()
-    args = {
-        "uri": lines_path.as_uri(),
-        "line": index_of(text, "return scale_up(y)"),
-        "with_stack": True,
-    }
+    args = {"uri": lines_path.as_uri(), "line": index_of(text, "return scale_up(y)"), "with_stack": True}
     result = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="torchscope.profile", arguments=[args])
     )

@@ -40,9 +40,7 @@ def text(result: CallToolResult) -> str:
 
 async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path: Path) -> None:
     boom = tmp_path / "boom.py"
-    boom.write_text(
-        "import torch\n\n\ndef boom():\n    x = torch.ones(2)\n    raise ValueError('no luck')\n"
-    )
+    boom.write_text("import torch\n\n\ndef boom():\n    x = torch.ones(2)\n    raise ValueError('no luck')\n")
     async with torchscope_mcp(trace_dir) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         assert set(tools) == {
@@ -57,41 +55,24 @@ async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path
         assert set(schema["properties"]) >= {"file", "qualname", "call", "steps"}
         assert schema["required"] == ["file", "qualname"]
 
-        args: dict[str, Any] = {
-            "file": "examples/matmul_add.py",
-            "qualname": "fn",
-            "call": SMALL,
-            "steps": 3,
-        }
+        args: dict[str, Any] = {"file": "examples/matmul_add.py", "qualname": "fn", "call": SMALL, "steps": 3}
         result = await client.call_tool("profile_function", args)
         assert not result.is_error, text(result)
         report = result.structured_content
         assert report["verdict"]["id"] == "overhead-bound", report["verdict"]
-        assert report["target"] == {
-            "file": str(REPO / "examples" / "matmul_add.py"),
-            "qualname": "fn",
-            "line": 14,
-        }
+        assert report["target"] == {"file": str(REPO / "examples" / "matmul_add.py"), "qualname": "fn", "line": 14}
         assert report["call"] == SMALL and Path(report["trace_path"]).is_file()
         assert f"verdict: {report['verdict']['headline']}" in text(result)
         assert report["trace_path"] in text(result)
 
         failed = await client.call_tool("profile_function", {"file": str(boom), "qualname": "boom"})
         assert failed.is_error and failed.structured_content is None
-        assert (
-            f"{boom}:6" in text(failed)
-            and "ValueError" in text(failed)
-            and "no luck" in text(failed)
-        )
+        assert f"{boom}:6" in text(failed) and "ValueError" in text(failed) and "no luck" in text(failed)
 
-        missing = await client.call_tool(
-            "profile_function", {"file": "examples/matmul_add.py", "qualname": "nope"}
-        )
+        missing = await client.call_tool("profile_function", {"file": "examples/matmul_add.py", "qualname": "nope"})
         assert missing.is_error and "nope" in text(missing)
 
-        again = await client.call_tool(
-            "profile_function", {"file": "examples/matmul_add.py", "qualname": "fn"}
-        )
+        again = await client.call_tool("profile_function", {"file": "examples/matmul_add.py", "qualname": "fn"})
         assert not again.is_error, text(again)
         assert again.structured_content["call"] == SMALL  # the first directive
         assert again.structured_content["verdict"]["id"] in VERDICT_IDS
@@ -99,9 +80,7 @@ async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path
 
 async def test_analyze_trace_is_analyze_json_and_findings_are_explained(trace_dir: Path) -> None:
     name = "hta_cuda_event_sync_a100.json.gz"
-    snapshot = json.loads(
-        (REPO / "tests" / "data" / "snapshots" / f"{name}.report.json").read_text()
-    )
+    snapshot = json.loads((REPO / "tests" / "data" / "snapshots" / f"{name}.report.json").read_text())
     async with torchscope_mcp(trace_dir) as client:
         result = await client.call_tool("analyze_trace", {"path": f"tests/data/traces/{name}"})
         assert not result.is_error, text(result)
@@ -150,41 +129,16 @@ async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_p
     file = Path(shutil.copy(FIXTURES / "fix_samples.py", tmp_path / "fix_samples.py"))
     before = file.read_text()
     async with torchscope_mcp(trace_dir) as client:
-        unknown = await client.call_tool(
-            "try_fix", {"file": str(file), "qualname": "train_step", "fix": "nope"}
-        )
-        assert (
-            unknown.is_error
-            and "no fix 'nope'" in text(unknown)
-            and "zero-grad-none" in text(unknown)
-        )
-        not_here = await client.call_tool(
-            "try_fix", {"file": str(file), "qualname": "no_attention", "fix": "sdpa"}
-        )
+        unknown = await client.call_tool("try_fix", {"file": str(file), "qualname": "train_step", "fix": "nope"})
+        assert unknown.is_error and "no fix 'nope'" in text(unknown) and "zero-grad-none" in text(unknown)
+        not_here = await client.call_tool("try_fix", {"file": str(file), "qualname": "no_attention", "fix": "sdpa"})
         assert not_here.is_error and "does not apply to no_attention" in text(not_here)
 
-        result = await client.call_tool(
-            "try_fix", {"file": str(file), "qualname": "train_step", "fix": "zero-grad-none"}
-        )
+        result = await client.call_tool("try_fix", {"file": str(file), "qualname": "train_step", "fix": "zero-grad-none"})
         assert not result.is_error, text(result)
         data = result.structured_content
-        assert set(data) == {
-            "id",
-            "verdict",
-            "ratio",
-            "interval",
-            "same_outputs",
-            "patch",
-            "refused",
-            "message",
-            "detail",
-            "applied",
-        }
-        assert (
-            data["id"] == "zero-grad-none"
-            and data["same_outputs"] is True
-            and data["applied"] is False
-        )
+        assert set(data) == {"id", "verdict", "ratio", "interval", "same_outputs", "patch", "refused", "message", "detail", "applied"}
+        assert data["id"] == "zero-grad-none" and data["same_outputs"] is True and data["applied"] is False
         assert data["verdict"] == "faster" and data["refused"] is None, data
         lo, hi = data["interval"]
         assert 1 < lo <= data["ratio"] <= hi
@@ -195,20 +149,14 @@ async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_p
 
 async def test_profile_in_run(trace_dir: Path, tmp_path: Path) -> None:
     """`profile_in_run`: a script's real call, then a clear error for a program that never calls."""
-    (tmp_path / "model.py").write_text(
-        "import torch\n\n\ndef scale(x):\n    return (x * 2).sum()\n"
-    )
+    (tmp_path / "model.py").write_text("import torch\n\n\ndef scale(x):\n    return (x * 2).sum()\n")
     (tmp_path / "main.py").write_text(
         "import sys, torch\nsys.path.insert(0, __file__.rsplit('/', 1)[0])\nimport model\n"
         "for _ in range(3):\n    model.scale(torch.ones(16))\n"
     )
     async with torchscope_mcp(trace_dir) as client:
         spec = f"{tmp_path / 'model.py'}::scale"
-        args: dict[str, Any] = {
-            "targets": [spec],
-            "entry": ["python", str(tmp_path / "main.py")],
-            "calls": 2,
-        }
+        args: dict[str, Any] = {"targets": [spec], "entry": ["python", str(tmp_path / "main.py")], "calls": 2}
         result = await client.call_tool("profile_in_run", args)
         assert not result.is_error, text(result)
         [report] = result.structured_content["targets"]

@@ -30,7 +30,8 @@ SLOW = (
 #: About 0.1 s of calls before the profiled pass, then 1000 profiled calls (20 s).
 LONG = "%torchscope --steps 1000 --warmup 1 --timing-budget 0.1 slow(a)"
 AFTER = (
-    "print('profiler on:', torch.autograd._profiler_enabled(), 'threads:', torch.get_num_threads())"
+    "print('profiler on:', torch.autograd._profiler_enabled(), 'threads:', "
+    "torch.get_num_threads())"
 )
 AGAIN = "%torchscope --steps 3 slow(a)"
 

@@ -65,18 +65,10 @@ def run_nvim(tmp_path: Path, file: Path, drive: str) -> tuple[dict[str, Any], st
         "XDG_DATA_HOME": str(tmp_path / "data"),
         "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }
-    command = [
-        nvim,
-        "--headless",
-        "-u",
-        str(HERE / "init.lua"),
-        str(file),
-        "-c",
-        f"luafile {HERE / drive}",
-    ]
-    run = subprocess.run(
-        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=360
-    )
+    command = [nvim, "--headless", "-u", str(HERE / "init.lua"), str(file),
+               "-c", f"luafile {HERE / drive}"]
+    run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=360)
     assert out.is_file(), f"nvim wrote nothing (rc {run.returncode}): {run.stderr[-2000:]}"
     result = json.loads(out.read_text())
     assert "error" not in result, result
@@ -100,9 +92,8 @@ def test_torchscope_profile_in_neovim(tmp_path: Path) -> None:
     assert verdict["code"] == "overhead-bound"
     headline, cause = verdict["message"].split(" · cause: ")
     assert cause.split(" ")[0] in CAUSES, verdict
-    assert any(n["message"] == "torchscope: " + headline for n in result["notifications"]), result[
-        "notifications"
-    ]
+    assert any(n["message"] == "torchscope: " + headline
+               for n in result["notifications"]), result["notifications"]
     assert result["hover"] and "overhead-bound" in result["hover"][0]
     titles = [lens["title"] for lens in result["lenses"] if lens["line"] <= def_line]
     assert "Profile" in titles and "Open trace" in titles, result["lenses"]
@@ -121,14 +112,9 @@ def test_torchscope_fix_in_neovim(tmp_path: Path) -> None:
     assert "Try fix: zero_grad(set_to_none=True) (measure)" in pick["items"], pick
     assert question["items"] == ["Apply", "Discard"]
     assert question["prompt"].startswith("torchscope: train_step: measured ")
-    assert (
-        question["prompt"].endswith(", same outputs")
-        and " faster (95 % interval " in question["prompt"]
-    )
+    assert question["prompt"].endswith(", same outputs") and " faster (95 % interval " in question["prompt"]
     original = result["original"]
-    assert result["applied"] == original.replace(
-        "model.zero_grad(set_to_none=False)", "model.zero_grad(set_to_none=True)", 1
-    )
+    assert result["applied"] == original.replace("model.zero_grad(set_to_none=False)", "model.zero_grad(set_to_none=True)", 1)
     assert result["undone"] == original
     assert file.read_text() == (FIXTURES / "fix_samples.py").read_text()
 

@@ -17,10 +17,9 @@ import pytest
 
 
 def event(name: str = "aten::mm", ts: str = "10", dur: str = "5") -> bytes:
-    return b'{"ph":"X","cat":"cpu_op","name":"%s","pid":1,"tid":1,"ts":%s,"dur":%s}' % (
-        name.encode(),
-        ts.encode(),
-        dur.encode(),
+    return (
+        b'{"ph":"X","cat":"cpu_op","name":"%s","pid":1,"tid":1,"ts":%s,"dur":%s}'
+        % (name.encode(), ts.encode(), dur.encode())
     )
 
 
@@ -139,12 +138,8 @@ CASES = [
         "nan-infinity",
         _write(
             "nan.json",
-            document(
-                event("x", "NaN"),
-                event("y", "1", "Infinity"),
-                event("z", "1", "-Infinity"),
-                event("ok"),
-            ),
+            document(event("x", "NaN"), event("y", "1", "Infinity"), event("z", "1", "-Infinity"),
+                     event("ok")),
         ),
         None,
         _names_are("ok"),
@@ -236,28 +231,9 @@ def made(case: Hostile, tmp_path: Path) -> Path:
 # --- fuzzing: a good trace with hostile bytes spliced in -----------------------------------
 
 FRAGMENTS = [
-    b"\\ud800",
-    b"\\udc00x",
-    b"\\u0000",
-    b"NaN",
-    b"Infinity",
-    b"-Infinity",
-    b"1e999",
-    b"1" * 30,
-    b"\xff",
-    b"\xc3",
-    b"\xef\xbb\xbf",
-    b"[" * 70,
-    b"{" * 70,
-    b'"',
-    b"\\",
-    b"}",
-    b"]",
-    b",",
-    b"\x00",
-    b'"name":',
-    b'"ts":',
-    b'"args":{"a":[[[[1]]]]}',
+    b"\\ud800", b"\\udc00x", b"\\u0000", b"NaN", b"Infinity", b"-Infinity", b"1e999",
+    b"1" * 30, b"\xff", b"\xc3", b"\xef\xbb\xbf", b"[" * 70, b"{" * 70, b'"', b"\\", b"}",
+    b"]", b",", b"\x00", b'"name":', b'"ts":', b'"args":{"a":[[[[1]]]]}',
 ]
 
 

@@ -119,13 +119,8 @@ async def test_lsp_fuzz(client: LanguageClient, tmp_path: Path) -> None:
 
     drawn: list[tuple[bytes, bool]] = []
 
-    @settings(
-        max_examples=30,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-    )
+    @settings(max_examples=30, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
     @given(fuzz_strategy())
     def draw(case: tuple[bytes, bool]) -> None:
         drawn.append(case)

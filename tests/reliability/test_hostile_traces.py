@@ -23,11 +23,7 @@ def test_cli(case: Hostile, as_json: bool, tmp_path: Path) -> None:
     path = made(case, tmp_path)
     run = subprocess.run(
         [*as_reader(), *TORCHSCOPE, "analyze", str(path), *(["--json"] if as_json else [])],
-        env=ENV,
-        cwd=REPO,
-        capture_output=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
+        env=ENV, cwd=REPO, capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
     )
     stderr = run.stderr.decode()
     assert b"Traceback" not in run.stderr, stderr
@@ -71,13 +67,8 @@ def test_cli_gzip_bomb_is_refused_in_bounded_memory(tmp_path: Path) -> None:
 
     path = gzip_bomb(tmp_path / "bomb.json.gz")
     run = subprocess.run(
-        [sys.executable, "-c", _PEAK, "analyze", str(path)],
-        env=ENV,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        check=False,
+        [sys.executable, "-c", _PEAK, "analyze", str(path)], env=ENV, cwd=REPO,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, check=False,
     )
     stderr = run.stderr.decode()
     *said, peak = stderr.strip().splitlines()
@@ -100,13 +91,8 @@ def test_cli_no_room_for_the_args_is_one_message() -> None:
     when it cannot grow, one message says where and what to do."""
     trace = REPO / "tests" / "data" / "traces" / "hta_ddp_v100_rank1.json.gz"
     run = subprocess.run(
-        [*TORCHSCOPE, "analyze", str(trace)],
-        env=ENV,
-        cwd=REPO,
-        capture_output=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        preexec_fn=_small_files,
+        [*TORCHSCOPE, "analyze", str(trace)], env=ENV, cwd=REPO, capture_output=True,
+        timeout=120, stdin=subprocess.DEVNULL, preexec_fn=_small_files,
     )
     stderr = run.stderr.decode()
     assert run.returncode == 1 and run.stdout == b"", stderr

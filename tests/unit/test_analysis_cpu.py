@@ -165,9 +165,7 @@ def test_waiting_for_a_cpu_is_set_aside_not_a_cause(cpu_traces: dict[str, Any]) 
     busy = Measurements(0.0, [98_800.0] * 3, 1.1, peaks=peaks, wait_us=[74_100.0] * 3)
     report = analyze_trace(cpu_traces["fn512"], busy)
     v = report.verdict
-    assert (
-        (v.id, v.cause) == (quiet.verdict.id, quiet.verdict.cause) == ("compute-bound", "compute")
-    )
+    assert (v.id, v.cause) == (quiet.verdict.id, quiet.verdict.cause) == ("compute-bound", "compute")
     assert v.efficiency == pytest.approx(quiet.verdict.efficiency)
     assert [c.cause for c in v.causes] == [c.cause for c in quiet.verdict.causes]
     assert sum(c.us_per_call for c in v.causes) == pytest.approx(24_700.0)  # the time it ran

@@ -167,7 +167,9 @@ def test_the_gpu_compare_finds_the_dtod_bias_copy_before_the_gemm(
     page = comparison_page_markdown("Model.forward", gpu_compare)
     assert page.startswith("## `Model.forward`: eager vs torch.compile (mode=default)\n\n")
     assert markdown in page
-    assert page.endswith("`## Call CompiledFxGraph fabc123 ##` → `/tmp/torchinductor_u/ab/cabc.py`")
+    assert page.endswith(
+        "`## Call CompiledFxGraph fabc123 ##` → `/tmp/torchinductor_u/ab/cabc.py`"
+    )
 
 
 def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> None:

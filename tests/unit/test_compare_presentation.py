@@ -82,27 +82,13 @@ def test_the_template_must_be_given_and_hold_the_placeholder() -> None:
         choose_template(g, None, "N", False)
 
 
-def _side(
-    median_us: float, cpu_us: float, op_count: float, cold_us: float, **more: Any
-) -> CompareSide:
+def _side(median_us: float, cpu_us: float, op_count: float, cold_us: float, **more: Any) -> CompareSide:
     copies = more.pop("copies", [])
     return CompareSide(
-        median_us=median_us,
-        min_us=median_us,
-        max_us=median_us,
-        cold_us=cold_us,
-        calls_timed=100,
-        cpu_us=cpu_us,
-        profiled_us=cpu_us,
-        device_us=0.0,
-        launches=0.0,
-        copies=copies,
-        copy_count=float(len(copies)),
-        copy_bytes=sum(c.bytes for c in copies),
-        op_count=op_count,
-        ops=[],
-        verdict=SideVerdict("overhead-bound", "…"),
-        **more,
+        median_us=median_us, min_us=median_us, max_us=median_us, cold_us=cold_us,
+        calls_timed=100, cpu_us=cpu_us, profiled_us=cpu_us, device_us=0.0, launches=0.0,
+        copies=copies, copy_count=float(len(copies)), copy_bytes=sum(c.bytes for c in copies),
+        op_count=op_count, ops=[], verdict=SideVerdict("overhead-bound", "…"), **more,
     )
 
 
@@ -112,11 +98,7 @@ COMPARE = Comparison(
     mode="default",
     eager=_side(9.0, 20.0, 6.0, 900.0),
     compiled=_side(
-        30.3,
-        60.0,
-        5.0,
-        3.2e6,
-        copies=[BIAS],
+        30.3, 60.0, 5.0, 3.2e6, copies=[BIAS],
         compiled=CompiledInfo(3.2, [GRAPH], 0, [], []),
         trace_path="/traces/fn.compiled.json.gz",
     ),
@@ -127,9 +109,7 @@ COMPARE = Comparison(
         3.37,
         0.05,
     ),
-    findings=[
-        Finding("compile-copy", "information", "torch.compile adds a 16.0 KiB host bias copy", 2.0)
-    ],
+    findings=[Finding("compile-copy", "information", "torch.compile adds a 16.0 KiB host bias copy", 2.0)],
 )
 
 

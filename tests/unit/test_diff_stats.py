@@ -49,7 +49,9 @@ def test_verdicts() -> None:
     assert faster.id == "faster"
     assert faster.headline.startswith("25 % faster than before the edit (±2 %")
     # An interval that reaches into the ±5 % band around 1.0 is no difference.
-    assert decide(RatioInterval(0.9, 0.85, 0.96, 50, 0.0), "HEAD", 100, 90).id == ("no-difference")
+    assert decide(RatioInterval(0.9, 0.85, 0.96, 50, 0.0), "HEAD", 100, 90).id == (
+        "no-difference"
+    )
     # Measured noise wider than the bootstrap interval widens the interval into the band.
     noisy = decide(RatioInterval(0.85, 0.84, 0.86, 50, 0.2), "HEAD", 100, 85)
     assert noisy.id == "no-difference"

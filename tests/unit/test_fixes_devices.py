@@ -21,9 +21,7 @@ def test_both_are_registered_in_the_contract_order() -> None:
 
 
 def test_pinned_transfer_is_offered_on_cuda_only() -> None:
-    body = (
-        'def f(x, device):\n    y = x.to(device)\n    z = x.cuda()\n    return y, z.to("cuda:0")\n'
-    )
+    body = 'def f(x, device):\n    y = x.to(device)\n    z = x.cuda()\n    return y, z.to("cuda:0")\n'
     assert _rewrite("pinned-transfer", body) is None  # no transfer to speed up on a CPU
     assert all(fix.id != "pinned-transfer" for fix, _ in offered(HEAD + body, "f", "cpu"))
     assert _rewrite("pinned-transfer", body, device="cuda") == (

@@ -38,14 +38,8 @@ def report(file: str) -> Profile:
 
 def function(file: str) -> ProfiledFunction:
     return ProfiledFunction(
-        uri="file:///w/m.py",
-        qualname="f",
-        first_line=4,
-        def_line=4,
-        end_line=7,
-        report=report(file),
-        synced_text=SOURCE,
-        function_text="\n".join(SOURCE.splitlines()[3:7]),
+        uri="file:///w/m.py", qualname="f", first_line=4, def_line=4, end_line=7,
+        report=report(file), synced_text=SOURCE, function_text="\n".join(SOURCE.splitlines()[3:7]),
     )
 
 
@@ -63,9 +57,7 @@ def test_shift_moves_everything_and_stale_drops_line_findings() -> None:
     result = function("/w/m.py")
     store.put(result)
     edit = types.TextDocumentContentChangePartial(
-        range=types.Range(
-            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
-        ),
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
         text="# one\n# two\n",
     )
     shifted_source = "# one\n# two\n" + SOURCE
@@ -73,9 +65,7 @@ def test_shift_moves_everything_and_stale_drops_line_findings() -> None:
     verdict, sync = diagnostics_for(result, shifted_source.splitlines(), threshold=0.05)
     assert verdict.range.start.line == 5 and sync.range.start.line == 7
     inside = types.TextDocumentContentChangePartial(
-        range=types.Range(
-            start=types.Position(line=7, character=4), end=types.Position(line=7, character=4)
-        ),
+        range=types.Range(start=types.Position(line=7, character=4), end=types.Position(line=7, character=4)),
         text="z = 1; ",
     )
     assert store.apply_change(result.uri, inside, shifted_source)

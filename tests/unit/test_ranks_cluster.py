@@ -266,15 +266,7 @@ def test_a_named_scheduler_without_dask_says_what_to_install(
 ) -> None:
     shutil.copy(shared_traces / PAIRS["dlrm"][0], tmp_path / "rank0.json.gz")
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _NO_DASK,
-            "analyze",
-            "--scheduler",
-            "tcp://127.0.0.1:8786",
-            str(tmp_path),
-        ],
+        [sys.executable, "-c", _NO_DASK, "analyze", "--scheduler", "tcp://127.0.0.1:8786", str(tmp_path)],
         cwd=REPO,
         capture_output=True,
         text=True,

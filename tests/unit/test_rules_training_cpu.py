@@ -227,9 +227,7 @@ def elementwise(
 
 
 def test_memory_bound_chain_of_three(kineto: Any, tmp_path: Path) -> None:
-    f = only(
-        run(elementwise(kineto(gpu=False), 3), tmp_path, _calibrated(30_100)), "memory-bound-chain"
-    )
+    f = only(run(elementwise(kineto(gpu=False), 3), tmp_path, _calibrated(30_100)), "memory-bound-chain")
     assert f.details["ops"] == 3 and "torch.compile" in f.message
     assert f.details["gbps"] == pytest.approx(2 * 4096 * 4096 * 4 / 9_990 / 1e3)
 
@@ -296,15 +294,8 @@ def memory_event(b: KinetoBuilder, ts: float, nbytes: int, addr: int, device: in
     """One ``[memory]`` instant event as Kineto writes it (device 0: CPU, 1: CUDA)."""
     args = {"Addr": addr, "Bytes": nbytes, "Device Type": device, "Device Id": device - 1}
     b.events.append(
-        {
-            "ph": "i",
-            "s": "t",
-            "name": "[memory]",
-            "pid": CPU_PID,
-            "tid": CPU_TID,
-            "ts": ts,
-            "args": args,
-        }
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": CPU_PID, "tid": CPU_TID, "ts": ts,
+         "args": args}
     )
 
 

@@ -203,9 +203,7 @@ def test_profile_this_function_in_vscode() -> None:
     assert " · cause: " in checks["problemsRow"] and cause in CAUSES, checks["problemsRow"]
     # Edited in the editor, then Compare with last commit: the verdict against HEAD.
     assert "faster than HEAD" in checks["diff"], checks["diff"]
-    assert re.fullmatch(r"measured .* faster \(95 % interval .*\), same outputs", checks["fix"]), (
-        checks
-    )
+    assert re.fullmatch(r"measured .* faster \(95 % interval .*\), same outputs", checks["fix"]), checks
     # Profile this function in a run… (launch.json), then the captured-inputs lens replays it.
     for verdict in checks["profileInRun"].values():
         assert verdict.split(" ")[0] in VERDICT_IDS, checks["profileInRun"]

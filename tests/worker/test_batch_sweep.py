@@ -100,10 +100,7 @@ def test_no_capture_or_no_batch_dimension_is_one_message(captured: Path) -> None
     _write(captured, "other.py", "def scale(x):\n    return x * 2\n")
     for spec, said in [
         ("model.py::add", "no tensor argument of the captured call of add has a batch dimension"),
-        (
-            "other.py::scale",
-            "--sweep batch replays the capture of a real call of scale, and there is none",
-        ),
+        ("other.py::scale", "--sweep batch replays the capture of a real call of scale, and there is none"),
     ]:
         done = torchscope(captured, "profile", spec, "--sweep", "batch=2,4", *FAST)
         assert done.returncode == 1, done.stderr
@@ -125,9 +122,7 @@ def test_resizing_cuts_repeats_and_keeps_the_containers() -> None:
     module = torch.nn.Linear(2, 2)  # weight: dim 0 is 2, like the smaller batch below
     x = torch.arange(3.0).reshape(3, 1).requires_grad_()
     args = (module, x, OrderedDict(m=torch.ones(3, 2)), pair(torch.zeros(3), 5), [torch.ones(2)])
-    prepared = PreparedCall(
-        lambda *a, **k: None, args, {"k": torch.ones(3)}, "f(<captured inputs>)"
-    )
+    prepared = PreparedCall(lambda *a, **k: None, args, {"k": torch.ones(3)}, "f(<captured inputs>)")
 
     larger, captured, dim, _ = at_batch(prepared, 7, "f")
     assert dim == 0

@@ -48,7 +48,6 @@ count."""
 def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", str(THREADS))
 
-
 @pytest.fixture
 def worker_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The workers' temp folder: where a diff job writes the earlier source, and must not
@@ -142,7 +141,9 @@ def benchmark_ratio(before: Path, after: Path, rounds: int = 20) -> float:
         torch.manual_seed(0)
         x = torch.randn(16)
         timers.append(
-            benchmark.Timer("fn(x)", globals={"fn": module.fn, "x": x}, num_threads=THREADS)
+            benchmark.Timer(
+                "fn(x)", globals={"fn": module.fn, "x": x}, num_threads=THREADS
+            )
         )
     samples: list[list[float]] = [[], []]
     for r in range(rounds):
@@ -187,7 +188,9 @@ def test_comment_only_edit_is_no_difference(tmp_path: Path, trace_dir: Path) -> 
     file = make_repo(tmp_path / "repo", LOOP, COMMENTED)
     target = function_named(read_source(file), str(file), "fn")
     before = source_at(file, "HEAD")
-    options = JobOptions(steps=1, warmup=1, timing_budget_s=0.25, workspace_root=str(file.parent))
+    options = JobOptions(
+        steps=1, warmup=1, timing_budget_s=0.25, workspace_root=str(file.parent)
+    )
     repetitions = 20
 
     async def run() -> list[DiffVerdict]:
@@ -219,13 +222,11 @@ def test_comment_only_edit_is_no_difference(tmp_path: Path, trace_dir: Path) -> 
 
 def _pyproject(repo: Path, functions: str) -> Path:
     path = repo / "pyproject.toml"
-    path.write_text(f'[tool.torchscope.check]\nbase = "HEAD"\nfunctions = {functions}\n')
+    path.write_text(f"[tool.torchscope.check]\nbase = \"HEAD\"\nfunctions = {functions}\n")
     return path
 
 
-def _check(
-    repo: Path, tmp_path: Path, *extra: str
-) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _check(repo: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     summary = tmp_path / "summary.md"
     env = {**os.environ, "PYTHONPATH": str(REPO / "server"), "GITHUB_STEP_SUMMARY": str(summary)}
     done = subprocess.run(

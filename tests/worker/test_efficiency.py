@@ -230,10 +230,7 @@ def test_a_warmed_worker_has_calibrated_before_the_first_job(tmp_path: Path) -> 
             warm = await profiler.warm()
             call = "square_gemm(torch.randn(256, 256), torch.randn(256, 256))"
             await profiler.run_job(
-                PROFILE,
-                target,
-                call,
-                JobOptions(steps=2, warmup=1),
+                PROFILE, target, call, JobOptions(steps=2, warmup=1),
                 lambda m: said.append(f"{m.stage}: {m.message}"),
             )
             return warm

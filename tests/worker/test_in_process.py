@@ -108,9 +108,8 @@ def test_sweep_in_process_finds_both_sides() -> None:
     from torchscope.notebook.api import sweep_calls
 
     namespace = {"fn": fn, "torch": torch}
-    report = sweep_calls(
-        "fn(torch.randn({N}, {N}), torch.randn({N}, {N}))", "N", [8, 512], namespace, FAST
-    )
+    report = sweep_calls("fn(torch.randn({N}, {N}), torch.randn({N}, {N}))", "N", [8, 512],
+                         namespace, FAST)
     sweep = report.to_json()["sweep"]
     assert [p["N"] for p in sweep["points"]] == [8, 512]
     assert "<svg" in report.html()

@@ -55,9 +55,7 @@ def _kind(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
-def shape(
-    value: Any, path: str = "", out: dict[str, set[str]] | None = None
-) -> dict[str, set[str]]:
+def shape(value: Any, path: str = "", out: dict[str, set[str]] | None = None) -> dict[str, set[str]]:
     """Key path → JSON types seen there. Dicts keyed by data (``copy_bytes``, ``rules_skipped``)
     are folded into ``{*}`` so a different set of rules or copy kinds is not a new shape."""
     out = {} if out is None else out
@@ -74,25 +72,9 @@ def shape(
 
 def profile_json(args: list[str], tmp: Path) -> Any:
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "torchscope",
-            "profile",
-            *args,
-            "--json",
-            "-q",
-            "--steps",
-            "2",
-            "--warmup",
-            "1",
-            "--trace-dir",
-            str(tmp),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, "-m", "torchscope", "profile", *args, "--json", "-q", "--steps", "2",
+         "--warmup", "1", "--trace-dir", str(tmp)],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])

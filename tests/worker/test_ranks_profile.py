@@ -152,7 +152,9 @@ def step(grad):
 """
 
 
-def test_ranks_end_cleanly_while_native_threads_still_run(trace_dir: Path, tmp_path: Path) -> None:
+def test_ranks_end_cleanly_while_native_threads_still_run(
+    trace_dir: Path, tmp_path: Path
+) -> None:
     """A rank ends without the interpreter's teardown (and after its atexit hooks): a thread
     that takes the GIL while the interpreter finalises is ended by ``pthread_exit``, and the
     unwinding through a ``noexcept`` torch frame aborts the rank (SIGABRT, 'terminate called

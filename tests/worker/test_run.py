@@ -295,11 +295,7 @@ def test_capture_refuses_what_cannot_be_saved(workspace: Path, trace_dir: Path) 
 def test_a_capture_replays_under_diff_on_both_sides(workspace: Path, trace_dir: Path) -> None:
     """``diff`` with no call expression replays the capture on the file as committed and as
     edited: the same real arguments on both sides (the earlier side once had none)."""
-    _write(
-        workspace,
-        "main.py",
-        "import torch\nimport model\nmodel.scale(torch.randn(256, 256), 2.0)\n",
-    )
+    _write(workspace, "main.py", "import torch\nimport model\nmodel.scale(torch.randn(256, 256), 2.0)\n")
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=workspace, check=True)
     subprocess.run([*git, "add", "model.py"], cwd=workspace, check=True)
@@ -320,9 +316,7 @@ def test_a_capture_replays_under_diff_on_both_sides(workspace: Path, trace_dir: 
     assert "aten::mm" in {op["name"] for op in data["diff"]["ops_changed"]}
 
 
-def test_module_entry_nested_decorated_and_installed_targets(
-    tmp_path: Path, trace_dir: Path
-) -> None:
+def test_module_entry_nested_decorated_and_installed_targets(tmp_path: Path, trace_dir: Path) -> None:
     """``-m package.module``; a function under ``functools.wraps``, a function nested in it,
     and ``nn.Linear.forward`` in the installed torch (patched where it lives)."""
     import torch.nn.modules.linear as linear
