@@ -29,7 +29,9 @@ from typing import Any, Optional
 from torchscope.protocol import GraphBreakSite, KernelSource
 
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
-BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)")
+BREAK_AT = re.compile(
+    r"Graph break(?: \(user stack suppressed[^)]*\))? in user code at (?P<file>.+):(?P<line>\d+)"
+)
 REASON_CHARS = 800
 NO_PROVENANCE = (
     "this torch has no Inductor kernel profiling or provenance tracking "
@@ -159,23 +161,25 @@ class _BreakCatcher(logging.Handler):
 
 @contextlib.contextmanager
 def catch_graph_breaks() -> Iterator[list[GraphBreakSite]]:
-    """Graph breaks Dynamo logs inside the block, with their line; nothing goes to stderr. The
-    worker is replaced after a comparison, so torch's log settings changed here do not last."""
+    """Graph breaks Dynamo logs inside the block, with their line. Only Dynamo's
+    ``graph_breaks`` artifact logger is opened, to this handler alone (nothing reaches stderr
+    or the user's handlers), and put back as it was after: the notebook runs this in the
+    user's process."""
     catcher = _BreakCatcher()
-    logger: Optional[logging.Logger] = None
     try:
         import torch._logging
 
-        torch._logging.set_logs(graph_breaks=True)
         logger = torch._logging.getArtifactLogger("torch._dynamo.symbolic_convert", "graph_breaks")
-        for handler in list(logger.handlers):
-            logger.removeHandler(handler)
-        logger.propagate = False
-        logger.addHandler(catcher)
     except Exception:
-        logger = None
+        yield catcher.sites
+        return
+    level, propagate = logger.level, logger.propagate
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    logger.addHandler(catcher)
     try:
         yield catcher.sites
     finally:
-        if logger is not None:
-            logger.removeHandler(catcher)
+        logger.removeHandler(catcher)
+        logger.setLevel(level)
+        logger.propagate = propagate
