@@ -127,14 +127,24 @@ def _graph_sources(graph: Any, file: str) -> list[KernelSource]:
     return sources
 
 
-def kernel_sources(file: str) -> list[KernelSource]:
-    """Every live ``CompiledFxGraph``'s kernels with the lines of ``file`` they came from
-    (graphs compiled without provenance have none and are skipped)."""
+def _compiled_graphs() -> list[Any]:
+    return [o for o in gc.get_objects() if type(o).__name__ == "CompiledFxGraph"]
+
+
+def live_graphs() -> set[int]:
+    """The ids of the ``CompiledFxGraph`` objects alive now (to leave out of
+    :func:`kernel_sources` later)."""
+    return {id(graph) for graph in _compiled_graphs()}
+
+
+def kernel_sources(file: str, earlier: set[int]) -> list[KernelSource]:
+    """The kernels of every ``CompiledFxGraph`` not in ``earlier``, with the lines of ``file``
+    they came from (graphs compiled without provenance have none and are skipped)."""
     found: list[KernelSource] = []
-    for obj in gc.get_objects():
+    for graph in _compiled_graphs():
         try:
-            if type(obj).__name__ == "CompiledFxGraph":
-                found.extend(_graph_sources(obj, file))
+            if id(graph) not in earlier:
+                found.extend(_graph_sources(graph, file))
         except Exception:
             continue
     return found

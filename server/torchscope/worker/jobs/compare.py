@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import tempfile
 import time
 from typing import Any, Callable, Optional
 
@@ -42,6 +43,7 @@ from torchscope.worker.kernel_provenance import (
     NO_PROVENANCE,
     catch_graph_breaks,
     kernel_sources,
+    live_graphs,
     provenance_supported,
     provenance_switches,
 )
@@ -134,8 +136,9 @@ class CompareJob(ProfileJob):
     ) -> None:
         """The compiled side's profile. With Inductor's kernel profiling and provenance (issue
         42) the function is compiled afresh with them on, in the job's own Inductor folder,
-        and profiled; the timing pass ran the first compile, without them. Without them (an
-        older torch, or the recompile failing) the timed compiled function is profiled."""
+        and profiled; the timing pass ran the first compile, without them. The folder goes when
+        the profile is written (the generated code linked is the timed compile's). Without them
+        (an older torch, or the recompile failing) the timed compiled function is profiled."""
         request = self.request
         options = request.options
 
@@ -154,7 +157,11 @@ class CompareJob(ProfileJob):
             profile(compiled)
             return
         try:
-            with provenance_switches(request.compiled_trace_path + ".inductor"):
+            with (
+                tempfile.TemporaryDirectory(prefix="torchscope-inductor-") as folder,
+                provenance_switches(folder),
+            ):
+                earlier = live_graphs()  # the notebook's process may hold other jobs' graphs
                 with catch_graph_breaks() as sites:
                     _reset_dynamo()
                     traced = self._compiled_call(prepared)
@@ -168,7 +175,8 @@ class CompareJob(ProfileJob):
             )
             profile(compiled)
             return
-        result.kernel_sources = [dataclasses.asdict(k) for k in kernel_sources(request.file)]
+        sources = kernel_sources(request.file, earlier)
+        result.kernel_sources = [dataclasses.asdict(k) for k in sources]
         result.graph_break_sites = [dataclasses.asdict(s) for s in sites]
         if not result.kernel_sources:
             result.provenance_note = "Inductor recorded no kernel provenance for this function"
