@@ -139,7 +139,8 @@ def test_a_graph_break_is_on_its_line_and_each_side_keeps_its_mm(
     assert lines is not None
     broke = line_of('print("graph break here")')
     by_line = {line.line: line for line in lines.lines}
-    assert by_line[broke].graph_break is not None and "print" in by_line[broke].graph_break
+    reason = by_line[broke].graph_break
+    assert reason is not None and "print" in reason  # Dynamo's words
     # two identical graphs (one cache key) either side of the break: told apart by graph id
     first, second = line_of("y = torch.mm(x, w)"), line_of("return torch.mm(y, w)")
     assert sorted(k.lines[0] for k in lines.kernels if k.name == "aten::mm") == [first, second]
