@@ -347,7 +347,8 @@ class CompareResult(Message):
     compile_error_kind: str = ""  # "compile-failed" | "compiled-call-raised"
     compile_traceback: str = ""
     recompiles: int = 0
-    """Compilations Dynamo started during the timed and profiled calls (should be 0)."""
+    """Compilations Dynamo started during the timed calls (should be 0; the profiled pass
+    compiles afresh on purpose, with kernel provenance: ``worker/kernel_provenance.py``)."""
     graph_breaks: list[str] = field(default_factory=list)
     """Dynamo's own reasons for each graph break (with counts), as it words them."""
     graph_code: dict[str, str] = field(default_factory=dict)
