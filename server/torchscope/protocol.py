@@ -400,11 +400,45 @@ class CompareResult(Message):
     compile_error_kind: str = ""  # "compile-failed" | "compiled-call-raised"
     compile_traceback: str = ""
     recompiles: int = 0
-    """Compilations Dynamo started during the timed and profiled calls (should be 0)."""
+    """Compilations Dynamo started during the timed calls (should be 0; the profiled pass
+    compiles afresh on purpose, with kernel provenance: ``worker/kernel_provenance.py``)."""
     graph_breaks: list[str] = field(default_factory=list)
     """Dynamo's own reasons for each graph break (with counts), as it words them."""
     graph_code: dict[str, str] = field(default_factory=dict)
     """FX graph cache key (the hash in ``## Call CompiledFxGraph <key> ##``) → generated code."""
+    kernel_sources: list[dict[str, Any]] = field(default_factory=list)
+    """``KernelSource`` fields per kernel of the profiled compiled pass (issue 42)."""
+    graph_break_sites: list[dict[str, Any]] = field(default_factory=list)
+    """``GraphBreakSite`` fields per graph break Dynamo logged with its line."""
+    provenance_note: str = ""
+    """Why the compiled side has no per-line times ('' when it has them)."""
+
+
+@dataclass
+class KernelSource:
+    """One compiled kernel and the lines of the profiled file it came from (Inductor's
+    provenance; ``worker/kernel_provenance.py``)."""
+
+    graph: str
+    """FX graph cache key, as in ``## Call CompiledFxGraph <key> ##``."""
+    kernel: str
+    """``cpp_fused_mul_relu_sum_0``, ``triton_poi_fused_relu_0``, ``extern_kernels.mm``."""
+    lines: list[int]
+    ops: list[str]
+    """The post-grad ops it fused (``relu``, ``mul``, ``sum``)."""
+    extern: bool = False
+    graph_id: int = -1
+    """Inductor's graph id (``graph_<id>_`` in a CPU kernel's trace name): two graphs of one
+    cache key (a graph break between two identical graphs) are told apart by it."""
+
+
+@dataclass
+class GraphBreakSite:
+    """A graph break on its line, with Dynamo's reason."""
+
+    file: str
+    line: int
+    reason: str = ""
 
 
 @dataclass

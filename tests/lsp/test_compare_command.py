@@ -124,6 +124,11 @@ async def test_compare_publishes_the_verdict_hover_link_and_lens(client: Languag
     text = await hover_text(client, uri, line)
     assert "**torch.compile** (mode=default)" in text
     assert "## Call CompiledFxGraph" in text and "command:torchscope.openGeneratedCode?" in text
+    # issue 42: the body's hover puts its compiled kernel (the extern addmm) beside eager
+    body = await hover_text(client, uri, line + 1)
+    assert f"**torch.compile** — line {line + 2}: eager " in body, body
+    assert "→ compiled " in body and "an extern kernel" in body
+    assert [k["lines"] for k in compare["compiled"]["kernels"] if k["extern"]] == [[line + 2]]
 
     lenses = await client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))

@@ -7,20 +7,24 @@ side adds its own trace, and ``analysis.multi.compare`` puts the two side by sid
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from torchscope.analysis import Report, TraceError
 from torchscope.analysis.multi.compare import compare_runs
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta
+from torchscope.analysis.multi.compiled_lines import CompiledLines, KernelLines
 from torchscope.analysis.multi.inventory import Inventory
 from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
-from torchscope.host.trace_analysis import Analyse, analyse_here
+from torchscope.host.trace_analysis import Analyse, Analysed, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
+    GraphBreakSite,
     JobRequest,
+    KernelSource,
     ProfileResult,
 )
 from torchscope.targets import Target
@@ -42,10 +46,45 @@ class CompareOutcome:
         return data
 
 
-def _analyze(result: ProfileResult, analyse: Analyse) -> tuple[Report, Inventory]:
-    done = analyse(result.trace_path, measurements_of(result), True)
+@dataclass
+class EagerProfile(ProfileOutcome):
+    """The eager profile of a comparison: each entry of its JSON ``lines`` gains
+    ``compiled_us`` and ``fused_with`` (None and [] where the compiled side has no per-line
+    times: no provenance, or no kernel on that line)."""
+
+    compiled_lines: Optional[CompiledLines] = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        lines = self.compiled_lines.lines if self.compiled_lines else []
+        compiled = {c.line: c for c in lines}
+        for entry in data.get("lines", []):
+            line = compiled.get(entry.get("line"))
+            entry["compiled_us"] = line.compiled_us if line else None
+            entry["fused_with"] = list(line.fused_with) if line else []
+        return data
+
+
+def _analyze(
+    result: ProfileResult, analyse: Analyse, kernels: Optional[KernelLines] = None
+) -> tuple[Analysed, Inventory]:
+    done = analyse(result.trace_path, measurements_of(result), True, kernels)
     assert done.inventory is not None
-    return done.report, done.inventory
+    return done, done.inventory
+
+
+def _kernel_lines(reply: CompareResult, file: str, eager: Report) -> KernelLines:
+    """What the compiled side's per-line times (issue 42) are computed from in the analysis
+    child, beside its trace: the worker's provenance and the graph breaks in ``file``."""
+    here = os.path.realpath(file)
+    breaks = [GraphBreakSite(**b) for b in reply.graph_break_sites]
+    # profiled against profiled: the compiled kernels' times carry the profiler's cost too
+    return KernelLines(
+        [KernelSource(**k) for k in reply.kernel_sources],
+        [b for b in breaks if os.path.realpath(b.file) == here],
+        {s.line: s.device_us or s.profiled_cpu_us or s.cpu_us for s in eager.lines},
+        reply.provenance_note,
+    )
 
 
 class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
@@ -85,12 +124,16 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             eager_us=list(eager.call_us),
             compiled_us=list(compiled.call_us) if compiled else [],
         )
-        eager_report, eager_inv = _analyze(eager, analyse)  # a TraceError fails the job
+        eager_done, eager_inv = _analyze(eager, analyse)  # a TraceError fails the job
+        eager_report = eager_done.report
         compiled_report: Optional[Report] = None
         compiled_inv: Optional[Inventory] = None
+        lines: Optional[CompiledLines] = None
         if compiled is not None:
             try:
-                compiled_report, compiled_inv = _analyze(compiled, analyse)
+                kernels = _kernel_lines(reply, target.file, eager_report)
+                done, compiled_inv = _analyze(compiled, analyse, kernels)
+                compiled_report, lines = done.report, done.lines
             except TraceError as exc:
                 error = f"the compiled trace cannot be read: {exc}"
                 meta = replace(meta, error=error, error_kind="analysis")
@@ -112,7 +155,9 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
                 else compare.compiled
             ),
         )
-        profile = ProfileOutcome(target, call, eager, eager_report, output)
+        if lines is not None and compare.compiled is not None:
+            compare = replace(compare, lines=lines)
+        profile = EagerProfile(target, call, eager, eager_report, output, compare.lines)
         return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)
 
 

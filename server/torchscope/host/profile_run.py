@@ -16,7 +16,7 @@ import itertools
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generic, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError
 from torchscope.analysis.results import Peaks
@@ -40,6 +40,9 @@ from torchscope.protocol import (
     Progress,
 )
 from torchscope.targets import Target
+
+if TYPE_CHECKING:
+    from torchscope.analysis.multi.compiled_lines import KernelLines
 
 log = logging.getLogger(__name__)
 
@@ -403,8 +406,15 @@ class Profiler:
         """``analyse`` for a kind's ``outcome`` (in a thread): the analysis child's, on
         ``loop``, under the job's ``max_memory``."""
 
-        def analyse(path: str, measurements: Optional[Measurements], inventory: bool) -> Any:
-            running = self.analyzer.analyse(path, max_memory, measurements, inventory)
+        def analyse(
+            path: str,
+            measurements: Optional[Measurements],
+            with_inventory: bool,
+            kernels: Optional[KernelLines] = None,
+        ) -> Any:
+            running = self.analyzer.analyse(
+                path, max_memory, measurements, with_inventory, kernels
+            )
             return asyncio.run_coroutine_threadsafe(running, loop).result()
 
         return analyse

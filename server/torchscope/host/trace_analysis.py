@@ -45,12 +45,13 @@ import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from torchscope.host import process_tree
 from torchscope.host.worker_env import HOST_PID_ENV, worker_environment
 
 if TYPE_CHECKING:
+    from torchscope.analysis.multi.compiled_lines import CompiledLines, KernelLines
     from torchscope.analysis.multi.inventory import Inventory
     from torchscope.analysis.results import Measurements, Report
 
@@ -73,19 +74,32 @@ _WARM_UP = (
 
 @dataclass(frozen=True)
 class Analysed:
-    """One trace's report, and what its steps ran (``inventory``) when it was asked for."""
+    """One trace's report, what its steps ran (``inventory``) and a compiled trace's per-line
+    times (``lines``), each when it was asked for."""
 
     report: Report
     inventory: Optional[Inventory] = None
+    lines: Optional[CompiledLines] = None
 
 
-#: How a job kind has its traces analysed: ``(path, measurements, with_inventory)``; raises
-#: ``TraceError``. ``Profiler.run_job`` gives the child's (:meth:`TraceAnalyzer.analyse`).
-Analyse = Callable[[str, "Optional[Measurements]", bool], Analysed]
+class Analyse(Protocol):
+    """How a job kind has its traces analysed; raises ``TraceError``. ``Profiler.run_job``
+    gives the child's (:meth:`TraceAnalyzer.analyse`)."""
+
+    def __call__(
+        self,
+        path: str,
+        measurements: Optional[Measurements],
+        with_inventory: bool,
+        kernels: Optional[KernelLines] = None,
+    ) -> Analysed: ...
 
 
 def analyse_here(
-    path: str, measurements: Optional[Measurements] = None, with_inventory: bool = False
+    path: str,
+    measurements: Optional[Measurements] = None,
+    with_inventory: bool = False,
+    kernels: Optional[KernelLines] = None,
 ) -> Analysed:
     """The analysis of the trace at ``path`` in this process; raises ``TraceError``. A trace
     opened without a job's measurements is judged, as ``torchscope analyze`` judges it, by this
@@ -94,14 +108,18 @@ def analyse_here(
     from torchscope.analysis.machine import LocalMachine
 
     local = LocalMachine.read() if measurements is None else None
-    if not with_inventory:
+    if not with_inventory and kernels is None:
         return Analysed(analyze_trace(path, measurements, local))
     from torchscope.analysis.engine import analyze
     from torchscope.analysis.multi.inventory import inventory
     from torchscope.ingest import load_trace
 
     trace = load_trace(path)
-    return Analysed(analyze(trace, measurements, local), inventory(trace))
+    return Analysed(
+        analyze(trace, measurements, local),
+        inventory(trace) if with_inventory else None,
+        kernels.of(trace) if kernels is not None else None,
+    )
 
 
 class _Child:
@@ -152,6 +170,7 @@ class TraceAnalyzer:
         max_memory: Optional[str] = None,
         measurements: Optional[Measurements] = None,
         with_inventory: bool = False,
+        kernels: Optional[KernelLines] = None,
     ) -> Analysed:
         """:func:`analyse_here` in the child, under ``max_memory`` (the analyzer's own limit
         when None); every failure is a ``TraceError``."""
@@ -172,6 +191,7 @@ class TraceAnalyzer:
             "limit": limit,
             "measurements": _pickled(measurements) if measurements is not None else None,
             "inventory": with_inventory,
+            "kernels": _pickled(kernels) if kernels is not None else None,
         }
         try:
             outcome = await self._run(child, request)
@@ -354,19 +374,23 @@ def child_main() -> None:
         path, limit = str(request["path"]), request.get("limit")
         given = request.get("measurements")
         measurements = pickle.loads(base64.b64decode(given)) if given else None
+        asked = request.get("kernels")
+        kernels = pickle.loads(base64.b64decode(asked)) if asked else None
         with memory_limit(limit if isinstance(limit, int) else None):
-            outcome = _outcome(path, measurements, bool(request.get("inventory")))
+            outcome = _outcome(path, measurements, bool(request.get("inventory")), kernels)
         data = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_LENGTH.pack(len(data)) + data)
         out.flush()
 
 
-def _outcome(path: str, measurements: Any, with_inventory: bool) -> tuple[str, Any]:
+def _outcome(
+    path: str, measurements: Any, with_inventory: bool, kernels: Any = None
+) -> tuple[str, Any]:
     """``("ok", Analysed)`` or ``("error", message)``: every failure one message."""
     from torchscope.analysis import TraceError
 
     try:
-        return ("ok", analyse_here(path, measurements, with_inventory))
+        return ("ok", analyse_here(path, measurements, with_inventory, kernels))
     except TraceError as exc:
         return ("error", str(exc))
     except RecursionError:

@@ -34,8 +34,17 @@ def hot_lines(profile: Profile, threshold: float) -> list[LineStats]:
 
 
 def line_hover(profile: Profile, line: LineStats, qualname: str, stale: bool) -> str:
-    """The ops, kernels, copies and syncs of one line, per call of the function."""
-    return line_markdown(line, qualname, profile.gpu, profile.report.peaks, stale)
+    """The ops, kernels, copies and syncs of one line, per call of the function; after a
+    ``torch.compile`` comparison, the line's eager time against its compiled kernels'."""
+    text = line_markdown(line, qualname, profile.gpu, profile.report.peaks, stale)
+    lines = profile.comparison.lines if profile.comparison is not None else None
+    if lines is not None:
+        from torchscope.report.compare import line_versus
+
+        compiled = [c for c in lines.lines if c.line == line.line]
+        if compiled:
+            text += f"\n\n**torch.compile** — {line_versus(compiled[0], lines)}"
+    return text
 
 
 def def_hover(profile: Profile, qualname: str, offset: int, stale: bool) -> str:

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
 from ..results import Finding, _clean
+from .compiled_lines import CompiledLines
 
 BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm"})
 """GEMMs with an epilogue that first copies ``self`` (the bias) into the output."""
@@ -183,6 +184,8 @@ class Comparison:
     """Only with ``error``: Dynamo's graph-break reasons before the compile failed."""
     rules_skipped: dict[str, str] = field(default_factory=dict)
     """Comparison rule id → why it did not apply (not part of the JSON)."""
+    lines: Optional[CompiledLines] = None
+    """Per line, eager against compiled from the kernels' provenance (``compiled_lines``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``compare`` object of ``profile --compare-compile --json``."""
@@ -197,5 +200,10 @@ class Comparison:
         }
         if self.graph_breaks is not None:
             data["graph_breaks"] = list(self.graph_breaks)
+        if self.lines is not None:
+            if data["compiled"] is not None:
+                data["compiled"]["kernels"] = [asdict(k) for k in self.lines.kernels]
+            data["lines"] = [asdict(line) for line in self.lines.lines]
+            data["lines_note"] = self.lines.note
         out: dict[str, Any] = _clean(data)
         return out

@@ -46,7 +46,9 @@ DTYPE_BYTES = {
 }
 """``Input type`` strings as Kineto writes them → bytes per element."""
 
-_GRAPH = re.compile(r"CompiledFxGraph (\w+)")
+_GRAPH = re.compile(r"CompiledFxGraph (?!None\b)(\w+)")
+"""``None``: a graph compiled with the FX graph cache off (the profiled pass with provenance,
+``worker/kernel_provenance.py``); the timed graphs' keys (``graph_code``) stand for it."""
 _REGION = re.compile(r"Torch-Compiled Region: (\d+/\d+)")
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import tempfile
 import time
 from typing import Any, Callable, Optional
 
@@ -38,6 +39,14 @@ from torchscope.worker.compile_tools import (
 )
 from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
 from torchscope.worker.jobs import job_kind
+from torchscope.worker.kernel_provenance import (
+    NO_PROVENANCE,
+    catch_graph_breaks,
+    kernel_sources,
+    live_graphs,
+    provenance_supported,
+    provenance_switches,
+)
 from torchscope.worker.profiling import profile_calls
 
 COMPARE_STAGES = (
@@ -90,16 +99,11 @@ class CompareJob(ProfileJob):
         self._stage("profile", f"profiling {options.steps} eager calls with line markers")
         attribution_note = self._profile(prepared)
         if compiled is not None:
+            result.recompiles = max(0, _frames_compiled() - frames_before)
+            result.graph_code = graph_code_paths()  # the timed graphs (cached: with keys)
             self._stage("profile-compiled", f"profiling {options.steps} compiled calls")
             try:
-                compiled_dtypes = profile_calls(
-                    compiled.invoke,
-                    options.steps,
-                    self.use_cuda,
-                    request.compiled_trace_path,
-                    with_stack=options.with_stack,
-                )
-                self.gemm_dtypes = sorted({*self.gemm_dtypes, *compiled_dtypes})
+                self._profile_compiled(prepared, compiled, result)
             except Exception as exc:
                 self._compiled_failed(
                     result, "compiled-call-raised", "a profiled compiled call", exc
@@ -125,9 +129,67 @@ class CompareJob(ProfileJob):
                     **common,
                 )
             )
-            result.recompiles = max(0, _frames_compiled() - frames_before)
-            result.graph_code = graph_code_paths()
         return result
+
+    def _profile_compiled(
+        self, prepared: PreparedCall, compiled: PreparedCall, result: CompareResult
+    ) -> None:
+        """The compiled side's profile. With Inductor's kernel profiling and provenance (issue
+        42) the function is compiled afresh with them on, in the job's own Inductor folder,
+        and profiled; the timing pass ran the first compile, without them. The folder goes when
+        the profile is written (the generated code linked is the timed compile's). Without them
+        (an older torch, or the recompile failing) the timed compiled function is profiled."""
+        request = self.request
+        options = request.options
+
+        def profile(call: PreparedCall) -> None:
+            dtypes = profile_calls(
+                call.invoke,
+                options.steps,
+                self.use_cuda,
+                request.compiled_trace_path,
+                with_stack=options.with_stack,
+            )
+            self.gemm_dtypes = sorted({*self.gemm_dtypes, *dtypes})
+
+        if not provenance_supported():
+            result.provenance_note = NO_PROVENANCE
+            profile(compiled)
+            return
+        try:
+            with (
+                tempfile.TemporaryDirectory(prefix="torchscope-inductor-") as folder,
+                provenance_switches(folder),
+            ):
+                earlier = live_graphs()  # the notebook's process may hold other jobs' graphs
+                with catch_graph_breaks() as sites:
+                    _reset_dynamo()
+                    traced = self._compiled_call(prepared)
+                    for _ in range(MIN_COMPILED_WARMUP + 1):
+                        self._invoke_synced(traced)
+                profile(traced)
+        except Exception as exc:
+            result.provenance_note = (
+                f"recompiling with Inductor's provenance tracking failed ({type(exc).__name__}:"
+                f" {str(exc)[:200]}): the compiled side is compared per call only"
+            )
+            profile(compiled)
+            return
+        sources = kernel_sources(request.file, earlier)
+        result.kernel_sources = [dataclasses.asdict(k) for k in sources]
+        result.graph_break_sites = [dataclasses.asdict(s) for s in sites]
+        if not result.kernel_sources:
+            result.provenance_note = "Inductor recorded no kernel provenance for this function"
+
+    def _compiled_call(self, prepared: PreparedCall) -> PreparedCall:
+        import torch
+
+        mode = self.request.options.compile_mode
+        kwargs: dict[str, Any] = {} if mode == "default" else {"mode": mode}
+        compiled_fn = torch.compile(prepared.func, **kwargs)
+        return PreparedCall(
+            compiled_fn, prepared.args, prepared.kwargs, f"torch.compile({prepared.source})"
+        )
 
     def _time_both(
         self,
@@ -177,20 +239,15 @@ class CompareJob(ProfileJob):
 
         Returns the compiled call and its per-call estimate, or None after recording why.
         """
-        import torch
 
         mode = self.request.options.compile_mode
         self._stage("compile", f"torch.compile(mode={mode!r}): compiling on the first call")
         _reset_dynamo()
-        kwargs: dict[str, Any] = {} if mode == "default" else {"mode": mode}
         try:
-            compiled_fn = torch.compile(prepared.func, **kwargs)
+            compiled = self._compiled_call(prepared)
         except Exception as exc:
             self._compiled_failed(result, "compile-failed", "torch.compile", exc)
             return None, 0.0
-        compiled = PreparedCall(
-            compiled_fn, prepared.args, prepared.kwargs, f"torch.compile({prepared.source})"
-        )
         start = time.perf_counter()
         try:
             self._invoke_synced(compiled)
