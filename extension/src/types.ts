@@ -179,6 +179,30 @@ export interface CompareSide {
   recompiles?: number;
   compile_ids?: string[];
   graph_breaks?: string[];
+  /** the compiled side only, with per-line times: its kernels and the lines they came from */
+  kernels?: CompiledKernelInfo[];
+}
+
+/** analysis.multi.compiled_lines.CompiledKernel: one kernel of the compiled side, per call. */
+export interface CompiledKernelInfo {
+  name: string;
+  graph: string | null;
+  lines: number[];
+  ops: string[];
+  us: number;
+  calls: number;
+  extern: boolean;
+}
+
+/** analysis.multi.compiled_lines.CompiledLine: one line, eager against compiled, per call. */
+export interface CompiledLineInfo {
+  line: number;
+  compiled_us: number;
+  fused_with: number[];
+  kernels: string[];
+  share: number;
+  eager_us?: number | null;
+  graph_break?: string | null;
 }
 
 /** analysis.multi.comparison.CompareVerdict */
@@ -224,6 +248,10 @@ export interface Comparison {
   findings: Finding[];
   error: CompareError | null;
   graph_breaks?: string[];
+  /** per line, eager against compiled (Inductor's kernel provenance); absent without it */
+  lines?: CompiledLineInfo[];
+  /** why there are no per-line compiled times ('' when there are) */
+  lines_note?: string;
 }
 
 /** analysis.multi.sweep.SweepPoint: one point of the `sweep` object (the size under `N`). */

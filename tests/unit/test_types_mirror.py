@@ -22,6 +22,7 @@ from torchscope.analysis.multi.comparison import (
     OpChanges,
     OpRow,
 )
+from torchscope.analysis.multi.compiled_lines import CompiledKernel, CompiledLine
 from torchscope.analysis.multi.rank_model import RankSummary
 from torchscope.analysis.multi.sweep import Sweep, SweepPoint
 from torchscope.analysis.results import Borderline, FixOffer
@@ -46,13 +47,17 @@ MIRRORS: dict[str, set[str]] = {
     "CompareCopy": _fields(CopyRow),
     "CompareOp": _fields(OpRow),
     "CompareGraph": _fields(Graph),
-    # CompareSide.to_dict inlines CompiledInfo's fields and drops the ``compiled`` holder.
-    "CompareSide": (_fields(CompareSide) - {"compiled"}) | _fields(CompiledInfo),
+    # CompareSide.to_dict inlines CompiledInfo's fields and drops the ``compiled`` holder;
+    # Comparison.to_dict adds the compiled side's ``kernels`` when it has per-line times.
+    "CompareSide": (_fields(CompareSide) - {"compiled"}) | _fields(CompiledInfo) | {"kernels"},
+    "CompiledKernelInfo": _fields(CompiledKernel),
+    "CompiledLineInfo": _fields(CompiledLine),
     "CompareVerdict": _fields(CompareVerdict),
     "CompareError": _fields(CompareError),
     "OpChange": _fields(OpChange),
     "OpChanges": _fields(OpChanges),
-    "Comparison": _fields(Comparison) - {"rules_skipped"},  # not part of the JSON
+    # rules_skipped is not part of the JSON; lines_note comes with ``lines`` (CompiledLines.note).
+    "Comparison": (_fields(Comparison) - {"rules_skipped"}) | {"lines_note"},
     "SweepPointInfo": (_fields(SweepPoint) - {"n"}) | {"N"},  # SweepPoint.to_dict
     "SweepInfo": _fields(Sweep),
     "RankRow": _fields(RankSummary),

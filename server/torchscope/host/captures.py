@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
-import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -62,18 +61,3 @@ def find_capture(workspace: Optional[str], file: str, qualname: str) -> Optional
     except OSError:
         return None
     return {"source": "capture", "path": str(path), "captured_at": _iso(stamp)}
-
-
-def age_text(captured_at: Optional[str], now: Optional[float] = None) -> str:
-    """``5 min ago`` from an ISO time; "" when unknown."""
-    if not captured_at:
-        return ""
-    try:
-        then = datetime.datetime.fromisoformat(captured_at).timestamp()
-    except ValueError:
-        return ""
-    seconds = max(0.0, (time.time() if now is None else now) - then)
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)} {unit} ago"
-    return f"{int(seconds)} s ago"

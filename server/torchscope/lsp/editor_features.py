@@ -9,7 +9,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from torchscope.analysis.lines import LineStats
-from torchscope.host.captures import age_text, capture_origin, find_capture
+from torchscope.host.captures import capture_origin, find_capture
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
 from torchscope.lsp.diff_command import lens_title as diff_lens_title
@@ -27,6 +27,7 @@ from torchscope.lsp.presentation import (
 from torchscope.lsp.results import ProfiledFunction
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.report.memory import memory_lines
+from torchscope.report.outcome_text import age_text
 from torchscope.targets import Target, TargetError, list_functions
 
 

@@ -4,13 +4,30 @@ the trace with the command that opens it."""
 
 from __future__ import annotations
 
+import datetime
 import shlex
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, Optional
 
 from torchscope.report.text import render_report
 
 if TYPE_CHECKING:
     from torchscope.host.profile_run import ProfileOutcome
+
+
+def age_text(captured_at: Optional[str], now: Optional[float] = None) -> str:
+    """``5 min ago`` from an ISO time; "" when unknown."""
+    if not captured_at:
+        return ""
+    try:
+        then = datetime.datetime.fromisoformat(captured_at).timestamp()
+    except ValueError:
+        return ""
+    seconds = max(0.0, (time.time() if now is None else now) - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return f"{int(seconds)} s ago"
 
 
 def open_command(trace: str) -> str:
@@ -51,8 +68,6 @@ _ARGUMENTS = {
 
 def _inputs_line(inputs: dict[str, Any]) -> list[str]:
     """Where a replay's or a run's inputs came from (nothing for a call expression)."""
-    from torchscope.host.captures import age_text
-
     if inputs.get("source") == "capture":
         age = age_text(inputs.get("captured_at"))
         when = f", {age}" if age else ""
