@@ -33,6 +33,33 @@ def test_compute_bound(kineto: Any, tmp_path: Path) -> None:
     assert v.device_us == pytest.approx(900)
 
 
+def test_a_gpu_step_that_outlives_its_cpu_side_is_judged_by_its_span(
+    kineto: Any, tmp_path: Path
+) -> None:
+    # As on an H200 at 4096x4096: the CPU returns 53 µs after launching a 2.7 ms GEMM, the
+    # unprofiled calls synchronise (2.76 ms). The headline read "2.7 ms of 53 µs" and the
+    # verdict "unstable: the profiled steps ran faster" since both took the CPU's wall.
+    b = kineto()
+    for i in range(3):
+        t = i * 3000
+        b.step(i + 1, t, 53)
+        b.op("aten::mm", t + 1, 8)
+        b.launch(t + 2, 5, "sm90_xmma_gemm_f32f32", t + 10, 2740)
+    m = Measurements(
+        cold_us=3200.0,
+        call_us=[2735.0, 2745.0, 2755.0],
+        dispatch_floor_us=5.0,
+        device_kind="cuda",
+        device_name="NVIDIA H200",
+    )
+    report = run(b, tmp_path, m)
+    v = report.verdict
+    assert v.id == "compute-bound"
+    assert v.headline == "compute-bound: GPU busy 100 % (2.7 ms of 2.8 ms)", v.headline
+    assert v.stable, v.unstable_reason
+    assert report.profiler_overhead_us is not None and report.profiler_overhead_us >= 0
+
+
 def test_compute_bound_threshold_edge(kineto: Any, tmp_path: Path) -> None:
     at = COMPUTE_BOUND_BUSY * 1000
     assert run(busy(kineto(), at), tmp_path).verdict.id == "compute-bound"

@@ -195,9 +195,12 @@ def _device_cause(
             f"{_dominant_copy(ctx)}"
         )
     if share >= COMPUTE_BOUND_BUSY:
+        # The share is of the step's span (CPU start to the last device end): on a GPU the
+        # CPU returns after launching, so its wall can be a fraction of the device's time.
+        span = median([s.span_us or s.wall_us for s in metrics])
         return "compute-bound", (
             f"compute-bound: GPU busy {format_share(share)} ({format_duration(busy)} of "
-            f"{format_duration(wall)})"
+            f"{format_duration(span)})"
         )
     wait = median([s.input_wait_us for s in metrics])
     if first == "input" and wall > 0 and wait / wall >= INPUT_BOUND_SHARE:
