@@ -56,6 +56,6 @@ def test_4096_is_compute_bound(trace_dir: Path) -> None:
     # check take the step's span, not the CPU's wall (an H200 read "2.7 ms of 53 µs" and
     # "unstable: the profiled steps ran faster than the unprofiled calls").
     assert verdict["stable"], verdict["unstable_reason"]
-    busy, of = verdict["headline"].split("(")[1].rstrip(")").split(" of ")
+    _busy, of = verdict["headline"].split("(")[1].rstrip(")").split(" of ")
     assert not of.endswith("µs"), verdict["headline"]
     assert report["profiler_overhead_us"] is None or report["profiler_overhead_us"] >= 0

@@ -70,3 +70,35 @@ def test_without_provenance_the_note_is_said_once_and_no_line_is_made_up() -> No
     lines = compiled_lines(load_trace(DATA / "head.json.gz"), [], [], {}, note)
     assert lines.lines == [] and lines.kernels == []
     assert lines_text(lines) == [f"  per line: {note}"]
+
+
+# A compiled ``torch.add(torch.matmul(x, w), b)`` at 4096 on an H200 (torch 2.11, recorded by
+# the compare job on a lent GPU): Inductor calls ``extern_kernels.addmm``, which copies the bias
+# (DtoD) and launches the GEMM. The CPU returns after launching, so the device runs its 2.7 ms
+# GEMMs steps behind the CPU's 0.4 ms steps: no kernel or copy starts inside its own step.
+H200 = DATA / "h200_addmm_4096.json.gz"
+
+
+def _launched_device_us(trace: Any) -> float:
+    """The GEMMs' and bias copies' device time per step, straight from the trace's events."""
+    spans = [*trace.kernels, *trace.memcpys]
+    return sum(s.end - s.start for s in spans) / 5  # five profiled steps
+
+
+def test_an_extern_kernel_on_a_gpu_takes_its_launched_device_time() -> None:
+    trace = load_trace(H200)
+    source = KernelSource("None", "extern_kernels.addmm", [15], ["addmm"], True, 0)
+    lines = compiled_lines(trace, [source], [], {15: 2720.0})
+    (kernel,) = lines.kernels
+    assert kernel.name == "aten::addmm" and kernel.lines == [15]
+    # Its device time (the GEMM and the bias copy), not the CPU op's ~150 µs.
+    assert kernel.us == pytest.approx(_launched_device_us(trace), rel=0.01)
+    assert lines.lines[0].compiled_us == pytest.approx(kernel.us)
+
+
+def test_a_gpu_step_owns_the_copies_it_launched() -> None:
+    from torchscope.analysis.multi.inventory import inventory
+
+    copies = inventory(load_trace(H200)).copies
+    assert [(c.kind, c.within) for c in copies] == [("DtoD", "aten::addmm")]
+    assert copies[0].bytes == 4096 * 4096 * 4 and copies[0].calls == 1.0

@@ -8,6 +8,10 @@ The files are committed so the unit tier sees fixed data; re-record when Inducto
 names or the profiler's output change (a new torch), and check the unit tier still passes:
 
     OMP_NUM_THREADS=1 .venv/bin/python tests/data/compiled/record.py
+
+``h200_addmm_4096.json.gz`` is not recorded here: it is the compiled side's trace of
+``profile examples/matmul_add.py::fn --compare-compile`` at 4096×4096 on CUDA, taken on a lent
+H200 (torch 2.11.0+cu130) by the compare job itself (its ``compiled.trace_path``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 from ...ingest import Trace
 from ..columns import median
 from ..context import Context, build_context
+from ..launch import launch_steps
 from ..link import copy_kind
 from .comparison import CopyRow, OpRow
 
@@ -201,8 +202,11 @@ def inventory(trace: Trace) -> Inventory:
 def _device_copies(ctx: Context, within: Within) -> list[CopyRow]:
     trace = ctx.trace
     groups = _PerStep(len(ctx.steps), 3)
+    # By the step that launched each copy: without a sync per step (a compiled GEMM at 4096
+    # on an H200) the device runs steps behind the CPU and no copy starts inside its step.
+    launched = launch_steps(ctx, trace.memcpys, "memcpy")
     for m, copy in enumerate(trace.memcpys):
-        step = ctx.step_of_memcpy[m]
+        step = launched[m]
         if step < 0:
             continue
         r = ctx.links.memcpy_rt[m]
