@@ -71,6 +71,7 @@ export class CompareCommands {
   rows(): CommandRow[] {
     return [
       { id: ClientCommands.compareCompile, run: (arg) => this.compareCompile(arg) },
+      { id: ClientCommands.profileCompiled, run: (arg) => this.compareCompile(arg, "default") },
       { id: ClientCommands.profileSizes, run: (arg) => this.profileSizes(arg) },
       { id: ClientCommands.compareLastCommit, run: (arg) => this.compareLastCommit(arg) },
       { id: ClientCommands.openGeneratedCode, run: (arg) => this.openGeneratedCode(arg) },
@@ -107,13 +108,15 @@ export class CompareCommands {
     return result;
   }
 
-  async compareCompile(arg: unknown): Promise<void> {
+  /** Compare with torch.compile (the mode asked for), or Profile compiled (`fixed`: no question);
+   * the line hovers then show each line's compiled time beside eager. */
+  async compareCompile(arg: unknown, fixed?: CompileMode): Promise<void> {
     const started = await this.host.start(arg, "compare it with torch.compile");
     if (started === undefined) {
       return;
     }
     const { client, located, target } = started;
-    const mode = await chooseMode(arg);
+    const mode = fixed ?? (await chooseMode(arg));
     const chosen = mode === undefined ? undefined : await this.host.chooseCall(located, target);
     if (mode === undefined || chosen === undefined) {
       traceInfo(`compare ${target.qualname}: nothing chosen`);

@@ -60,6 +60,8 @@ export const ClientCommands = {
   showLog: "torchscope.showLog",
   /** `[{uri, line, mode?}]` from the server's code lens, or the cursor (asks for the mode). */
   compareCompile: "torchscope.compareWithCompile",
+  /** Profile compiled: the same job at mode default, no questions; the per-line compiled times. */
+  profileCompiled: "torchscope.profileCompiled",
   /** `[{uri, line}]` from the server's code lens, or the cursor: before/after against HEAD. */
   compareLastCommit: "torchscope.compareWithLastCommit",
   /** Asks for a call with `{N}` and the sizes; shows the sweep's table and chart. */

@@ -93,6 +93,10 @@ def add_kind_flags(parser: argparse.ArgumentParser) -> None:
 
     for flag, kind in _flag_kinds():
         parser.add_argument(flag, action="store_true", help=JOB_KINDS[kind].CLI_HELP)
+        alias, help_text = JOB_KINDS[kind].CLI_ALIAS
+        if alias:  # the same job: sets the flag's own destination
+            dest = flag.lstrip("-").replace("-", "_")
+            parser.add_argument(alias, dest=dest, action="store_true", help=help_text)
 
 
 def chosen_kinds(args: argparse.Namespace) -> list[tuple[str, str]]:

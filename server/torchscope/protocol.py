@@ -228,6 +228,8 @@ class JobRequest(Message):
     """The ``torchscope profile`` flag that runs this kind instead of a plain profile ('':
     none); ``cli/common.py`` makes it from ``JOB_KINDS``."""
     CLI_HELP: ClassVar[str] = ""
+    CLI_ALIAS: ClassVar[tuple[str, str]] = ("", "")
+    """Another flag for the same job and its help (``profile --compiled``; '': none)."""
 
     job_id: int
     file: str
@@ -379,6 +381,11 @@ class CompareRequest(JobRequest):
     TYPE: ClassVar[str] = "compare"
     CLI_FLAG: ClassVar[str] = "--compare-compile"
     CLI_HELP: ClassVar[str] = "also run torch.compile(fn) in the same job and compare it with eager"
+    CLI_ALIAS: ClassVar[tuple[str, str]] = (
+        "--compiled",
+        "profile torch.compile(fn): its kernels with the lines they came from and each line's "
+        "compiled time beside eager (the --compare-compile job)",
+    )
     compiled_trace_path: str = ""
 
 

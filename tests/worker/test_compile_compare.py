@@ -216,7 +216,7 @@ def test_cli_compare_json_has_the_documented_schema(inductor_cache: Path, trace_
         "examples/matmul_add.py::fn",
         "--call",
         CALL.format(n=64),
-        "--compare-compile",
+        "--compiled",  # issue 42's `profile --compiled`: the --compare-compile job
         "--mode",
         "default",
         "--json",
