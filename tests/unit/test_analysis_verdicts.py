@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
+from torchscope.analysis.consistency import contradictions
+from torchscope.analysis.results import Peaks
 from torchscope.analysis.verdict import COMPUTE_BOUND_BUSY, SYNC_BOUND_SHARE
 
 from .conftest import KinetoBuilder
@@ -44,10 +46,11 @@ def test_a_gpu_step_that_outlives_its_cpu_side_is_judged_by_its_span(
         t = i * 3000
         b.step(i + 1, t, 53)
         b.op("aten::mm", t + 1, 8)
-        b.launch(t + 2, 5, "sm90_xmma_gemm_f32f32", t + 10, 2740)
+        # the GEMM starts once the CPU side is done: its window alone shows an idle GPU
+        b.launch(t + 2, 5, "sm90_xmma_gemm_f32f32", t + 60, 2740)
     m = Measurements(
         cold_us=3200.0,
-        call_us=[2735.0, 2745.0, 2755.0],
+        call_us=[2785.0, 2795.0, 2805.0],
         dispatch_floor_us=5.0,
         device_kind="cuda",
         device_name="NVIDIA H200",
@@ -55,9 +58,12 @@ def test_a_gpu_step_that_outlives_its_cpu_side_is_judged_by_its_span(
     report = run(b, tmp_path, m)
     v = report.verdict
     assert v.id == "compute-bound"
-    assert v.headline == "compute-bound: GPU busy 100 % (2.7 ms of 2.8 ms)", v.headline
+    assert v.headline == "compute-bound: GPU busy 98 % (2.7 ms of 2.8 ms)", v.headline
     assert v.stable, v.unstable_reason
     assert report.profiler_overhead_us is not None and report.profiler_overhead_us >= 0
+    # gpu-idle read the CPU's 53 µs window as "idle 53 µs per step (100 %)" beside it
+    assert [f.rule for f in report.findings if f.rule == "gpu-idle"] == []
+    assert contradictions(report) == []
 
 
 def test_compute_bound_threshold_edge(kineto: Any, tmp_path: Path) -> None:
@@ -222,3 +228,27 @@ def test_kernel_table_min_median_max_and_launch_delay(kineto: Any, tmp_path: Pat
     assert (k.name, k.calls, k.min_us, k.median_us, k.max_us) == ("void k()", 3, 100, 200, 300)
     assert k.launch_delay_us == pytest.approx(30)
     assert [s.launch_delay_us for s in report.steps] == [pytest.approx(30)] * 3
+
+
+def test_a_cpu_function_profiled_on_a_gpu_machine_ran_on_the_cpu(
+    kineto: Any, tmp_path: Path
+) -> None:
+    # As on an H200 for fn at 8x8 on CPU tensors: the trace lists the GPU and holds only the
+    # profiler's closing cudaDeviceSynchronize; the report said device 'cuda' 'NVIDIA H200'.
+    b = kineto()
+    for i in range(3):
+        b.step(i + 1, i * 100, 50)
+        b.op("aten::mm", i * 100 + 5, 20)
+    b.runtime("cudaDeviceSynchronize", 400, 13)
+    gpu = Peaks({"float32": 60_000.0}, 4_000.0, "measured", "NVIDIA H200")
+    m = Measurements(
+        5.0, [5.2, 5.3, 5.4], 1.4, device_kind="cuda", device_name="NVIDIA H200", peaks=gpu
+    )
+    report = run(b, tmp_path, m)
+    assert report.peaks is None
+    assert report.device.kind == "cpu", report.device
+    assert "H200" not in report.device.name
+    # Its mm is not judged by a GPU's peak (the job calibrated the GPU) nor named after it.
+    v = report.verdict
+    assert "(CPU)" in v.headline and "A100" not in v.headline and "H200" not in v.headline, v
+    assert "ran on the CPU" in report.rules_skipped.get("low-efficiency-gemm", "")

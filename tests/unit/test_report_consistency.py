@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscope.analysis import Measurements, Report, analyze_trace
+from torchscope.analysis import Finding, Measurements, Report, analyze_trace
 from torchscope.analysis.consistency import contradictions
 from torchscope.analysis.machine import LocalMachine, cpu_peaks
 from torchscope.protocol import CALIBRATION_FILE, host_name, machine_id
@@ -58,6 +58,13 @@ def test_a_contradiction_is_caught() -> None:
     assert any("first cause" in c for c in contradictions(broken))
     no_finding = replace(report, findings=[f for f in report.findings if f.rule != "dataloader"])
     assert any("dataloader" in c for c in contradictions(no_finding))
+    # A GPU idle for the whole step beside a GPU busy all of it (the CPU's window once read a
+    # busy GPU as idle): the two shares add up to far more than the step.
+    span = sorted(s.span_us for s in report.steps)[len(report.steps) // 2]
+    busy = [replace(s, device_busy_share=1.0) for s in report.steps]
+    idle = Finding("gpu-idle", "information", "the GPU sits idle", span)
+    both = replace(report, steps=busy, findings=[*report.findings, idle])
+    assert any(c.startswith("gpu-idle says idle") for c in contradictions(both))
 
 
 def two_regimes(slow: int, fast: int) -> KinetoBuilder:

@@ -7,6 +7,8 @@
   a CPU only with an efficiency held to a peak.
 - A cause with a finding of its own has that finding (``CAUSE_FINDINGS``): ``threads`` comes
   with ``thread-contention``, ``input`` with ``dataloader``, and so on.
+- The GPU is not idle and busy at once: ``gpu-idle``'s share and the busy share add up to at
+  most one (over the step's span, where the device runs behind the CPU).
 - With two regimes of steps the headline says how many steps its figures come from, and
   ``step-regimes`` puts a cost on the gap.
 
@@ -67,6 +69,7 @@ def contradictions(report: Report) -> list[str]:
     wanted = CAUSE_FINDINGS.get(v.cause, ())
     if wanted and not rules.intersection(wanted):
         out.append(f"the verdict names {v.cause!r} but no {' or '.join(wanted)} finding")
+    out += _idle_and_busy(report)
     regimes = [f for f in report.findings if f.rule == "step-regimes"]
     if regimes:
         f = regimes[0]
@@ -76,6 +79,26 @@ def contradictions(report: Report) -> list[str]:
         if high >= 2 * low and f.cost_us <= 0:
             out.append("step-regimes costs nothing though its regimes differ 2×")
     return out
+
+
+IDLE_BUSY_SLACK = 0.1
+"""Medians of different steps: idle and busy shares may add up to a little over one."""
+
+
+def _idle_and_busy(report: Report) -> list[str]:
+    """The GPU is not idle and busy in the same time: ``gpu-idle``'s share of the step and the
+    device's busy share add up to at most one (the CPU's window alone once read a GPU busy
+    100 % as idle 100 %)."""
+    idle = [f for f in report.findings if f.rule == "gpu-idle"]
+    spans = [s.span_us for s in report.steps if s.span_us > 0]
+    if not idle or not spans:
+        return []
+    span = sorted(spans)[len(spans) // 2]
+    busy = sorted(s.device_busy_share for s in report.steps)[len(report.steps) // 2]
+    share = idle[0].cost_us / span
+    if share + busy > 1 + IDLE_BUSY_SLACK:
+        return [f"gpu-idle says idle {share:.0%} of a step while the GPU is busy {busy:.0%}"]
+    return []
 
 
 def self_check(report: Report) -> None:

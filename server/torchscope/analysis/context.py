@@ -210,6 +210,15 @@ class Context:
         """True when the trace recorded kernels, copies or memsets."""
         return self.trace.has_device_activity
 
+    @property
+    def ran_on_gpu(self) -> bool:
+        """The traced program used a GPU: device activity, or runtime calls besides the
+        profiler's own flush and lazy init (a CPU function profiled on a GPU machine has only
+        those; a GPU program whose kernels were not recorded has its launches)."""
+        trace = self.trace
+        calls = len(trace.runtime) > len(self.flush) + len(self.lazy_init)
+        return trace.has_device_activity or (bool(trace.devices) and calls)
+
     def timeline(self) -> Timeline | None:
         """The primary device's busy timeline."""
         if self.primary_device is None:

@@ -104,7 +104,10 @@ def peaks_of(ctx: Context) -> Peaks | None:
     """Measured peaks when the worker calibrated (or, for a CPU trace recorded on this machine,
     its calibration store), else the spec sheet of a named GPU."""
     m = ctx.measurements
-    if m is not None and m.peaks is not None:
+    # The worker calibrates the device it ran on; a CPU function profiled on a GPU machine
+    # launched nothing, and the GPU's peaks do not judge its CPU ops.
+    gpu_peaks_for_cpu = m is not None and m.device_kind == "cuda" and not ctx.ran_on_gpu
+    if m is not None and m.peaks is not None and not gpu_peaks_for_cpu:
         return m.peaks
     if ctx.here is not None and not ctx.device_run and m is None:
         return ctx.here.peaks
@@ -118,9 +121,12 @@ def peaks_of(ctx: Context) -> Peaks | None:
 def missing_peak(ctx: Context) -> str:
     """Why no peak is known (the ``rules_skipped`` reason of the rules that need one, and the
     verdict's when it cannot judge the math)."""
-    if ctx.device_run or ctx.trace.devices:
+    if ctx.ran_on_gpu:
         names = ", ".join(dict.fromkeys(d.name for d in ctx.trace.devices)) or "the GPU"
         return f"no peak known for {names} (not calibrated, not in the spec-sheet table)"
+    m = ctx.measurements
+    if m is not None and m.device_kind == "cuda":  # a CPU function on a GPU machine
+        return "no peak known for this CPU: the job calibrated the GPU, and the call ran on the CPU"
     if ctx.here is not None:
         return (
             f"this machine's CPU ({ctx.here.cpu}) has no calibrated peak: run "

@@ -32,7 +32,7 @@ _TRACK = itemgetter(3)
 def _devices(ctx: Context) -> tuple[Device, list[Device]]:
     trace = ctx.trace
     m = ctx.measurements
-    if trace.has_device_activity or (trace.devices and trace.runtime):
+    if ctx.ran_on_gpu:
         names = {d.index: d.name for d in trace.devices}
         streams = set(map(_TRACK, trace.kernels))  # per stream, not per span (20k kernels)
         streams.update(map(_TRACK, trace.memcpys), map(_TRACK, trace.memsets))
@@ -48,12 +48,8 @@ def _devices(ctx: Context) -> tuple[Device, list[Device]]:
         else:
             main = listed[0]
         return main, listed
-    if m is not None:
-        dev = (
-            Device("cpu", m.device_name or "CPU")
-            if m.device_kind != "cuda"
-            else Device("cuda", m.device_name)
-        )
+    if m is not None and m.device_kind != "cuda":
+        dev = Device("cpu", m.device_name or "CPU")
         return dev, [dev]
     if ctx.here is not None:
         dev = Device("cpu", ctx.here.cpu)
