@@ -20,6 +20,18 @@ from tests.reliability.conftest import ENV, TORCHSCOPE, wait_no_leftovers
 TRACES = REPO / "tests" / "data" / "traces"
 INTERRUPTED = "interrupted — nothing left running"
 MAIN = "import cases\ncases.spins()\n"
+#: A function ``inference-mode`` applies to, whose call sleeps: the trial's check is still running.
+INFER = """\
+import time
+
+import torch
+
+
+# torchscope: infer(torch.nn.Linear(4, 4))
+def infer(model):
+    time.sleep(600)
+    return model(torch.ones(4))
+"""
 
 
 def _group(pgid: int) -> list[str]:
@@ -77,12 +89,14 @@ def _interrupt_once_started(command: list[str], cwd: Path, started: str) -> tupl
 JOBS = {
     "profile": (["profile", "cases.py::spins"], "[torchscope] cold:"),
     "run": (["run", "--target", "cases.py::spins", "--", "python", "main.py"], "] called:"),
+    "fix --try": (["fix", "infer.py::infer", "--try", "inference-mode"], "] check:"),
 }
 
 
 @pytest.mark.parametrize("command", sorted(JOBS))
 def test_ctrl_c_prints_one_line_and_exits_130(cases: Path, command: str) -> None:
     (cases.parent / "main.py").write_text(MAIN)
+    (cases.parent / "infer.py").write_text(INFER)
     args, started = JOBS[command]
     code, stderr = _interrupt_once_started([*TORCHSCOPE, *args], cases.parent, started)
     assert code == 130, stderr
