@@ -60,7 +60,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import sys
 
     try:
-        return _dispatch(argv)
+        code = _dispatch(argv)
+        sys.stdout.flush()  # what is still buffered meets a closed stdout here, not at exit
+        return code
     except KeyboardInterrupt:
         print("interrupted — nothing left running", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
