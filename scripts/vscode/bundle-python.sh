@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bundle the language server into the extension before `vsce package`:
-#   extension/bundled/tool/torchscope  <- server/torchscope (no __pycache__, no C sources), with
+#   extension/bundled/tool/torchscope  <- server/torchscope (no __pycache__, no C sources; symlinks
+#                                         such as report/findings.md copied as files), with
 #                                         ingest/_native built for every CPython found here
 #                                         (scripts/vscode/build_native.py: one build per version)
 #   extension/bundled/libs             <- pip install --no-deps --target (pinned pure-Python deps)
@@ -21,7 +22,7 @@ REQ=extension/requirements-bundle.txt
 rm -rf "$OUT"
 mkdir -p "$OUT/tool" "$OUT/libs"
 echo "bundle-python: copying server/torchscope -> $OUT/tool/torchscope" >&2
-tar -C server --exclude='__pycache__' --exclude='*.pyc' --exclude='*.c' --exclude='*.h' \
+tar -C server --dereference --exclude='__pycache__' --exclude='*.pyc' --exclude='*.c' --exclude='*.h' \
   --exclude='_native*.so' -cf - torchscope | tar -C "$OUT/tool" -xf -
 "$PY" scripts/vscode/build_native.py "$OUT/tool/torchscope/ingest"
 echo "bundle-python: $PY -m pip install --no-deps --target $OUT/libs -r $REQ" >&2

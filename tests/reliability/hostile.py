@@ -145,6 +145,19 @@ CASES = [
         _names_are("ok"),
     ),
     Hostile(
+        "infinity-only",
+        _write("inf.json", document(event("x", "Infinity"))),
+        "nothing to analyse: event 0 has a non-finite timestamp (ts: Infinity)",
+    ),
+    Hostile(
+        "nan-duration-only",
+        _write(
+            "nandur.json",
+            document(b'{"ph":"M","name":"process_name","pid":1,"args":{}}', event("y", "1", "NaN")),
+        ),
+        "nothing to analyse: event 1 has a non-finite duration (dur: NaN)",
+    ),
+    Hostile(
         "float-out-of-range",
         _write("huge.json", document(event("x", "1e999"), event("y", "1", "-1e999"), event("ok"))),
         None,

@@ -99,3 +99,21 @@ def test_cli_no_room_for_the_args_is_one_message() -> None:
     [line] = stderr.strip().splitlines()
     assert line.startswith("torchscope: ") and trace.name in line, line
     assert "no room to set the trace's args aside" in line and "TMPDIR" in line, line
+
+
+@pytest.mark.parametrize("reader", ["fast", "reference"])
+def test_cli_names_a_non_finite_timestamp_with_either_reader(reader: str, tmp_path: Path) -> None:
+    """A trace whose only event has ``"ts": Infinity`` is told that, not that it has no event
+    of a Kineto category; the same words whichever reader reads it."""
+    path = tmp_path / "inf.json"
+    path.write_bytes(b'{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","ts":Infinity}]}')
+    env = {**ENV, **({"TORCHSCOPE_NO_NATIVE": "1"} if reader == "reference" else {})}
+    run = subprocess.run(
+        [*TORCHSCOPE, "analyze", str(path)],
+        env=env, cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    assert run.stderr == (
+        f"torchscope: {path}: nothing to analyse: event 0 has a non-finite timestamp "
+        "(ts: Infinity)\n"
+    )

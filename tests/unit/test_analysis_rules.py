@@ -209,6 +209,9 @@ def test_dispatch_gap_before_first_op_of_a_line(kineto: Any, tmp_path: Path) -> 
     report = run(gap_trace(kineto(gpu=False), 400), tmp_path)
     lines = {f.line: f for f in report.findings if f.rule == "dispatch-gap"}
     assert 5 in lines and "400 µs" in lines[5].message
+    # The marker is the worker's record_function name; the reader sees the line.
+    assert lines[5].message.startswith("line 5 runs 400 µs"), lines[5].message
+    assert "torchscope:L" not in lines[5].message
 
 
 def test_no_dispatch_gap_when_ops_start_at_once(kineto: Any, tmp_path: Path) -> None:
@@ -379,3 +382,12 @@ def test_short_dataloader_is_fine(kineto: Any, tmp_path: Path) -> None:
     b.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 100)
     b.launch(100, 5, "void a()", 110, 9800)
     assert "dataloader" not in rules(run(b, tmp_path))
+
+
+def test_marker_names_read_as_lines() -> None:
+    """What ``finding`` does to every rule's message: no worker-internal marker names."""
+    from torchscope.analysis.source import lines_for_markers
+
+    assert lines_for_markers("torchscope:L182 runs 65 µs") == "line 182 runs 65 µs"
+    assert lines_for_markers("in torchscope:L12:model.py, then") == "in line 12 of model.py, then"
+    assert lines_for_markers("ProfilerStep#3 runs 1 ms") == "ProfilerStep#3 runs 1 ms"

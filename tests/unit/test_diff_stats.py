@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from torchscope.analysis.formatting import format_change_interval
 from torchscope.analysis.multi.diff import decide, line_map
 from torchscope.analysis.multi.interval import RatioInterval, ratio_interval, undecided
 
@@ -107,3 +108,15 @@ def test_a_large_change_whose_interval_clears_the_band_is_a_verdict_however_nois
     # A small change inside the same noise is still no difference.
     small = decide(RatioInterval(0.9, 0.88, 0.92, 60, 0.6), "HEAD", 100, 90)
     assert small.id == "no-difference"
+
+
+def test_the_interval_is_in_the_ratio_s_unit_at_both_ends() -> None:
+    """A 1.6× change whose interval starts just under 1.5× read ``interval 49 %–1.7×``: each
+    end in its own unit. Both ends take the ratio's."""
+    slower = decide(RatioInterval(1.58, 1.494, 1.666, 50, 0.0), "HEAD", 100, 158)
+    assert slower.headline.startswith("1.6× slower than HEAD"), slower.headline
+    assert slower.headline.endswith("interval 1.5×–1.7×)"), slower.headline
+    faster = decide(RatioInterval(1 / 1.58, 1 / 1.666, 1 / 1.494, 50, 0.0), "HEAD", 158, 100)
+    assert faster.headline.endswith("interval 1.5×–1.7×)"), faster.headline
+    assert format_change_interval(1.12, 1.08, 1.16) == "8 %–16 %"
+    assert format_change_interval(1 / 1.12, 1 / 1.08, 1 / 1.6) == "8 %–60 %"

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from torchscope.ingest import KINETO, Trace, accel, fast, load_trace
+from torchscope.ingest import KINETO, Trace, TraceError, accel, fast, load_trace
 from torchscope.ingest.sink import EventSink
 from torchscope.ingest.source import Document
 
@@ -227,6 +227,8 @@ HANDED_BACK = {
     "empty events": b'{"traceEvents": []}',
     "invalid JSON after the events": _doc(_OP) + b"}",
     "NaN": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":NaN'),
+    "Infinity": _raw('"ph":"X","cat":"cpu_op","name":"a","ts":Infinity'),
+    "only Infinity": b'{"traceEvents": [{"ph":"X","cat":"cpu_op","name":"a","ts":Infinity}]}',
     "a BOM": b"\xef\xbb\xbf" + _doc(_OP),
 }
 
@@ -238,6 +240,19 @@ def test_other_documents_are_handed_to_the_reference_reader(
     text = HANDED_BACK[case]
     assert fast_only(text) is None
     _reads_as_the_reference(text, monkeypatch)
+
+
+def test_a_trace_of_non_finite_times_is_told_so_by_both_readers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not "none of its events has a Kineto category": the event has one, but its time is
+    NaN or ±Infinity (stdlib json reads them; the fast reader hands such documents back)."""
+    text = HANDED_BACK["only Infinity"]
+    message = "t.json: nothing to analyse: event 0 has a non-finite timestamp (ts: Infinity)"
+    for read in (lambda: load_trace(text, name="t.json"), lambda: reference(text, monkeypatch)):
+        with pytest.raises(TraceError) as raised:
+            read()
+        assert str(raised.value) == message
 
 
 # Random events: each field absent or present, mostly of the type Kineto writes (so most

@@ -56,3 +56,16 @@ def format_change(ratio: float) -> str:
     """How much slower (ratio > 1) or faster: ``3.4×`` from 1.5 on, ``12 %`` below."""
     big = ratio if ratio >= 1 else 1 / ratio
     return f"{big:.1f}×" if big >= 1.5 else f"{(big - 1) * 100:.0f} %"
+
+
+def format_change_interval(ratio: float, near: float, far: float) -> str:
+    """``near``–``far`` in the unit :func:`format_change` gives ``ratio``: ``1.5×–1.7×`` for
+    a 1.6× change whose interval starts at 1.494 (each end in its own unit read ``49 %–1.7×``),
+    ``8 %–15 %`` for a 12 % one."""
+
+    def big(value: float) -> float:
+        return value if value >= 1 else 1 / value
+
+    if big(ratio) >= 1.5:
+        return f"{big(near):.1f}×–{big(far):.1f}×"
+    return f"{(big(near) - 1) * 100:.0f} %–{(big(far) - 1) * 100:.0f} %"

@@ -59,6 +59,21 @@ def marker_line(name: str) -> tuple[str | None, int] | None:
     return m.group("file"), int(m.group("line"))
 
 
+_MARKER_IN_TEXT = re.compile(
+    rf"{re.escape(LINE_MARKER_PREFIX)}(?P<line>\d+)(?::(?P<file>[^\s,;()]+))?"
+)
+
+
+def lines_for_markers(text: str) -> str:
+    """``torchscope:L182 runs 65 µs`` → ``line 182 runs 65 µs``: what a reader sees instead
+    of a line marker's name (``torchscope:L12:path.py`` → ``line 12 of path.py``)."""
+
+    def said(m: re.Match[str]) -> str:
+        return f"line {m['line']}" + (f" of {m['file']}" if m["file"] else "")
+
+    return _MARKER_IN_TEXT.sub(said, text)
+
+
 def user_frame(args: Any) -> tuple[str, tuple[str, int, str]] | None:
     """The innermost frame outside torch and installed packages in an event's ``Call stack``
     arg (``'a.py(3): f;train.py(10): step;…'``, innermost first): its text and its parts."""

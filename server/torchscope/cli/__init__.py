@@ -47,7 +47,44 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 + SIGINT, as a shell reports a command a terminal's SIGINT ended."""
+EXIT_BROKEN_PIPE = 141
+"""stdout closed early (``… | head``): 128 + SIGPIPE, as coreutils end there."""
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one command line. Ctrl-C and a reader that closes stdout early end every command
+    the same way, once, here: the command's own clean-up has run by then (the job and its
+    worker are stopped as the exception unwinds), so all that is left is one line or none."""
+    import sys
+
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # what is still buffered meets a closed stdout here, not at exit
+        return code
+    except KeyboardInterrupt:
+        print("interrupted — nothing left running", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return EXIT_BROKEN_PIPE
+
+
+def _stdout_to_devnull() -> None:
+    """Python's recipe for a closed stdout: what is still buffered goes nowhere, so the flush
+    at exit raises no second BrokenPipeError."""
+    import os
+    import sys
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+
+
+def _dispatch(argv: Optional[Sequence[str]]) -> int:
     import importlib
     import sys
 

@@ -22,9 +22,15 @@ def scan(name: str, document: Document, sink: EventSink) -> tuple[dict[str, Any]
         raise empty_archive(name)
     accept = sink.accept
     if has_surrogate(data):  # rare: clean each object before the sink sees it
+
         def accept(obj: dict[str, Any]) -> Any:
             return sink.accept(clean_object(obj))
 
     meta, events = events_of(name, parse_json(name, data, accept))
     del data
-    return meta, len(events) - events.count(None)
+    not_events = len(events) - events.count(None)
+    if sink.non_finite is not None:  # kept in the list by the sink: its index names it
+        noted = sink.non_finite[0]
+        sink.non_finite_at = next((i for i, e in enumerate(events) if e is noted), None)
+        not_events -= sink.non_finite_at is not None
+    return meta, not_events

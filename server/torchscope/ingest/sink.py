@@ -14,6 +14,7 @@ parses as JSON is always analysed as far as its contents allow.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from operator import itemgetter
 from typing import Any
@@ -94,6 +95,12 @@ class EventSink:
         self.memory_ready: list[MemoryEvent] | None = None
         """The same already placed, in file order (by the C scanner)."""
         self.origin: list[Any] = [None if window is None else window[0]]
+        self.non_finite: tuple[dict[str, Any], str, float] | None = None
+        """The first complete event skipped for a non-finite ``ts`` or ``dur`` (NaN,
+        ±Infinity: stdlib json reads them), that key and its value: what a trace of nothing
+        else is told (``finish``)."""
+        self.non_finite_at: int | None = None
+        """Its index in ``traceEvents``, where the reader found it (``reference.scan``)."""
         self.accept = self._make_accept()
 
     def _make_accept(self) -> Callable[[dict[str, Any]], Any]:
@@ -108,6 +115,7 @@ class EventSink:
         track_first_args = self.track_first_args
         thread_names = self.thread_names
         flags = self.flags
+        skip = self._skip
         memory_raw = self.memory_raw.append
         origin_box = self.origin
         kind_of = m.category_kinds().get
@@ -181,8 +189,7 @@ class EventSink:
                     if args is None and -1e18 < start <= end < 1e18:
                         args = empty
                     else:
-                        flags["skipped"] += 1
-                        return None
+                        return skip(e)
                 if legacy:
                     flags["legacy"] = True
                 # One string object per distinct name: the parser makes a new one per event,
@@ -208,10 +215,23 @@ class EventSink:
             except (KeyError, TypeError, ValueError, AttributeError, OverflowError):
                 # A missing field, a wrong type, an unhashable pid/tid or category: not an
                 # event we can place; counted, never fatal.
-                flags["skipped"] += 1
+                return skip(e)
             return None
 
         return accept
+
+    def _skip(self, e: dict[str, Any]) -> Any:
+        """Count a complete event that cannot be placed. The first with a non-finite ``ts``
+        or ``dur`` is noted, and returned: the parser keeps it in the event list, where its
+        position is its index."""
+        self.flags["skipped"] += 1
+        if self.non_finite is None:
+            for key in ("ts", "dur"):
+                value = e.get(key)
+                if value.__class__ is float and not math.isfinite(value):
+                    self.non_finite = (e, key, value)
+                    return e
+        return None
 
     def take_scan(self, done: tuple[Any, int, int, bool, Any, Any]) -> int:
         """Put what a C scan found besides the spans into the sink; the non-event count."""
@@ -252,6 +272,8 @@ class EventSink:
         )
         spans = m.kind("trace_spans")
         if not any(len(x) for i, x in enumerate(lists) if i != spans):
+            if self.non_finite is not None:
+                raise TraceError(f"{path}: nothing to analyse: {self._non_finite_text()}")
             raise TraceError(
                 f"{path}: not a PyTorch profiler trace, or one that recorded nothing: none of "
                 "its events has a Kineto category (cpu_op, user_annotation, kernel, "
@@ -259,6 +281,15 @@ class EventSink:
                 "active steps"
             )
         return trace
+
+    def _non_finite_text(self) -> str:
+        """``event 0 has a non-finite timestamp (ts: Infinity)``, JSON's spelling."""
+        assert self.non_finite is not None
+        _, key, value = self.non_finite
+        spelt = "NaN" if math.isnan(value) else ("-Infinity" if value < 0 else "Infinity")
+        what = "timestamp" if key == "ts" else "duration"
+        at = "an event" if self.non_finite_at is None else f"event {self.non_finite_at}"
+        return f"{at} has a non-finite {what} ({key}: {spelt})"
 
     def _tracks(self) -> list[Track]:
         device_kinds = self.model.device_kind_indices()

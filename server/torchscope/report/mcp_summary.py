@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     from torchscope.host.compare_run import CompareOutcome
     from torchscope.host.profile_run import ProfileOutcome
 
-#: The repository root of a source checkout (or an editable install), where the docs live.
-REPO_ROOT = Path(__file__).resolve().parents[3]
+#: The findings reference, shipped in the package (``torchscope/report/findings.md``: in git a
+#: symlink to ``docs/findings.md``, in a wheel the file itself; pyproject.toml's package-data).
+FINDINGS_RESOURCE = ("torchscope.report", "findings.md")
 MAX_FINDINGS = 6
 MAX_LINES = 5
 MAX_OUTPUT_LINES = 20
@@ -140,12 +141,23 @@ def doc_sections(text: str) -> dict[str, str]:
     return sections
 
 
+def _findings_text(doc: Optional[Path]) -> str:
+    """The findings reference: ``doc``, else the package's copy; ``""`` where it is missing."""
+    from importlib.resources import files
+
+    package, name = FINDINGS_RESOURCE
+    resource = doc if doc is not None else files(package).joinpath(name)
+    try:
+        return resource.read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
 def explain(rule: str, doc: Optional[Path] = None) -> tuple[Optional[str], str]:
     """``(section, where)`` for a rule or verdict id: its section of the findings reference, or
-    — without the docs (an installed wheel) — the rule's title and source. ``(None, message)``
-    when the id is unknown, the message listing the known ids."""
-    path = doc or REPO_ROOT / FINDINGS_DOC
-    sections = doc_sections(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    — should the reference be missing — the rule's title and source. ``(None, message)`` when
+    the id is unknown, the message listing the known ids."""
+    sections = doc_sections(_findings_text(doc))
     name = rule.strip()
     if name in sections:
         return sections[name], f"{FINDINGS_DOC}#{name}"

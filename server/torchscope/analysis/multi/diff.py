@@ -18,7 +18,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
-from ..formatting import format_change, format_duration, format_share
+from ..formatting import format_change, format_change_interval, format_duration, format_share
 from ..results import Report, _clean
 from .compare import TRIVIAL_OPS
 from .comparison import SideVerdict
@@ -74,7 +74,7 @@ def decide(interval: RatioInterval, label: str, before_us: float, after_us: floa
         near, far = (high, low) if vid == "faster" else (low, high)
         headline = (
             f"{format_change(ratio)} {word} than {label} ({times}; {CONFIDENCE:.0%} interval "
-            f"{format_change(near)}–{format_change(far)})"
+            f"{format_change_interval(ratio, near, far)})"
         )
     else:
         headline = f"{format_change(ratio)} {word} than {label} (±{plus_minus:.0f} %; {times})"

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..context import Context
 from ..results import Finding
+from ..source import lines_for_markers
 from ..stages import Metrics
 
 #: The findings reference, relative to the repository root: one ``### <id>`` section per rule.
@@ -42,11 +43,12 @@ class RuleBase:
         step: str | None = None,
         **details: Any,
     ) -> Finding:
-        """A :class:`Finding` stamped with this rule's id, title and docs link."""
+        """A :class:`Finding` stamped with this rule's id, title and docs link; a line
+        marker's name in ``message`` (``torchscope:L182``) reads ``line 182``."""
         return Finding(
             rule=self.id,
             severity=severity or self.severity,
-            message=message,
+            message=lines_for_markers(message),
             cost_us=max(0.0, float(cost_us)),
             line=line,
             file=file,
