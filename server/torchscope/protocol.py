@@ -519,6 +519,23 @@ def is_train_call(training: Optional[bool], grad_enabled: bool) -> bool:
     return grad_enabled and training is not False
 
 
+def call_expression_problem(source: str) -> Optional[str]:
+    """What is wrong with a call expression as text (None: it parses as one call). The host
+    asks before it starts a worker, so a typo is told at once; the worker asks again."""
+    import ast
+
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        return (
+            f"call expression `{source}` is not valid Python: {exc.msg} — write a call such as "
+            "fn(torch.randn(8, 8), w, b)"
+        )
+    if not isinstance(tree.body, ast.Call):
+        return f"call expression `{source}` is not a call — write a call such as fn(x, w, b)"
+    return None
+
+
 @dataclass
 class RunRequest(JobRequest):
     """Run a program (``entry_kind`` "script" | "module" | "pytest") in the worker and profile

@@ -231,3 +231,30 @@ def function_named(source: str, file: str, qualname: str) -> Target:
             return target
     names = ", ".join(t.qualname for t in targets if "<locals>" not in t.qualname) or "none"
     raise TargetError(f"{file}: no function {qualname!r} — functions here: {names}")
+
+
+def _placeholders(params: tuple[Param, ...]) -> str:
+    """``x=…, w=…`` for the required parameters (``…`` alone for a positional-only one)."""
+    return ", ".join(
+        "…" if p.kind == "positional_only" else f"{p.name}=…"
+        for p in params
+        if not p.has_default and p.kind in ("positional_only", "positional", "keyword")
+    )
+
+
+def call_example(target: Target) -> str:
+    """The call a ``# torchscope:`` directive for ``target`` takes, ``…`` where a real input
+    goes: ``fn(x=…, w=…)``. The worker evaluates it in the module's namespace, so a method
+    is called on a receiver built from its class (its ``__init__``'s required parameters,
+    read from the file): ``Block(config=…).forward(x=…)``, not ``forward(x=…)``, which
+    names nothing there."""
+    args = _placeholders(target.params)
+    if not target.is_method:
+        return f"{target.name}({args})"
+    cls = target.qualname.rsplit(".", 1)[0]
+    try:
+        init = _placeholders(function_named(read_source(Path(target.file)), target.file,
+                                            f"{cls}.__init__").params)  # fmt: skip
+    except TargetError:
+        init = ""  # no __init__ of its own (or the file moved): the class takes none we know
+    return f"{cls}({init}).{target.name}({args})"

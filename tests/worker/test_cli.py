@@ -135,3 +135,40 @@ def test_analyze_rejects_a_file_that_is_not_a_trace(tmp_path: Path) -> None:
     bogus.write_text('{"hello": 1}')
     run = torchscope("analyze", str(bogus))
     assert run.returncode == 1 and "notes.json" in run.stderr
+
+
+SCALE = '''import torch
+
+
+class Scale(torch.nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+{directive}    def forward(self, x):
+        return x * self.factor
+'''
+
+
+def test_a_method_s_hint_is_a_directive_that_works(tmp_path: Path, trace_dir: Path) -> None:
+    # The hint once read `# torchscope: forward(x=…)` (NameError: 'forward' is not defined)
+    # and "answer the prompt", which the CLI has none of.
+    model = tmp_path / "model.py"
+    model.write_text(SCALE.format(directive=""))
+    run = torchscope("profile", f"{model}::Scale.forward", "--trace-dir", str(trace_dir))
+    assert run.returncode == 1
+    assert "prompt" not in run.stderr
+    hint = run.stderr.split("`# torchscope: ")[1].split("`")[0]
+    assert hint == "Scale(factor=…).forward(x=…)", run.stderr
+    filled = hint.replace("factor=…", "factor=2.0").replace("x=…", "x=torch.randn(8, 8)")
+    model.write_text(SCALE.format(directive=f"    # torchscope: {filled}\n"))
+    run = torchscope("profile", f"{model}::Scale.forward", "--trace-dir", str(trace_dir))
+    assert run.returncode == 0, run.stderr
+    assert "== Scale.forward" in run.stdout or "Scale.forward" in run.stdout
+
+
+def test_an_invalid_call_expression_is_told_before_a_worker_starts(trace_dir: Path) -> None:
+    run = torchscope("profile", "examples/matmul_add.py::fn", "--call", "fn((")
+    assert run.returncode == 1
+    assert "call expression `fn((` is not valid Python: '(' was never closed" in run.stderr
+    assert "starting a worker" not in run.stderr, run.stderr

@@ -105,11 +105,15 @@ def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: C
 
 async def run_profile_command(args: argparse.Namespace) -> int:
     from torchscope.host.profile_run import ProfileFailure
+    from torchscope.protocol import call_expression_problem
 
     found = read_target(args.target)
     if found is None:
         return EXIT_USAGE
     source, target = found
+    problem = call_expression_problem(args.call) if args.call else None
+    if problem is not None:  # told before a worker starts (that takes seconds)
+        return print_failure(target.file, ProfileFailure("call-invalid", problem, target.def_line))
     profiler = make_profiler(args)
     options = job_options(args, workspace_root=str(Path.cwd()))
     on_progress, on_output = progress_printer(args), output_printer(args)

@@ -38,8 +38,9 @@ from torchscope.protocol import (
     ProfileRequest,
     ProfileResult,
     Progress,
+    call_expression_problem,
 )
-from torchscope.targets import Target
+from torchscope.targets import Target, call_example
 
 if TYPE_CHECKING:
     from torchscope.analysis.multi.compiled_lines import KernelLines
@@ -128,16 +129,12 @@ def choose_inputs(
         if capture is not None:
             return None, capture
     if target.needs_call:
-        example = (
-            f"{target.name}("
-            + ", ".join(p.name + "=…" for p in target.params if not p.has_default)
-            + ")"
-        )
         raise ProfileFailure(
             "call-missing",
-            f"{target.qualname} needs arguments: add a comment `# torchscope: {example}` "
-            "directly above the def (or pass --call / answer the prompt) with real inputs, "
-            "e.g. torch.randn(64, 64), or capture a real call with torchscope run --capture",
+            f"{target.qualname} needs arguments: add a comment "
+            f"`# torchscope: {call_example(target)}` directly above the def, each … a real "
+            "input such as torch.randn(64, 64) (or give the call expression with the job), "
+            "or capture a real call with torchscope run --capture",
             line=target.def_line,
         )
     return None, {"source": "call-expression"}
@@ -354,6 +351,9 @@ class Profiler:
     ) -> OutcomeT:
         """Run one job of ``kind`` on ``target``; every failure is a ``ProfileFailure``.
         Jobs run one at a time, in order."""
+        problem = call_expression_problem(call) if call and kind.chooses_call else None
+        if problem is not None:  # told before a worker starts (it takes seconds)
+            raise ProfileFailure("call-invalid", problem, target.def_line)
         self._say_queued(on_progress)
         output: list[str] = []
 

@@ -13,6 +13,8 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from torchscope.protocol import call_expression_problem
+
 
 class CallExpressionError(Exception):
     """The call expression is not a single call, or evaluating its parts failed."""
@@ -106,18 +108,11 @@ def _eval(node: ast.expr, namespace: dict[str, Any], what: str, source: str) -> 
 
 def prepare_call(source: str, module_globals: dict[str, Any]) -> PreparedCall:
     """Parse ``source`` as one call and evaluate its callee and arguments once."""
-    try:
-        tree = ast.parse(source.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise CallExpressionError(
-            f"call expression `{source}` is not valid Python: {exc.msg} — write a call such as "
-            "fn(torch.randn(8, 8), w, b)"
-        ) from None
-    call = tree.body
-    if not isinstance(call, ast.Call):
-        raise CallExpressionError(
-            f"call expression `{source}` is not a call — write a call such as fn(x, w, b)"
-        )
+    problem = call_expression_problem(source)
+    if problem is not None:
+        raise CallExpressionError(problem)
+    call = ast.parse(source.strip(), mode="eval").body
+    assert isinstance(call, ast.Call)
     namespace = _namespace(module_globals)
     func = _eval(call.func, namespace, "the callee", source)
     if not callable(func):

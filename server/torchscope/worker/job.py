@@ -150,11 +150,14 @@ class ProfileJob:
             except CallExpressionError as exc:
                 raise self._fail(exc.kind, f"{at}{exc}", exc.__cause__) from exc
         if _needs_arguments(target):
+            owner, _, name = request.qualname.rpartition(".")
+            # a method is called on an instance (the directive runs in the module's namespace)
+            callee = f"{owner}(...).{name}" if owner and "<" not in owner else name
             raise self._fail(
                 "call-missing",
                 f"{at}{request.qualname} needs arguments: give a call expression, e.g. a comment "
-                f"`# torchscope: {request.qualname.rsplit('.', 1)[-1]}(...)` directly above the "
-                "def, or --call on the command line",
+                f"`# torchscope: {callee}(...)` directly above the def, or --call on the "
+                "command line",
             )
         return direct_call(target, request.qualname)
 
