@@ -203,6 +203,19 @@ def test_page_faults_that_cost_most_make_the_verdict(cpu_traces: dict[str, Any])
     )
 
 
+def test_faults_that_cost_more_cpu_than_the_call_say_the_call(cpu_traces: dict[str, Any]) -> None:
+    """Threads fault in parallel: faults × their cost is CPU time and can exceed the call (an
+    H200 host read '2824 page faults per call ≈ 4.7 ms (100 % of the call)' for a 3.1 ms call,
+    beside a verdict of 3.1 ms). The finding says the call, then the CPU time."""
+    m = Measurements(0.0, [3_100.0] * 3, 1.1, page_faults=[2824.0] * 3, page_fault_us=1.66)
+    report = analyze_trace(cpu_traces["fn512"], m)
+    assert report.verdict.headline.endswith("2824 page faults per call ≈ 3.1 ms (100 %)")
+    (churn,) = [f for f in report.findings if f.rule == "allocation-churn"]
+    assert churn.message.startswith(
+        "2824 page faults per call ≈ 3.1 ms (all of the call: 4.7 ms of CPU over its threads)"
+    ), churn.message
+
+
 def test_a_small_gemm_below_the_floor_is_overhead_bound(cpu_traces: dict[str, Any]) -> None:
     """The guide's lesson: an 8×8 matmul far from the peak is its fixed cost per call, so the
     verdict is overhead-bound (small shapes) with the cause still in the ops' bodies; the same

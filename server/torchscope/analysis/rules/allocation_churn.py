@@ -5,6 +5,7 @@ allocation view; the page-fault cost is calibrated by the worker on the machine 
 from __future__ import annotations
 
 from ..causes import MIN_FAULTS_PER_CALL
+from ..columns import median
 from ..context import Context
 from ..formatting import format_bytes, format_duration, format_share
 from ..memory import page_fault_numbers
@@ -62,10 +63,7 @@ class AllocationChurn(Rule):
         where = ", ".join(f"line {line} ({format_bytes(b)})" for line, b in named[:3])
         if faulting:
             assert faults is not None and cost is not None
-            head = (
-                f"{faults:.0f} page faults per call ≈ {format_duration(cost)} "
-                f"({format_share(share or 0.0)} of the call)"
-            )
+            head = f"{faults:.0f} page faults per call ≈ {_fault_time(ctx, cost, share)}"
             estimated = cost
         else:
             pages = sum(b for _, b in large) / PAGE_BYTES
@@ -101,3 +99,15 @@ def _hottest_line(ctx: Context) -> int | None:
 
 
 RULE = AllocationChurn()
+
+
+def _fault_time(ctx: Context, cost: float, share: float | None) -> str:
+    """``3.1 ms (100 % of the call)``; faults × their cost is CPU time over every thread that
+    faulted, so where it exceeds the call the call is what they cost it (as the verdict
+    says), and the CPU time is said beside it."""
+    m = ctx.measurements
+    call = median(m.call_us) if m is not None and m.call_us else 0.0
+    if 0 < call < cost:
+        spent = format_duration(cost)
+        return f"{format_duration(call)} (all of the call: {spent} of CPU over its threads)"
+    return f"{format_duration(cost)} ({format_share(share or 0.0)} of the call)"
