@@ -112,6 +112,7 @@ def check_causes(report: dict[str, Any]) -> dict[str, float]:
 
 
 def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) -> None:
+    before = independent_overhead_share(8)
     outcome = profile_fn(8, trace_dir)
     report = outcome.to_json()
     verdict = report["verdict"]
@@ -139,8 +140,12 @@ def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) ->
     names = [op["name"] for op in report["top_ops"]]
     assert "aten::mm" in names or "aten::matmul" in names
     assert Path(report["trace_path"]).is_file()
-    expected = independent_overhead_share(8)
-    assert abs(verdict["overhead_share"] - expected) <= 0.15, (verdict, expected)
+    # The estimate before and after the job, as the threads test does: on a loaded machine
+    # the floor and the call move between two measurements minutes apart (a full-suite run
+    # beside three others read 0.58 in the job against 0.76 after it).
+    after = independent_overhead_share(8)
+    low, high = min(before, after) - 0.15, max(before, after) + 0.15
+    assert low <= verdict["overhead_share"] <= high, (verdict, before, after)
 
 
 def test_48_is_never_compute_bound_and_names_the_threads_when_one_is_faster(
