@@ -855,12 +855,12 @@ async function main() {
         throw new Error(`the comparison failed: ${failure ?? done}`);
       }
       await screenshot("profile-compiled");
-      // The result panel opened beside the editor: close it, then hover the line.
+      // The result panel opens beside the editor (a webview, which keeps the keyboard):
+      // close it (a middle click on its tab), so the later steps' keys reach the workbench.
       const tab = page.locator(".tab", { hasText: "torch.compile: fn" }).first();
-      if (await tab.isVisible().catch(() => false)) {
-        await tab.click();
-        await page.keyboard.press("Control+W");
-      }
+      await tab.waitFor({ state: "visible", timeout: remaining(30000) });
+      await tab.click({ button: "middle" }); // VS Code closes a tab on a middle click
+      await tab.waitFor({ state: "detached", timeout: remaining(10000) });
       return await hoverShowsOp(hotText, "→ compiled");
     });
   } else {
