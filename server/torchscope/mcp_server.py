@@ -18,11 +18,12 @@ and the other commands should not pay for importing it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Optional, Protocol, TypeVar
+from typing import Annotated, Any, Callable, Optional, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
@@ -37,7 +38,7 @@ from torchscope.host.fix_run import try_fix as run_try_fix
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
 from torchscope.host.session import open_profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.protocol import COMPILE_MODES, JobOptions
+from torchscope.protocol import JobOptions, RunOptions
 from torchscope.report.mcp_summary import (
     compare_summary,
     explain,
@@ -92,7 +93,7 @@ class Settings:
     """``torchscope mcp`` options: the interpreter that runs the user's code, and the limits."""
 
     python: str = sys.executable
-    timeout_s: float = 120.0
+    timeout_s: float = JobOptions.timeout_s
     trace_dir: Optional[Path] = None
     workspace_root: Path = field(default_factory=Path.cwd)
 
@@ -170,8 +171,34 @@ Call = Annotated[
         "`# torchscope:` directive above the def, or fn() when it needs no arguments"
     ),
 ]
-Steps = Annotated[Optional[int], Field(ge=1, le=100, description="profiled calls (default 5)")]
-Warmup = Annotated[Optional[int], Field(ge=0, le=100, description="warmup calls (default 3)")]
+#: The most calls an agent may ask for in one tool call (``steps``, ``warmup``, ``calls``): a
+#: bound for the model's arguments, not an option's limit (the CLI has none).
+AGENT_MAX_CALLS = 100
+
+
+def _param(options: type[Any], name: str) -> Any:
+    """A tool parameter's description and limits, from the ``JobOptions``/``RunOptions`` field
+    ``name`` (its help, default, minimum and choices: restated nowhere)."""
+    spec = {f.name: f for f in dataclasses.fields(options)}[name]
+    meta = spec.metadata
+    limits: dict[str, Any] = {}
+    if type(spec.default) is int:
+        limits = {"ge": meta.get("minimum"), "le": AGENT_MAX_CALLS}
+    choices = meta.get("choices")
+    return Field(
+        description=f"{meta['help']} (default {spec.default})"
+        + (f": one of {', '.join(choices)}" if choices else ""),
+        json_schema_extra={"enum": list(choices)} if choices else None,
+        **limits,
+    )
+
+
+Steps = Annotated[Optional[int], _param(JobOptions, "steps")]
+Warmup = Annotated[Optional[int], _param(JobOptions, "warmup")]
+CompileMode = Annotated[str, _param(JobOptions, "compile_mode")]
+Calls = Annotated[int, _param(RunOptions, "calls")]
+Capture = Annotated[bool, _param(RunOptions, "capture")]
+CallMode = Annotated[str, _param(RunOptions, "mode")]
 
 
 def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
@@ -194,17 +221,16 @@ def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
         file: File,
         qualname: Qualname,
         call: Call = None,
-        mode: Annotated[
-            str, Field(description="torch.compile mode: " + ", ".join(COMPILE_MODES))
-        ] = "default",
+        mode: CompileMode = JobOptions.compile_mode,
         steps: Steps = None,
     ) -> CallToolResult:
         """Profile a function eagerly and as torch.compile(fn) in one worker job and compare
         them: time per call, ops, copies, the compile time and a keep-eager / compile-wins /
         no-difference verdict (the `torchscope profile --compare-compile --json` object)."""
-        if mode not in COMPILE_MODES:
-            return _error(f"unknown mode {mode!r}: use one of {', '.join(COMPILE_MODES)}")
-        options = jobs.options(steps, None, mode)
+        try:
+            options = jobs.options(steps, None, mode)
+        except ValueError as exc:
+            return _error(str(exc))
         return await jobs.run(COMPARE, (file, qualname, call), options, compare_summary)
 
 
@@ -241,7 +267,7 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
 
 
 async def _run_program(
-    jobs: Jobs, targets: list[str], entry: list[str], calls: int, capture: bool, mode: str = "any"
+    jobs: Jobs, targets: list[str], entry: list[str], run: RunOptions
 ) -> CallToolResult:
     from torchscope.host.program_run import RunJobKind, parse_entry, run_program
     from torchscope.targets import parse_spec
@@ -254,7 +280,7 @@ async def _run_program(
         return _error(str(exc))
     if not found:
         return _error("name at least one target: FILE::QUALNAME")
-    kind = RunJobKind(found, program, calls, capture=capture, mode=mode)
+    kind = RunJobKind(found, program, run)
     try:
         outcome = await run_program(jobs.profiler, kind, jobs.options(None, None))
     except ProfileFailure as failure:
@@ -298,26 +324,20 @@ def _add_run_tool(server: MCPServer, jobs: Jobs) -> None:
                 "['-m', 'pkg.train'] or ['pytest', 'tests/test_x.py::test_y']"
             ),
         ],
-        calls: Annotated[
-            int, Field(ge=1, le=100, description="calls to see before profiling (default 5)")
-        ] = 5,
-        capture: Annotated[
-            bool, Field(description="save the call's arguments to .torchscope/inputs/")
-        ] = False,
-        mode: Annotated[
-            Literal["any", "train", "eval"],
-            Field(
-                description="which calls to profile: train (grad enabled and, for a module, "
-                ".training), eval (the others) or any"
-            ),
-        ] = "any",
+        calls: Calls = RunOptions.calls,
+        capture: Capture = RunOptions.capture,
+        mode: CallMode = RunOptions.mode,
     ) -> CallToolResult:
         """Run a program in a worker and profile each target on the arguments the program
         really passes it; the program is stopped once every target is profiled (a pytest test
         runs to its end). One `torchscope run --json` object per target, under `targets`;
         `run.calls` lists the calls profiled (training, grad_enabled, caller) and `run.mode_note`
         says when the program's calls differ in mode (then pass `mode`)."""
-        return await _run_program(jobs, targets, entry, calls, capture, mode)
+        try:
+            run = RunOptions().updated({"calls": calls, "capture": capture, "mode": mode})
+        except ValueError as exc:
+            return _error(str(exc))
+        return await _run_program(jobs, targets, entry, run)
 
 
 def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:

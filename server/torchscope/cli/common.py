@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from torchscope.flags import add_job_options as add_job_options
 from torchscope.flags import add_kind_flags as add_kind_flags
+from torchscope.flags import add_option_flags as add_option_flags
 from torchscope.flags import chosen_kinds as chosen_kinds
 from torchscope.flags import job_options as job_options
+from torchscope.flags import run_options as run_options
 from torchscope.protocol import (
     PERFETTO_ORIGIN,
     PERFETTO_PORT,
