@@ -86,13 +86,13 @@ def test_the_editor_s_run_command_checks_run_options() -> None:
 
 async def test_the_mcp_tools_parameters_are_the_options() -> None:
     pytest.importorskip("mcp")
-    from torchscope.mcp_server import AGENT_MAX_CALLS, Jobs, Settings, build_server
+    from torchscope.mcp_server import AGENT_MAX_CALLS, build_server, open_service
 
-    jobs = Jobs(Settings(python="python"))
+    service = open_service("python", JobOptions.timeout_s, None)
     try:
-        tools = {tool.name: tool for tool in await build_server(jobs).list_tools()}
+        tools = {tool.name: tool for tool in await build_server(service).list_tools()}
     finally:
-        await jobs.close()
+        await service.close()
     checked = [
         ("profile_function", "steps", JobOptions, "steps"),
         ("profile_function", "warmup", JobOptions, "warmup"),

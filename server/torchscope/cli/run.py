@@ -20,8 +20,7 @@ from torchscope.cli.common import (
     EXIT_USAGE,
     add_job_options,
     add_option_flags,
-    job_options,
-    make_profiler,
+    open_service,
     output_printer,
     print_failure,
     progress_printer,
@@ -83,28 +82,27 @@ def _read_targets(specs: list[str]) -> list[tuple[str, Target]] | None:
 
 async def run_command(args: argparse.Namespace) -> int:
     from torchscope.host.profile_run import ProfileFailure
-    from torchscope.host.program_run import RunJobKind, parse_entry, run_program
 
     targets = _read_targets(args.target)
     if targets is None:
         return EXIT_USAGE
+    service = open_service(args)
     try:
-        entry = parse_entry(list(args.entry))
+        entry = service.entry(list(args.entry))
     except ValueError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
+        await service.close()  # no worker started yet
         return EXIT_USAGE
-    kind = RunJobKind([t for _, t in targets], entry, run_options(args))
-    options = job_options(args, workspace_root=str(Path.cwd()))
-    profiler = make_profiler(args)
     say(args.quiet, f"running `{entry}` in {args.python}")
+    on_progress, on_output = progress_printer(args), output_printer(args)
     try:
-        outcome = await run_program(
-            profiler, kind, options, progress_printer(args), output_printer(args)
+        outcome = await service.run_program(
+            [t for _, t in targets], entry, run_options(args), None, None, on_progress, on_output
         )
     except ProfileFailure as failure:
         return print_failure(targets[0][1].file, failure)
     finally:
-        await profiler.close()
+        await service.close()
     sources = {(t.file, t.qualname): source for source, t in targets}
     return _print_run(args, outcome, sources)
 

@@ -79,7 +79,7 @@ COMPARE_COMMAND: JobCommand[str, CompareOutcome] = JobCommand(
     parse=_mode,
     aliases={"mode": "compile_mode"},
     title=lambda target, _: f"Comparing {target.qualname} with torch.compile",
-    start=lambda ls, located, _, on_progress, on_output: ls.profiler.run_job(
+    start=lambda ls, located, _, on_progress, on_output: ls.jobs.run(
         COMPARE, located.target, located.args.call, located.options, on_progress, on_output
     ),
     publish=_publish_compare,

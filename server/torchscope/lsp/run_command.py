@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from torchscope.host.profile_run import ProfileFailure
-from torchscope.host.program_run import RunJobKind, RunOutcome, TargetRun, parse_entry, run_program
+from torchscope.host.program_run import RunOutcome, TargetRun
 from torchscope.lsp.constants import CMD_PROFILE_IN_RUN
 from torchscope.lsp.jobs import (
     BadArguments,
@@ -88,12 +88,13 @@ async def _start(
     target = located.target
     folder = _folder(ls, run, target.def_line)
     try:
-        entry = parse_entry(run.entry, folder)
+        entry = ls.jobs.entry(run.entry, folder)
     except ValueError as exc:
         raise ProfileFailure("entry", str(exc), target.def_line) from exc
-    cwd = str(folder) if run.cwd is not None and folder else ""
-    kind = RunJobKind([target], entry, run.run, cwd=cwd)
-    outcome = await run_program(ls.profiler, kind, located.options, on_progress, on_out)
+    cwd = folder if run.cwd is not None else None
+    outcome = await ls.jobs.run_program(
+        [target], entry, run.run, located.options, cwd, on_progress, on_out
+    )
     [part] = outcome.targets
     if part.outcome is None:
         assert part.failure is not None
