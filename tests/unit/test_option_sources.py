@@ -84,6 +84,18 @@ def test_the_editor_s_run_command_checks_run_options() -> None:
                 parse_run({**entry, spec.name: "no-such-choice"})
 
 
+def test_the_editor_s_compile_mode_is_the_job_option() -> None:
+    from torchscope.lsp.compare_command import _mode
+    from torchscope.lsp.jobs import BadArguments
+
+    spec = {f.name: f for f in dataclasses.fields(JobOptions)}["compile_mode"]
+    assert _mode({}) == spec.default
+    for choice in spec.metadata["choices"]:
+        assert _mode({"mode": choice}) == choice
+    with pytest.raises(BadArguments, match="'mode' must be one of"):
+        _mode({"mode": "fastest"})
+
+
 async def test_the_mcp_tools_parameters_are_the_options() -> None:
     pytest.importorskip("mcp")
     from torchscope.mcp_server import AGENT_MAX_CALLS, build_server, open_service

@@ -40,16 +40,19 @@ from torchscope.host.sweep import (
 from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
 from torchscope.lsp.jobs import BadArguments, JobCommand, Located, publish_profile
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.protocol import COMPILE_MODES
+from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.report.compare import comparison_page_markdown
 from torchscope.report.sweep import sweep_markdown
 
 
 def _mode(raw: dict[str, Any]) -> str:
-    mode = raw.get("mode", "default")
-    if mode not in COMPILE_MODES:
+    """``mode``: ``JobOptions.compile_mode`` under the name the command takes."""
+    mode = raw.get("mode", JobOptions.compile_mode)
+    try:
+        JobOptions().updated({"compile_mode": mode})
+    except ValueError:
         modes = ", ".join(COMPILE_MODES)
-        raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}")
+        raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}") from None
     return str(mode)
 
 
