@@ -38,7 +38,7 @@ from torchscope.analysis.multi.sweep import (
 from torchscope.host import batch_sweep
 from torchscope.host.batch_sweep import BATCH
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome
-from torchscope.host.trace_store import TraceStore
+from torchscope.host.trace_store import TraceStore, newest_first
 from torchscope.protocol import Hello, JobOptions, Output, Progress
 from torchscope.report.sweep import render_sweep
 from torchscope.report.sweep_chart import sweep_svg
@@ -215,12 +215,7 @@ def write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]
         path.write_text(svg, encoding="utf-8")
     except OSError:
         return None
-    charts = sorted(
-        (p for p in folder.iterdir() if p.name.endswith(SVG_SUFFIX)),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    for old in charts[max(1, keep) :]:
+    for old in newest_first(folder, SVG_SUFFIX)[max(1, keep) :]:
         with contextlib.suppress(OSError):
             old.unlink()
     return str(path)
