@@ -1,8 +1,9 @@
 """The job options as command-line flags, for ``torchscope profile`` and its kin (``cli/``) and
 for the ``%torchscope`` magic (``notebook/magics.py``): one flag per ``JobOptions`` field that
-has one, with its default and limits from there, a flag per job kind that declares one
-(``--compare-compile``), and ``--sweep``. Imports only ``protocol`` (and the sweep's parser
-when a ``--sweep`` is read), so building a parser stays cheap.
+has one (and per ``RunOptions`` field for ``torchscope run``), with its default and limits from
+there, a flag per job kind that declares one (``--compare-compile``), and ``--sweep``. Imports
+only ``protocol`` (and the sweep's parser when a ``--sweep`` is read), so building a parser
+stays cheap.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import dataclasses
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import JobOptions, parse_size
+from torchscope.protocol import MIN_MEMORY, JobOptions, RunOptions, parse_size
 
 
 def _number(kind: type, minimum: Optional[float]) -> Callable[[str], Any]:
@@ -27,21 +28,34 @@ def _number(kind: type, minimum: Optional[float]) -> Callable[[str], Any]:
     return parse
 
 
-def _size(text: str) -> str:
-    """A memory size such as 12G, kept as written (``JobOptions.max_memory``; "": the default,
-    which argparse passes through here too)."""
-    try:
-        if text.strip():
-            parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text.strip()
+def _size(floor: Optional[int]) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        """A memory size such as 12G, kept as written (``JobOptions.max_memory``; "": the
+        default, which argparse passes through here too)."""
+        try:
+            if text.strip():
+                parse_size(text, MIN_MEMORY if floor is None else floor)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text.strip()
+
+    return parse
 
 
-def add_job_options(parser: argparse.ArgumentParser) -> None:
-    """One flag per ``JobOptions`` field that has one, with its default and limits from there
-    (``args``' attribute is the field's name, so ``job_options(args)`` fills it back)."""
-    for spec in dataclasses.fields(JobOptions):
+def _help(spec: dataclasses.Field[Any]) -> str:
+    meta, default = spec.metadata, spec.default
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return f"{meta['help']} (default {default:g})"
+    if meta.get("size"):  # "" : its help says what the default means
+        return f"{meta['help']} (default {default})" if default else str(meta["help"])
+    return f"{meta['help']} (default: {default})"
+
+
+def add_option_flags(parser: argparse.ArgumentParser, options: type[Any] = JobOptions) -> None:
+    """One flag per field of ``options`` (``JobOptions``, ``RunOptions``) that has one, with its
+    default and limits from there (``args``' attribute is the field's name, so
+    ``job_options(args)`` / ``run_options(args)`` fill it back)."""
+    for spec in dataclasses.fields(options):
         meta = spec.metadata
         if not meta.get("flag"):
             continue
@@ -50,34 +64,39 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
                 meta["flag"], dest=spec.name, action="store_true", help=meta["help"]
             )
             continue
-        if meta.get("size"):  # its help says what the default ("") means
-            parser.add_argument(
-                meta["flag"],
-                dest=spec.name,
-                default=spec.default,
-                metavar="SIZE",
-                type=_size,
-                help=meta["help"],
-            )
-            continue
         kind = type(spec.default)
+        if meta.get("size"):
+            parse: Callable[[str], Any] = _size(meta.get("floor"))
+        elif kind in (int, float):
+            parse = _number(kind, meta.get("minimum"))
+        else:
+            parse = kind
+        metavar = "SIZE" if meta.get("size") else meta["flag"].lstrip("-").upper()
         parser.add_argument(
             meta["flag"],
             dest=spec.name,
             default=spec.default,
             choices=meta.get("choices"),
-            metavar=None if meta.get("choices") else meta["flag"].lstrip("-").upper(),
-            type=_number(kind, meta.get("minimum")) if kind in (int, float) else kind,
-            help=f"{meta['help']} (default {spec.default:g})"
-            if kind in (int, float)
-            else f"{meta['help']} (default: {spec.default})",
+            metavar=None if meta.get("choices") else metavar,
+            type=parse,
+            help=_help(spec),
         )
+
+
+def add_job_options(parser: argparse.ArgumentParser) -> None:
+    """One flag per ``JobOptions`` field that has one."""
+    add_option_flags(parser, JobOptions)
 
 
 def job_options(args: argparse.Namespace, workspace_root: Optional[str]) -> JobOptions:
     """The job options the command line asked for."""
     values = {name: getattr(args, name) for name in vars(args)}
     return JobOptions(workspace_root=workspace_root).updated(values)
+
+
+def run_options(args: argparse.Namespace) -> RunOptions:
+    """``torchscope run``'s options the command line asked for."""
+    return RunOptions().updated(vars(args))
 
 
 def _flag_kinds() -> list[tuple[str, str]]:

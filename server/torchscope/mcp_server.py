@@ -6,9 +6,10 @@ arguments a real program passes it), ``analyze_trace``, ``compare_compile``,
 ``explain_finding`` and ``try_fix`` (a measured fix, as ``torchscope fix --try ID --json``; it
 never writes a file).
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
-summary for the model (``report.mcp_summary``). The user's code runs only in the worker, through the
-host's ``Profiler`` as in ``torchscope profile``, with the same timeouts and messages; a failure
-is an error result (``isError``) naming the problem, and the server keeps serving. A trace is
+summary for the model (``report.mcp_summary``). The user's code runs only in the worker,
+through the host's job service (``host/session.py``) as in ``torchscope profile``, with the
+same timeouts and messages; a failure is an error result (``isError``) naming the problem, and
+the server keeps serving. A trace is
 analysed in a child process (``host/trace_analysis.py``), so no trace can take the server down.
 
 Imported only by the ``mcp`` subcommand: the MCP SDK is an optional extra (``torchscope[mcp]``)
@@ -18,11 +19,11 @@ and the other commands should not pay for importing it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Optional, Protocol, TypeVar
+from typing import Annotated, Any, Callable, Optional, Protocol, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
@@ -33,11 +34,9 @@ from torchscope.analysis import TraceError
 from torchscope.analysis.fixes import FIXES, fix_by_id
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
-from torchscope.host.fix_run import try_fix as run_try_fix
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
-from torchscope.host.session import open_profiler
-from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.protocol import COMPILE_MODES, JobOptions
+from torchscope.host.session import JobService
+from torchscope.protocol import JobOptions, RunOptions
 from torchscope.report.mcp_summary import (
     compare_summary,
     explain,
@@ -45,7 +44,7 @@ from torchscope.report.mcp_summary import (
     profile_summary,
     report_summary,
 )
-from torchscope.targets import Target, TargetError, function_named, read_source
+from torchscope.targets import Target, TargetError
 
 log = logging.getLogger(__name__)
 
@@ -87,72 +86,41 @@ def _error(message: str, detail: str = "") -> CallToolResult:
     return CallToolResult(content=_text(message, detail), is_error=True)
 
 
-@dataclass
-class Settings:
-    """``torchscope mcp`` options: the interpreter that runs the user's code, and the limits."""
+def open_service(python: str, timeout_s: float, trace_dir: Optional[Path]) -> JobService:
+    """The job service: one long-lived worker, one job at a time, targets and traces relative
+    to the workspace (this process's folder), ``timeout_s`` per job; the worker's stderr goes
+    to ours (never stdout: the protocol's)."""
+    root = str(Path.cwd())
+    return JobService(
+        python,
+        trace_dir,
+        cwd=root,
+        on_worker_stderr=lambda line: print(line, file=sys.stderr),
+        defaults=JobOptions(timeout_s=timeout_s, workspace_root=root),
+    )
 
-    python: str = sys.executable
-    timeout_s: float = 120.0
-    trace_dir: Optional[Path] = None
-    workspace_root: Path = field(default_factory=Path.cwd)
 
-
-class Jobs:
-    """The one place that talks to ``host``: one long-lived worker, one job at a time."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.analyzer = TraceAnalyzer()
-        """Analyses every trace (opened, and every job's) in a child process: a trace cannot
-        take the server down."""
-        self.profiler = open_profiler(
-            settings.python,
-            settings.trace_dir,
-            cwd=str(settings.workspace_root),
-            on_worker_stderr=lambda line: print(line, file=sys.stderr),  # never stdout
-            analyzer=self.analyzer,
-        )
-
-    def target(self, file: str, qualname: str) -> Target:
-        path = Path(file).expanduser()
-        if not path.is_absolute():
-            path = self.settings.workspace_root / path
-        return function_named(read_source(path), str(path), qualname)
-
-    def options(
-        self, steps: Optional[int], warmup: Optional[int], mode: Optional[str] = None
-    ) -> JobOptions:
-        """The job options: ``JobOptions``' defaults, the server's timeout, and what the tool
-        call asked for (``None``: the default)."""
-        asked = {"steps": steps, "warmup": warmup, "compile_mode": mode}
-        return JobOptions(
-            timeout_s=self.settings.timeout_s, workspace_root=str(self.settings.workspace_root)
-        ).updated({k: v for k, v in asked.items() if v is not None})
-
-    async def run(
-        self,
-        kind: HostJob[Any, JobOutcomeT],
-        where: tuple[str, str, Optional[str]],
-        options: JobOptions,
-        summary: Callable[[JobOutcomeT], str],
-    ) -> CallToolResult:
-        """One job of ``kind`` on ``(file, qualname, call)``: its ``--json`` object and
-        ``summary`` of it, or an error result naming the problem."""
-        file, qualname, call = where
-        try:
-            target = self.target(file, qualname)
-        except TargetError as exc:
-            return _error(str(exc))
-        try:
-            outcome = await self.profiler.run_job(kind, target, call, options)
-        except ProfileFailure as failure:
-            return _failure(target, failure)
-        text = "\n\n".join(p for p in (summary(outcome), output_tail(outcome.output)) if p)
-        return _ok(outcome.to_json(), text)
-
-    async def close(self) -> None:
-        await self.analyzer.close()
-        await self.profiler.close()
+async def _job(
+    service: JobService,
+    kind: HostJob[Any, JobOutcomeT],
+    where: tuple[str, str, Optional[str]],
+    overrides: dict[str, Any],
+    summary: Callable[[JobOutcomeT], str],
+) -> CallToolResult:
+    """One job of ``kind`` on ``(file, qualname, call)``: its ``--json`` object and
+    ``summary`` of it, or an error result naming the problem."""
+    file, qualname, call = where
+    try:
+        target = service.target(file, qualname)
+        options = service.options(overrides)
+    except (TargetError, ValueError) as exc:
+        return _error(str(exc))
+    try:
+        outcome = await service.run(kind, target, call, options)
+    except ProfileFailure as failure:
+        return _failure(target, failure)
+    text = "\n\n".join(p for p in (summary(outcome), output_tail(outcome.output)) if p)
+    return _ok(outcome.to_json(), text)
 
 
 def _failure(target: Target, failure: ProfileFailure) -> CallToolResult:
@@ -170,11 +138,37 @@ Call = Annotated[
         "`# torchscope:` directive above the def, or fn() when it needs no arguments"
     ),
 ]
-Steps = Annotated[Optional[int], Field(ge=1, le=100, description="profiled calls (default 5)")]
-Warmup = Annotated[Optional[int], Field(ge=0, le=100, description="warmup calls (default 3)")]
+#: The most calls an agent may ask for in one tool call (``steps``, ``warmup``, ``calls``): a
+#: bound for the model's arguments, not an option's limit (the CLI has none).
+AGENT_MAX_CALLS = 100
 
 
-def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
+def _param(options: type[Any], name: str) -> Any:
+    """A tool parameter's description and limits, from the ``JobOptions``/``RunOptions`` field
+    ``name`` (its help, default, minimum and choices: restated nowhere)."""
+    spec = {f.name: f for f in dataclasses.fields(options)}[name]
+    meta = spec.metadata
+    limits: dict[str, Any] = {}
+    if type(spec.default) is int:
+        limits = {"ge": meta.get("minimum"), "le": AGENT_MAX_CALLS}
+    choices = meta.get("choices")
+    return Field(
+        description=f"{meta['help']} (default {spec.default})"
+        + (f": one of {', '.join(choices)}" if choices else ""),
+        json_schema_extra={"enum": list(choices)} if choices else None,
+        **limits,
+    )
+
+
+Steps = Annotated[Optional[int], _param(JobOptions, "steps")]
+Warmup = Annotated[Optional[int], _param(JobOptions, "warmup")]
+CompileMode = Annotated[str, _param(JobOptions, "compile_mode")]
+Calls = Annotated[int, _param(RunOptions, "calls")]
+Capture = Annotated[bool, _param(RunOptions, "capture")]
+CallMode = Annotated[str, _param(RunOptions, "mode")]
+
+
+def _add_job_tools(server: MCPServer, jobs: JobService) -> None:
     @server.tool()
     async def profile_function(
         file: File,
@@ -186,29 +180,25 @@ def _add_job_tools(server: MCPServer, jobs: Jobs) -> None:
         """Profile one PyTorch function in a worker process: the verdict with its numbers,
         findings by cost, hot lines, top ops and the trace path (the `torchscope profile
         --json` object)."""
-        options = jobs.options(steps, warmup)
-        return await jobs.run(PROFILE, (file, qualname, call), options, profile_summary)
+        asked = {"steps": steps, "warmup": warmup}
+        return await _job(jobs, PROFILE, (file, qualname, call), asked, profile_summary)
 
     @server.tool()
     async def compare_compile(
         file: File,
         qualname: Qualname,
         call: Call = None,
-        mode: Annotated[
-            str, Field(description="torch.compile mode: " + ", ".join(COMPILE_MODES))
-        ] = "default",
+        mode: CompileMode = JobOptions.compile_mode,
         steps: Steps = None,
     ) -> CallToolResult:
         """Profile a function eagerly and as torch.compile(fn) in one worker job and compare
         them: time per call, ops, copies, the compile time and a keep-eager / compile-wins /
         no-difference verdict (the `torchscope profile --compare-compile --json` object)."""
-        if mode not in COMPILE_MODES:
-            return _error(f"unknown mode {mode!r}: use one of {', '.join(COMPILE_MODES)}")
-        options = jobs.options(steps, None, mode)
-        return await jobs.run(COMPARE, (file, qualname, call), options, compare_summary)
+        asked = {"steps": steps, "compile_mode": mode}
+        return await _job(jobs, COMPARE, (file, qualname, call), asked, compare_summary)
 
 
-def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
+def _add_fix_tool(server: MCPServer, jobs: JobService) -> None:
     @server.tool()
     async def try_fix(
         file: File,
@@ -230,7 +220,7 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
         except TargetError as exc:
             return _error(str(exc))
         try:
-            trial, _ = await run_try_fix(jobs.profiler, target, call, jobs.options(None, None), fix)
+            trial, _ = await jobs.try_fix(target, call, fix)
         except FixNotApplicable as exc:
             return _error(str(exc))
         except ProfileFailure as failure:
@@ -241,22 +231,13 @@ def _add_fix_tool(server: MCPServer, jobs: Jobs) -> None:
 
 
 async def _run_program(
-    jobs: Jobs, targets: list[str], entry: list[str], calls: int, capture: bool, mode: str = "any"
+    jobs: JobService, targets: list[str], entry: list[str], run: RunOptions
 ) -> CallToolResult:
-    from torchscope.host.program_run import RunJobKind, parse_entry, run_program
-    from torchscope.targets import parse_spec
-
-    root = jobs.settings.workspace_root
     try:
-        found = [jobs.target(str(f), q) for f, q in map(parse_spec, targets)]
-        program = parse_entry(entry, root)
+        found = jobs.targets(targets)
+        outcome = await jobs.run_program(found, jobs.entry(entry), run)
     except (TargetError, ValueError) as exc:
         return _error(str(exc))
-    if not found:
-        return _error("name at least one target: FILE::QUALNAME")
-    kind = RunJobKind(found, program, calls, capture=capture, mode=mode)
-    try:
-        outcome = await run_program(jobs.profiler, kind, jobs.options(None, None))
     except ProfileFailure as failure:
         return _failure(found[0], failure)
     parts, texts = [], []
@@ -277,14 +258,14 @@ async def _run_program(
             )
             texts.append(f"{part.failure.kind}: {where}: {part.failure.message}")
     texts.append(
-        f"the program `{program}` {outcome.exit}"
+        f"the program `{outcome.entry}` {outcome.exit}"
         + (f" (exit code {outcome.exit_code})" if outcome.exit_code is not None else "")
         + (f", test {outcome.test}" if outcome.test else "")
     )
     return _ok({"targets": parts}, "\n\n".join(texts))
 
 
-def _add_run_tool(server: MCPServer, jobs: Jobs) -> None:
+def _add_run_tool(server: MCPServer, jobs: JobService) -> None:
     @server.tool()
     async def profile_in_run(
         targets: Annotated[
@@ -298,38 +279,30 @@ def _add_run_tool(server: MCPServer, jobs: Jobs) -> None:
                 "['-m', 'pkg.train'] or ['pytest', 'tests/test_x.py::test_y']"
             ),
         ],
-        calls: Annotated[
-            int, Field(ge=1, le=100, description="calls to see before profiling (default 5)")
-        ] = 5,
-        capture: Annotated[
-            bool, Field(description="save the call's arguments to .torchscope/inputs/")
-        ] = False,
-        mode: Annotated[
-            Literal["any", "train", "eval"],
-            Field(
-                description="which calls to profile: train (grad enabled and, for a module, "
-                ".training), eval (the others) or any"
-            ),
-        ] = "any",
+        calls: Calls = RunOptions.calls,
+        capture: Capture = RunOptions.capture,
+        mode: CallMode = RunOptions.mode,
     ) -> CallToolResult:
         """Run a program in a worker and profile each target on the arguments the program
         really passes it; the program is stopped once every target is profiled (a pytest test
         runs to its end). One `torchscope run --json` object per target, under `targets`;
         `run.calls` lists the calls profiled (training, grad_enabled, caller) and `run.mode_note`
         says when the program's calls differ in mode (then pass `mode`)."""
-        return await _run_program(jobs, targets, entry, calls, capture, mode)
+        try:
+            run = RunOptions().updated({"calls": calls, "capture": capture, "mode": mode})
+        except ValueError as exc:
+            return _error(str(exc))
+        return await _run_program(jobs, targets, entry, run)
 
 
-def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
+def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
     @server.tool()
     async def analyze_trace(
         path: Annotated[str, Field(description="a torch.profiler Chrome trace, .json or .json.gz")],
     ) -> CallToolResult:
         """Analyse a trace recorded elsewhere (torch.profiler's export_chrome_trace): verdict and
         findings (the `torchscope analyze --json` object). Runs no user code."""
-        trace = Path(path).expanduser()
-        if not trace.is_absolute():
-            trace = jobs.settings.workspace_root / trace
+        trace = jobs.root / Path(path).expanduser()  # an absolute path stays as it is
         try:
             report = await jobs.analyzer.analyze(str(trace))
         except TraceError as exc:
@@ -350,7 +323,7 @@ def _add_trace_tools(server: MCPServer, jobs: Jobs) -> None:
         return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
 
 
-def build_server(jobs: Jobs) -> MCPServer:
+def build_server(jobs: JobService) -> MCPServer:
     server: MCPServer = MCPServer(
         "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
@@ -361,8 +334,7 @@ def build_server(jobs: Jobs) -> MCPServer:
     return server
 
 
-async def serve(settings: Settings) -> None:
-    jobs = Jobs(settings)
+async def serve(jobs: JobService) -> None:
     jobs.analyzer.prestart()
     try:
         await build_server(jobs).run_stdio_async()
@@ -372,6 +344,5 @@ async def serve(settings: Settings) -> None:
 
 def run_mcp(python: str, timeout_s: float, trace_dir: Optional[Path]) -> int:
     """``torchscope mcp``: serve on stdin/stdout until the client closes them."""
-    settings = Settings(python=python, timeout_s=timeout_s, trace_dir=trace_dir)
-    asyncio.run(serve(settings))
+    asyncio.run(serve(open_service(python, timeout_s, trace_dir)))
     return 0

@@ -9,9 +9,9 @@ unsigned integer. A map carries its kind under ``"type"``; ``decode`` turns it b
 dataclass of that kind.
 
 Over 400 lines on purpose: this file is the one contract between the two processes (every
-message, ``JobOptions`` with each option's one default, the wire constants, the framing), and
-the worker's bootstrap puts exactly this module on the user's interpreter's path; splitting it
-would make a second shared module that both sides must keep in step.
+message, ``JobOptions`` and ``RunOptions`` with each option's one default, the wire constants,
+the framing), and the worker's bootstrap puts exactly this module on the user's interpreter's
+path; splitting it would make a second shared module that both sides must keep in step.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, TypeVar
 
 PROTOCOL_VERSION = 2  # 2: job options travel as one ``options`` map
 
@@ -90,7 +90,7 @@ def _option(default: Any, help: str, **meta: Any) -> Any:
     ``flag``: the CLI flag (None: not a profile flag); ``setting``: the editor setting
     (``torchscope.<setting>`` in package.json; None: not an editor setting); ``minimum``,
     ``choices``: what ``JobOptions.updated`` accepts; ``size``: a memory size as text
-    (``parse_size``; "" for the default).
+    (``parse_size``; "" for the default), at least ``floor`` bytes (default ``MIN_MEMORY``).
     """
     return field(default=default, metadata={"help": help, **meta})
 
@@ -166,11 +166,65 @@ class JobOptions:
 
         Raises ``ValueError`` naming the option and what it accepts.
         """
-        changes: dict[str, Any] = {}
-        for spec in dataclasses.fields(self):
-            if spec.name in values and values[spec.name] is not None:
-                changes[spec.name] = _checked(spec, values[spec.name])
-        return dataclasses.replace(self, **changes)
+        return _updated(self, values)
+
+
+#: ``torchscope run --mode``: which calls of a target count (``worker/call_modes.py``).
+RUN_MODES = ("any", "train", "eval")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``torchscope run`` (and the editor's and the MCP server's run) treats the program,
+    each option with its one default and limits, as ``JobOptions``: the CLI's flags, the
+    editor command's checks and the MCP tool's parameters are made from these fields."""
+
+    calls: int = _option(
+        5, "calls of a target to see before profiling it", flag="--calls", minimum=1
+    )
+    mode: str = _option(
+        "any",
+        "which calls to profile: train (grad enabled and, for a module, .training), eval "
+        "(the others) or any",
+        flag="--mode",
+        choices=RUN_MODES,
+    )
+    let_finish: bool = _option(
+        False,
+        "keep the program running after the profile (a pytest entry always finishes)",
+        flag="--let-finish",
+    )
+    capture: bool = _option(
+        False,
+        "save the profiled call's arguments to .torchscope/inputs/ for `torchscope profile`",
+        flag="--capture",
+    )
+    capture_limit: str = _option(
+        "1G",
+        "do not save a capture larger than this: bytes, or a size such as 1G",
+        flag="--capture-limit",
+        size=True,
+        floor=0,
+    )
+
+    def updated(self, values: Mapping[str, Any]) -> RunOptions:
+        """A copy with the fields named in ``values`` applied, checked as ``JobOptions``'."""
+        return _updated(self, values)
+
+    @property
+    def capture_bytes(self) -> int:
+        return parse_size(self.capture_limit, floor=0)
+
+
+OptionsT = TypeVar("OptionsT", JobOptions, RunOptions)
+
+
+def _updated(options: OptionsT, values: Mapping[str, Any]) -> OptionsT:
+    changes: dict[str, Any] = {}
+    for spec in dataclasses.fields(options):
+        if spec.name in values and values[spec.name] is not None:
+            changes[spec.name] = _checked(spec, values[spec.name])
+    return dataclasses.replace(options, **changes)
 
 
 def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
@@ -193,7 +247,7 @@ def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
             raise ValueError(f"option {spec.name!r} must be a size such as 12G, got {value!r}")
         if value.strip():
             try:
-                parse_size(value)
+                parse_size(value, spec.metadata.get("floor", MIN_MEMORY))
             except ValueError as exc:
                 raise ValueError(f"option {spec.name!r}: {exc}") from None
         return value.strip()
@@ -206,8 +260,13 @@ def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
-def parse_size(text: str) -> int:
-    """``12G``, ``512MB``, ``1.5 GiB`` or a number of bytes; ValueError says what is allowed."""
+#: The least memory limit a worker may be given: torch alone needs more.
+MIN_MEMORY = 16 << 20
+
+
+def parse_size(text: str, floor: int = MIN_MEMORY) -> int:
+    """``12G``, ``512MB``, ``1.5 GiB`` or a number of bytes; ValueError says what is allowed
+    (a memory limit is at least ``floor``)."""
     cleaned = text.strip().upper().replace(" ", "").removesuffix("IB").removesuffix("B")
     number = cleaned.rstrip("KMGT")
     unit = cleaned[len(number) :]
@@ -215,7 +274,7 @@ def parse_size(text: str) -> int:
         value = float(number) * _SIZE_UNITS[unit]
     except (ValueError, KeyError):
         raise ValueError(f"{text!r} is not a memory size: write e.g. 12G, 512M or 1.5GB") from None
-    if value < 16 << 20:
+    if value < floor:
         raise ValueError(f"memory limit {text!r} is below 16 MB: torch alone needs more")
     return int(value)
 
@@ -509,10 +568,6 @@ CHANGES_STATE = "changes the state"
 NO_EVIDENCE = "no evidence"
 
 
-#: ``torchscope run --mode``: which calls of a target count (``worker/call_modes.py``).
-RUN_MODES = ("any", "train", "eval")
-
-
 def is_train_call(training: Optional[bool], grad_enabled: bool) -> bool:
     """A training call: grad enabled and, for a module's method, the module in ``.train()``
     (``training`` None: not a module's method). Every other call is an evaluation call."""
@@ -553,11 +608,11 @@ class RunRequest(JobRequest):
     entry_target: str = ""
     entry_args: list[str] = field(default_factory=list)
     targets: list[dict[str, Any]] = field(default_factory=list)
-    calls: int = 5
-    let_finish: bool = False
-    capture_limit: int = 1 << 30
+    calls: int = RunOptions.calls
+    let_finish: bool = RunOptions.let_finish
+    capture_limit: int = parse_size(RunOptions.capture_limit, floor=0)  # bytes
     cwd: str = ""
-    mode: str = "any"  # one of ``RUN_MODES``: which calls count towards ``calls``
+    mode: str = RunOptions.mode  # one of ``RUN_MODES``: which calls count towards ``calls``
 
 
 @dataclass

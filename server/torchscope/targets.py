@@ -258,3 +258,26 @@ def call_example(target: Target) -> str:
     except TargetError:
         init = ""  # no __init__ of its own (or the file moved): the class takes none we know
     return f"{cls}({init}).{target.name}({args})"
+
+
+def read_target(spec: str, root: Optional[Path] = None) -> tuple[str, Target]:
+    """``FILE::QUALNAME`` read from disk (a relative file under ``root``, default this
+    process's folder): the file's source and the function."""
+    path, qualname = parse_spec(spec)
+    if root is not None:
+        path = root / path.expanduser()  # an absolute path stays as it is
+    source = read_source(path)
+    return source, function_named(source, str(path), qualname)
+
+
+def target_at(path: Path, line: int) -> tuple[str, Target]:
+    """The saved source of ``path`` and the function around its 1-based ``line``."""
+    source = read_source(path)
+    target = function_at(source, str(path), line)
+    if target is None:
+        raise TargetError(
+            f"line {line} of {path.name} is not inside a function — put the cursor in the def "
+            "or body of the function to profile",
+            line=line,
+        )
+    return source, target

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import PROFILE, job_fields
-from torchscope.host.trace_store import TraceStore
+from torchscope.host.trace_store import TRACE_SUFFIX, TraceStore
 from torchscope.protocol import (
     JOB_KINDS,
     CompareRequest,
@@ -81,3 +81,14 @@ def test_a_diff_request_carries_the_options_and_the_earlier_source(tmp_path: Pat
     assert request.before_trace_path and request.before_trace_path != request.trace_path
     [decoded] = FrameDecoder().feed(encode(request))
     assert decoded == request
+
+
+def test_a_trace_another_process_removed_does_not_stop_a_new_one(tmp_path: Path) -> None:
+    """Two stores share the cache folder (a notebook and a CLI): a trace listed but gone
+    before its age is read (here a link to nothing) is left out, not an error."""
+    store = TraceStore(tmp_path, keep=2)
+    kept = tmp_path / f"kept{TRACE_SUFFIX}"
+    kept.write_text("{}")
+    (tmp_path / f"gone{TRACE_SUFFIX}").symlink_to(tmp_path / "nothing")
+    assert store.traces() == [kept]
+    assert store.new_path("model.py", "fn").parent == tmp_path

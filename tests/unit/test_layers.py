@@ -83,3 +83,20 @@ def test_the_notebook_imports_no_cli() -> None:
     for path in sorted((PACKAGE / "notebook").glob("*.py")):
         crossing = [m for m in _imported(path) if m.startswith("torchscope.cli")]
         assert not crossing, (path.name, crossing)
+
+
+def test_the_sweep_loop_is_the_hosts() -> None:
+    """The notebook's ``--sweep`` runs ``host/sweep.py``'s loop (its jobs in-process, through
+    the ``Executor`` seam): it builds no points and finds no crossover itself."""
+    loop_parts = {"failed_point", "point_from_report", "crossover"}
+    for path in sorted((PACKAGE / "notebook").glob("*.py")):
+        names = {m.rsplit(".", 1)[-1] for m in _imported(path)}
+        assert not names & loop_parts, (path.name, names & loop_parts)
+
+
+def test_report_imports_no_host() -> None:
+    """``report/`` renders outcomes through ``report/outcomes.py``'s protocols: no import of
+    ``host/``, not even for type checking."""
+    for path in sorted((PACKAGE / "report").glob("*.py")):
+        crossing = [m for m in _imported(path) if m.startswith("torchscope.host")]
+        assert not crossing, (path.name, crossing)

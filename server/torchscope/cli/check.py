@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from torchscope.cli.common import add_common_arguments, diff_one, make_profiler
+from torchscope.cli.common import add_common_arguments, open_service, progress_printer
 
 if TYPE_CHECKING:  # the profiling machinery is imported where it runs (the parser stays cheap)
     from torchscope.analysis.multi.diff import Diff
@@ -146,20 +146,18 @@ async def _check_one(
 ) -> CheckRow:
     from torchscope.host.git_source import GitError
     from torchscope.host.profile_run import ProfileFailure
-    from torchscope.targets import TargetError, function_named, parse_spec, read_source
+    from torchscope.targets import TargetError, read_target
 
-    profiler = make_profiler(args)
+    service = open_service(args, str(config.root))
     try:
-        path, qualname = parse_spec(entry.target)
-        path = path if path.is_absolute() else config.root / path
-        target = function_named(read_source(path), str(path), qualname)
+        target = read_target(entry.target, config.root)[1]
         call = entry.call or args.call
-        outcome = await diff_one(profiler, args, target, call, base, str(config.root))
+        outcome = await service.diff(target, call, base, None, progress_printer(args))
     except (TargetError, GitError, ProfileFailure) as exc:
         status = "skipped" if entry.allow_missing else "error"
         return CheckRow(entry, status, str(getattr(exc, "message", exc)))
     finally:
-        await profiler.close()
+        await service.close()
     verdict = outcome.diff.verdict
     regressed = verdict.id == "slower" and verdict.ci_low > 1 + config.threshold
     return CheckRow(entry, "regressed" if regressed else "ok", verdict.headline, outcome.diff)

@@ -1,6 +1,7 @@
 """What the subcommands share: exit codes, the job-option flags (``torchscope/flags.py``, shared
-with the notebook's magic), the profiling set-up, the job kind a flag chose, one comparison
-against a git revision, and ``--open`` (the trace in the Perfetto UI).
+with the notebook's magic), the job service a command runs its jobs through
+(``open_service``: ``host/session.py``), the job kind a flag chose, and ``--open`` (the trace
+in the Perfetto UI).
 
 Building the parser imports only ``protocol``: the host (workers, the trace server) is
 imported inside the functions that run a job, so ``torchscope analyze`` never pays for it.
@@ -20,8 +21,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from torchscope.flags import add_job_options as add_job_options
 from torchscope.flags import add_kind_flags as add_kind_flags
+from torchscope.flags import add_option_flags as add_option_flags
 from torchscope.flags import chosen_kinds as chosen_kinds
 from torchscope.flags import job_options as job_options
+from torchscope.flags import run_options as run_options
 from torchscope.protocol import (
     PERFETTO_ORIGIN,
     PERFETTO_PORT,
@@ -33,9 +36,9 @@ from torchscope.protocol import PERFETTO_PORT_ENV as PORT_ENV
 if TYPE_CHECKING:
     from typing_extensions import TypeAlias
 
-    from torchscope.host.diff_run import DiffOutcome
-    from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, Profiler
-    from torchscope.protocol import JobOptions, Output, Progress
+    from torchscope.host.profile_run import HostJob, ProfileFailure, ProfileOutcome
+    from torchscope.host.session import JobService
+    from torchscope.protocol import Output, Progress
     from torchscope.targets import Target
 
     #: What ``add_subparsers`` returns: each subcommand module adds its parser to it.
@@ -96,25 +99,27 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 def read_target(spec: str) -> Optional[tuple[str, Target]]:
     """``FILE::QUALNAME`` read from disk: the file's source and the function; None (the reason
     on stderr) when it cannot be."""
-    from torchscope.targets import TargetError, function_named, parse_spec, read_source
+    from torchscope.targets import TargetError
+    from torchscope.targets import read_target as read
 
     try:
-        path, qualname = parse_spec(spec)
-        source = read_source(path)
-        return source, function_named(source, str(path), qualname)
+        return read(spec)
     except TargetError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return None
 
 
-def make_profiler(args: argparse.Namespace) -> Profiler:
-    from torchscope.host.session import open_profiler
+def open_service(args: argparse.Namespace, workspace: Optional[str] = None) -> JobService:
+    """The job service (``host/session.py``) for ``--python`` and ``--trace-dir``, its options
+    the job-option flags (``workspace``: where captures live, default this folder)."""
+    from torchscope.host.session import JobService
 
-    return open_profiler(
+    return JobService(
         args.python,
         args.trace_dir.resolve() if args.trace_dir else None,
         cwd=str(Path.cwd()),
         on_worker_stderr=lambda line: None if args.quiet else print(line, file=sys.stderr),
+        defaults=job_options(args, workspace or str(Path.cwd())),
     )
 
 
@@ -137,42 +142,13 @@ def output_printer(args: argparse.Namespace) -> Callable[[Output], None]:
     return on_output
 
 
-async def run_kind(
-    profiler: Profiler,
-    target: Target,
-    call: Optional[str],
-    options: JobOptions,
-    args: argparse.Namespace,
-    on_progress: Callable[[Progress], None],
-    on_output: Callable[[Output], None],
-) -> Any:
-    """The outcome of a plain profile, or of the job kind whose flag was given
-    (``--compare-compile``)."""
+def chosen_kind(args: argparse.Namespace) -> HostJob[Any, Any]:
+    """A plain profile, or the job kind whose flag was given (``--compare-compile``)."""
     from torchscope.host.job_kinds import host_kinds
     from torchscope.protocol import ProfileRequest
 
     chosen = chosen_kinds(args)
-    kind = host_kinds()[chosen[0][1] if chosen else ProfileRequest.TYPE]
-    return await profiler.run_job(kind, target, call, options, on_progress, on_output)
-
-
-async def diff_one(
-    profiler: Profiler,
-    args: argparse.Namespace,
-    target: Target,
-    call: Optional[str],
-    rev: str,
-    workspace_root: Optional[str] = None,
-) -> DiffOutcome:
-    """One comparison (``diff``, and each function of ``check``); raises ``GitError`` or
-    ``ProfileFailure`` with the user's message."""
-    from torchscope.host.diff_run import DiffJobKind
-    from torchscope.host.git_source import source_at
-
-    before = source_at(Path(target.file), rev)
-    options = job_options(args, workspace_root or str(Path.cwd()))
-    kind = DiffJobKind(before, rev)
-    return await profiler.run_job(kind, target, call, options, progress_printer(args))
+    return host_kinds()[chosen[0][1] if chosen else ProfileRequest.TYPE]
 
 
 def add_open_arguments(parser: argparse.ArgumentParser) -> None:

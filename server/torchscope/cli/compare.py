@@ -15,15 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from torchscope.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
     chosen_kinds,
-    job_options,
-    make_profiler,
+    open_service,
     output_printer,
     print_failure,
     progress_printer,
@@ -45,8 +43,7 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
     if found is None:
         return EXIT_USAGE
     target = found[1]
-    profiler = make_profiler(args)
-    options = job_options(args, workspace_root=str(Path.cwd()))
+    service = open_service(args)
     for flag, _ in chosen_kinds(args):
         print(f"torchscope: --sweep and {flag} cannot be combined", file=sys.stderr)
     batch_dim = getattr(args, "batch_dim", None)
@@ -54,7 +51,7 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
     if bad_dim:
         print("torchscope: --batch-dim N takes N >= 0, with --sweep batch", file=sys.stderr)
     if chosen_kinds(args) or bad_dim:
-        await profiler.close()
+        await service.close()
         return EXIT_USAGE
     from torchscope.host.profile_run import ProfileFailure
     from torchscope.host.sweep import sweep
@@ -62,12 +59,12 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
     name, sizes = args.sweep
     try:
         outcome = await sweep(
-            profiler,
+            service.profiler,
             target,
             args.call,
             name,
             sizes,
-            options,
+            service.defaults,
             progress_printer(args),
             output_printer(args),
             batch_dim,
@@ -75,7 +72,7 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
     except ProfileFailure as failure:
         return print_failure(target.file, failure)
     finally:
-        await profiler.close()
+        await service.close()
     if args.json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False), flush=True)
     else:

@@ -16,9 +16,9 @@ from torchscope.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_common_arguments,
-    diff_one,
-    make_profiler,
+    open_service,
     print_failure,
+    progress_printer,
     read_target,
 )
 
@@ -55,16 +55,16 @@ async def run_diff_command(args: argparse.Namespace) -> int:
     if found is None:
         return EXIT_USAGE
     target = found[1]
-    profiler = make_profiler(args)
+    service = open_service(args)
     try:
-        outcome = await diff_one(profiler, args, target, args.call, args.rev)
+        outcome = await service.diff(target, args.call, args.rev, None, progress_printer(args))
     except GitError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ProfileFailure as failure:
         return print_failure(target.file, failure)
     finally:
-        await profiler.close()
+        await service.close()
     if args.json:
         print(json.dumps(outcome.to_json(), ensure_ascii=False), flush=True)
     else:

@@ -21,8 +21,7 @@ from torchscope.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_common_arguments,
-    job_options,
-    make_profiler,
+    open_service,
     print_failure,
     progress_printer,
     read_target,
@@ -30,7 +29,7 @@ from torchscope.cli.common import (
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
-    from torchscope.host.profile_run import Profiler
+    from torchscope.host.session import JobService
     from torchscope.targets import Target
 
 
@@ -76,13 +75,13 @@ async def run_fix_command(args: argparse.Namespace) -> int:
         return _list(args, source, target)
     from torchscope.host.profile_run import ProfileFailure  # the worker's side: only for --try
 
-    profiler = make_profiler(args)
+    service = open_service(args)
     try:
-        return await _try(profiler, args, target)
+        return await _try(service, args, target)
     except ProfileFailure as failure:
         return print_failure(target.file, failure)
     finally:
-        await profiler.close()
+        await service.close()
 
 
 def _list(args: argparse.Namespace, source: str, target: Target) -> int:
@@ -103,21 +102,18 @@ def _list(args: argparse.Namespace, source: str, target: Target) -> int:
     return EXIT_OK
 
 
-async def _try(profiler: Profiler, args: argparse.Namespace, target: Target) -> int:
-    from pathlib import Path
-
+async def _try(service: JobService, args: argparse.Namespace, target: Target) -> int:
     from torchscope.analysis.fixes import ORDER, fix_by_id
-    from torchscope.host.fix_run import FixNotApplicable, apply_rewrite, try_fix
+    from torchscope.host.fix_run import FixNotApplicable, apply_rewrite
     from torchscope.report.fix import render_trial
 
     if fix_by_id(args.try_id) is None:
         known = ", ".join(i for i in ORDER if fix_by_id(i) is not None)
         print(f"torchscope: no fix {args.try_id!r} — fixes: {known}", file=sys.stderr)
         return EXIT_USAGE
-    options = job_options(args, str(Path.cwd()))
     try:
-        trial, rewrite = await try_fix(
-            profiler, target, args.call, options, args.try_id, progress_printer(args)
+        trial, rewrite = await service.try_fix(
+            target, args.call, args.try_id, None, progress_printer(args)
         )
     except FixNotApplicable as exc:
         print(f"torchscope: {exc} (see --list)", file=sys.stderr)

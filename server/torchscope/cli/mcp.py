@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torchscope.cli.common import EXIT_USAGE
+from torchscope.protocol import JobOptions
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
@@ -18,7 +19,10 @@ if TYPE_CHECKING:
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
     mcp = commands.add_parser("mcp", help="run an MCP server on stdio (for coding agents)")
     mcp.add_argument("--python", default=sys.executable, help="interpreter to run the code in")
-    mcp.add_argument("--timeout", type=float, default=120.0, help="seconds per job (default 120)")
+    timeout = JobOptions.timeout_s
+    mcp.add_argument(
+        "--timeout", type=float, default=timeout, help=f"seconds per job (default {timeout:g})"
+    )
     mcp.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     return mcp
 

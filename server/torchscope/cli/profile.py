@@ -20,15 +20,14 @@ from torchscope.cli.common import (
     EXIT_USAGE,
     add_common_arguments,
     add_open_arguments,
-    job_options,
-    make_profiler,
+    chosen_kind,
     open_in_perfetto,
+    open_service,
     output_printer,
     print_failure,
     progress_printer,
     read_target,
     render_text,
-    run_kind,
     say,
 )
 
@@ -36,6 +35,7 @@ from torchscope.cli.common import (
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
     from torchscope.host.profile_run import ProfileOutcome
+    from torchscope.host.session import JobService
     from torchscope.protocol import Hello
     from torchscope.targets import Target
 
@@ -114,22 +114,23 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     problem = call_expression_problem(args.call) if args.call else None
     if problem is not None:  # told before a worker starts (that takes seconds)
         return print_failure(target.file, ProfileFailure("call-invalid", problem, target.def_line))
-    profiler = make_profiler(args)
-    options = job_options(args, workspace_root=str(Path.cwd()))
+    service = open_service(args)
     on_progress, on_output = progress_printer(args), output_printer(args)
     status = EXIT_OK
     traces: list[Path] = []
     try:
         say(args.quiet, f"starting a worker in {args.python}")
-        hello = await profiler.hello()
+        hello = await service.hello()
         _say_hello(args, hello)
         for call, nproc in _calls(args, target, hello.cuda_available):
             say(args.quiet, f"profiling {call or target.qualname + '()'}")
             if nproc > 1:  # on N ranks under torchrun
-                status = max(status, await profile_ranks_command(args, target, call, nproc, hello))
+                ranks = await profile_ranks_command(args, service, target, call, nproc, hello)
+                status = max(status, ranks)
                 continue
             try:
-                done = await run_kind(profiler, target, call, options, args, on_progress, on_output)
+                kind = chosen_kind(args)
+                done = await service.run(kind, target, call, None, on_progress, on_output)
                 job = cli_report(done, verbose=not args.quiet)
             except ProfileFailure as failure:
                 status = EXIT_FAILED
@@ -140,7 +141,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
         print(f"torchscope: {failure.message}", file=sys.stderr)
         status = EXIT_FAILED
     finally:
-        await profiler.close()
+        await service.close()
     if args.open and not _open_all(args, traces):
         status = EXIT_FAILED
     return status
@@ -175,6 +176,7 @@ def _open_all(args: argparse.Namespace, traces: list[Path]) -> bool:
 
 async def profile_ranks_command(
     args: argparse.Namespace,
+    service: JobService,
     target: Target,
     call: Optional[str],
     nproc: int,
@@ -183,15 +185,13 @@ async def profile_ranks_command(
     """``profile --nproc N``: run the ranks, print the cross-rank view (or ``--json``); 0 on
     success, 1 when a rank failed (its traceback on stderr)."""
     from torchscope.host.profile_run import ProfileFailure
-    from torchscope.host.rank_profile import profile_ranks, resolve_backend
-    from torchscope.host.trace_store import TraceStore
+    from torchscope.host.rank_profile import resolve_backend
     from torchscope.report import render_report
     from torchscope.report.ranks import render_ranks
 
     cuda_available = hello.cuda_available
-    options = job_options(args, workspace_root=str(Path.cwd())).updated({"nproc": nproc})
+    options = service.options({"nproc": nproc})
     backend = resolve_backend(options, cuda_available)
-    store = TraceStore(args.trace_dir.resolve() if args.trace_dir else None)
 
     def show(line: str) -> None:
         if not args.quiet:
@@ -199,9 +199,7 @@ async def profile_ranks_command(
 
     show(f"[torchscope] {nproc} ranks ({backend}) under torch.distributed.run")
     try:
-        done = await profile_ranks(
-            args.python, store, target, call, options, cuda_available, str(Path.cwd()), show
-        )
+        done = await service.profile_ranks(target, call, options, cuda_available, show)
     except ProfileFailure as failure:
         return print_failure(target.file, failure)
     if args.json:

@@ -19,23 +19,22 @@ from torchscope.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     add_job_options,
-    job_options,
-    make_profiler,
+    add_option_flags,
+    open_service,
     output_printer,
     print_failure,
     progress_printer,
     read_target,
     render_text,
+    run_options,
     say,
 )
-from torchscope.protocol import RUN_MODES, parse_size
+from torchscope.protocol import RunOptions
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
     from torchscope.host.program_run import RunOutcome, TargetRun
     from torchscope.targets import Target
-
-DEFAULT_CALLS = 5
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -54,37 +53,9 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         metavar="FILE::QUALNAME",
         help="a function to profile, e.g. model.py::Attention.forward (repeatable)",
     )
-    run.add_argument(
-        "--calls",
-        type=int,
-        default=DEFAULT_CALLS,
-        help=f"calls of a target to see before profiling it (default {DEFAULT_CALLS})",
-    )
-    run.add_argument(
-        "--let-finish",
-        action="store_true",
-        help="keep the program running after the profile (a pytest entry always finishes)",
-    )
-    run.add_argument(
-        "--capture",
-        action="store_true",
-        help="save the profiled call's arguments to .torchscope/inputs/ for `torchscope profile`",
-    )
-    run.add_argument(
-        "--capture-limit",
-        default="1G",
-        metavar="SIZE",
-        help="do not save a capture larger than this (default 1G)",
-    )
     add_job_options(run)
-    run.add_argument(  # after the job options: replaces --compare-compile's --mode
-        "--mode",
-        dest="call_mode",
-        choices=RUN_MODES,
-        default="any",
-        help="which calls to profile: train (grad enabled and, for a module, .training), eval "
-        "(the others) or any (default)",
-    )
+    # after the job options: RunOptions' --mode (which calls) replaces --compare-compile's
+    add_option_flags(run, RunOptions)
     run.add_argument("--python", default=sys.executable, help="interpreter to run the program in")
     run.add_argument("--trace-dir", type=Path, help="where traces go (default: user cache)")
     run.add_argument("--json", action="store_true", help="one JSON object per target")
@@ -111,41 +82,27 @@ def _read_targets(specs: list[str]) -> list[tuple[str, Target]] | None:
 
 async def run_command(args: argparse.Namespace) -> int:
     from torchscope.host.profile_run import ProfileFailure
-    from torchscope.host.program_run import RunJobKind, parse_entry, run_program
 
     targets = _read_targets(args.target)
     if targets is None:
         return EXIT_USAGE
+    service = open_service(args)
     try:
-        entry = parse_entry(list(args.entry))
-        text = args.capture_limit.strip()
-        limit = int(text) if text.isdigit() else parse_size(text)  # bytes, or a size: 1G
+        entry = service.entry(list(args.entry))
     except ValueError as exc:
         print(f"torchscope: {exc}", file=sys.stderr)
+        await service.close()  # no worker started yet
         return EXIT_USAGE
-    if args.calls < 1:
-        print("torchscope: --calls must be 1 or more", file=sys.stderr)
-        return EXIT_USAGE
-    kind = RunJobKind(
-        [t for _, t in targets],
-        entry,
-        args.calls,
-        args.let_finish,
-        args.capture,
-        limit,
-        mode=args.call_mode,
-    )
-    options = job_options(args, workspace_root=str(Path.cwd()))
-    profiler = make_profiler(args)
     say(args.quiet, f"running `{entry}` in {args.python}")
+    on_progress, on_output = progress_printer(args), output_printer(args)
     try:
-        outcome = await run_program(
-            profiler, kind, options, progress_printer(args), output_printer(args)
+        outcome = await service.run_program(
+            [t for _, t in targets], entry, run_options(args), None, None, on_progress, on_output
         )
     except ProfileFailure as failure:
         return print_failure(targets[0][1].file, failure)
     finally:
-        await profiler.close()
+        await service.close()
     sources = {(t.file, t.qualname): source for source, t in targets}
     return _print_run(args, outcome, sources)
 

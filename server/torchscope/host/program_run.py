@@ -33,6 +33,7 @@ from torchscope.protocol import (
     Output,
     ProfileResult,
     Progress,
+    RunOptions,
     RunRequest,
     RunResult,
 )
@@ -165,24 +166,13 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
     chooses_call = False
 
     def __init__(
-        self,
-        targets: list[Target],
-        entry: Entry,
-        calls: int,
-        let_finish: bool = False,
-        capture: bool = False,
-        capture_limit: int = 1 << 30,
-        cwd: str = "",
-        mode: str = "any",
+        self, targets: list[Target], entry: Entry, run: RunOptions, cwd: str = ""
     ) -> None:
         self.targets = targets
         self.cwd = cwd  # the program's working directory ("": the worker's, the workspace root)
         self.entry = entry
-        self.calls = calls
-        self.let_finish = let_finish
-        self.capture = capture
-        self.capture_limit = capture_limit
-        self.mode = mode  # ``--mode``: one of ``protocol.RUN_MODES``
+        self.run = run
+        self.mode = run.mode  # ``--mode``: one of ``protocol.RUN_MODES``
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         workspace = fields["options"].workspace_root
@@ -194,7 +184,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                 if i == 0
                 else str(store.new_path(t.file, t.qualname)),
                 "capture_path": str(capture_path(workspace, t.file, t.qualname))
-                if self.capture
+                if self.run.capture
                 else "",
             }
             for i, t in enumerate(self.targets)
@@ -205,11 +195,11 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
             entry_target=self.entry.target,
             entry_args=list(self.entry.args),
             targets=targets,
-            calls=self.calls,
-            let_finish=self.let_finish,
-            capture_limit=self.capture_limit,
+            calls=self.run.calls,
+            let_finish=self.run.let_finish,
+            capture_limit=self.run.capture_bytes,
             cwd=self.cwd,
-            mode=self.mode,
+            mode=self.run.mode,
         )
 
     def outcome(

@@ -12,7 +12,9 @@ repeats along dim 0 every tensor argument whose dim 0 is the captured batch size
 
 A sweep is a host composite, not a job kind: a job kind is one request the worker answers, and
 a sweep is several profile jobs (a size that times out or runs out of memory loses only its
-own point, and the worker needs no message of its own); see docs/design-notes.md.
+own point, and the worker needs no message of its own); see docs/design-notes.md. Where the
+jobs run is the ``Executor``: a ``Profiler`` (the worker) or the notebook's in-process one
+(``notebook/executor.py``); the loop is this module's, once.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 from torchscope.analysis.multi.sweep import (
     Sweep,
@@ -35,8 +37,9 @@ from torchscope.analysis.multi.sweep import (
 )
 from torchscope.host import batch_sweep
 from torchscope.host.batch_sweep import BATCH
-from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome, Profiler
-from torchscope.protocol import JobOptions, Output, Progress
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome
+from torchscope.host.trace_store import TraceStore, newest_first
+from torchscope.protocol import Hello, JobOptions, Output, Progress
 from torchscope.report.sweep import render_sweep
 from torchscope.report.sweep_chart import sweep_svg
 from torchscope.targets import Target
@@ -212,12 +215,7 @@ def write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]
         path.write_text(svg, encoding="utf-8")
     except OSError:
         return None
-    charts = sorted(
-        (p for p in folder.iterdir() if p.name.endswith(SVG_SUFFIX)),
-        key=lambda p: p.stat().st_mtime,
-        reverse=True,
-    )
-    for old in charts[max(1, keep) :]:
+    for old in newest_first(folder, SVG_SUFFIX)[max(1, keep) :]:
         with contextlib.suppress(OSError):
             old.unlink()
     return str(path)
@@ -226,8 +224,28 @@ def write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]
 Reported = Union[ProfileOutcome, str]  # a size's profile, or why it has none
 
 
+class Executor(Protocol):
+    """Where a sweep's profile jobs run: a ``Profiler`` (the worker) is one; the notebook's
+    ``InProcessExecutor`` runs them in the caller's process. ``trace_store``: where the chart
+    goes (beside the traces)."""
+
+    trace_store: TraceStore
+
+    async def hello(self) -> Hello: ...
+
+    async def run_job(
+        self,
+        kind: HostJob[Any, ProfileOutcome],
+        target: Target,
+        call: Optional[str],
+        options: JobOptions,
+        on_progress: Optional[Callable[[Progress], None]] = None,
+        on_output: Optional[Callable[[Output], None]] = None,
+    ) -> ProfileOutcome: ...
+
+
 async def _profile_at(
-    profiler: Profiler,
+    profiler: Executor,
     kind: HostJob[Any, ProfileOutcome],
     target: Target,
     call: Optional[str],
@@ -261,7 +279,7 @@ async def _profile_at(
 
 
 def _finish(
-    profiler: Profiler, target: Target, template: str, name: str, by_size: dict[int, Reported]
+    profiler: Executor, target: Target, template: str, name: str, by_size: dict[int, Reported]
 ) -> SweepOutcome:
     """The points in size order, the crossover and the chart."""
     points: list[SweepPoint] = []
@@ -282,7 +300,7 @@ def _finish(
 
 
 async def _batch_sweep(
-    profiler: Profiler,
+    profiler: Executor,
     target: Target,
     call: Optional[str],
     sizes: list[int],
@@ -324,7 +342,7 @@ async def _batch_sweep(
 
 
 async def sweep(
-    profiler: Profiler,
+    profiler: Executor,
     target: Target,
     call: Optional[str],
     name: str,

@@ -23,6 +23,19 @@ def default_trace_dir() -> Path:
     return Path(base) / "torchscope" / "traces"
 
 
+def newest_first(folder: Path, suffix: str) -> list[Path]:
+    """The files of ``folder`` named ``*suffix``, newest first; one that vanishes while they
+    are listed (another process sharing the folder pruned it) is left out."""
+    if not folder.is_dir():
+        return []
+    found: list[tuple[float, Path]] = []
+    for path in folder.iterdir():
+        if path.name.endswith(suffix):
+            with contextlib.suppress(FileNotFoundError):
+                found.append((path.stat().st_mtime, path))
+    return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
+
+
 class TraceStore:
     def __init__(self, folder: Optional[Path] = None, keep: int = DEFAULT_KEEP) -> None:
         self.folder = folder or default_trace_dir()
@@ -41,10 +54,8 @@ class TraceStore:
         return self.folder / f"{stem}.{stamp}.{os.getpid()}{TRACE_SUFFIX}"
 
     def traces(self) -> list[Path]:
-        if not self.folder.is_dir():
-            return []
-        found = [p for p in self.folder.iterdir() if p.name.endswith(TRACE_SUFFIX)]
-        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+        """The traces, newest first."""
+        return newest_first(self.folder, TRACE_SUFFIX)
 
     def prune(self, keep: int) -> None:
         for old in self.traces()[max(0, keep) :]:

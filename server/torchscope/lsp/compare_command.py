@@ -40,16 +40,19 @@ from torchscope.host.sweep import (
 from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
 from torchscope.lsp.jobs import BadArguments, JobCommand, Located, publish_profile
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.protocol import COMPILE_MODES
+from torchscope.protocol import COMPILE_MODES, JobOptions
 from torchscope.report.compare import comparison_page_markdown
 from torchscope.report.sweep import sweep_markdown
 
 
 def _mode(raw: dict[str, Any]) -> str:
-    mode = raw.get("mode", "default")
-    if mode not in COMPILE_MODES:
+    """``mode``: ``JobOptions.compile_mode`` under the name the command takes."""
+    mode = raw.get("mode", JobOptions.compile_mode)
+    try:
+        JobOptions().updated({"compile_mode": mode})
+    except ValueError:
         modes = ", ".join(COMPILE_MODES)
-        raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}")
+        raise BadArguments(f"{CMD_COMPARE_COMPILE}: 'mode' must be one of {modes}") from None
     return str(mode)
 
 
@@ -79,7 +82,7 @@ COMPARE_COMMAND: JobCommand[str, CompareOutcome] = JobCommand(
     parse=_mode,
     aliases={"mode": "compile_mode"},
     title=lambda target, _: f"Comparing {target.qualname} with torch.compile",
-    start=lambda ls, located, _, on_progress, on_output: ls.profiler.run_job(
+    start=lambda ls, located, _, on_progress, on_output: ls.jobs.run(
         COMPARE, located.target, located.args.call, located.options, on_progress, on_output
     ),
     publish=_publish_compare,

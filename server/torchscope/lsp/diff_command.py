@@ -20,7 +20,7 @@ from lsprotocol import types
 
 from torchscope.analysis.multi.diff import Diff
 from torchscope.host.diff_run import DiffJobKind, DiffOutcome
-from torchscope.host.git_source import GitError, source_at
+from torchscope.host.git_source import GitError
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.lsp.constants import CMD_DIFF
 from torchscope.lsp.jobs import (
@@ -49,14 +49,11 @@ def _rev(raw: dict[str, Any]) -> str:
 async def _start(
     ls: TorchscopeServer, located: Located, rev: str, on_progress: OnProgress, on_output: OnOutput
 ) -> DiffOutcome:
+    target, call = located.target, located.args.call
     try:
-        before = source_at(located.path, rev)
+        return await ls.jobs.diff(target, call, rev, located.options, on_progress, on_output)
     except GitError as exc:
         raise ProfileFailure("git", str(exc)) from exc
-    kind = DiffJobKind(before, rev)
-    return await ls.profiler.run_job(
-        kind, located.target, located.args.call, located.options, on_progress, on_output
-    )
 
 
 def _say(ls: TorchscopeServer, qualname: str, diff: Diff) -> None:
@@ -116,7 +113,7 @@ async def compare_with_earlier(
     kind = DiffJobKind(earlier, BEFORE_THE_EDIT)
     target = located.target
     try:
-        outcome = await ls.profiler.run_job(
+        outcome = await ls.jobs.run(
             kind, target, located.args.call, located.options, on_progress, on_output
         )
     except ProfileFailure as failure:

@@ -29,7 +29,7 @@ from torchscope.analysis.fixes import fix_by_id, offered
 from torchscope.analysis.fixes.base import Rewrite
 from torchscope.analysis.fixes.offers import with_measured
 from torchscope.analysis.fixes.trial import FixTrial
-from torchscope.host.fix_run import FixNotApplicable, device_of, try_fix
+from torchscope.host.fix_run import FixNotApplicable, device_of
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.lsp.constants import CMD_TRY_FIX
 from torchscope.lsp.jobs import (
@@ -98,7 +98,7 @@ async def _start(
 ) -> tuple[FixTrial, Rewrite]:
     target, call = located.target, located.args.call
     try:
-        return await try_fix(ls.profiler, target, call, located.options, fix, on_progress)
+        return await ls.jobs.try_fix(target, call, fix, located.options, on_progress)
     except FixNotApplicable as exc:
         raise ProfileFailure("fix", str(exc)) from exc
 

@@ -26,7 +26,7 @@ from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import Profile, ProfiledFunction, function_source
 from torchscope.lsp.server import EXECUTE_PARAMS, TorchscopeServer
 from torchscope.protocol import JobOptions, Output, Progress
-from torchscope.targets import Target, TargetError, function_at, read_source
+from torchscope.targets import Target, TargetError, read_source, target_at
 
 ExtraT = TypeVar("ExtraT")
 OutcomeT = TypeVar("OutcomeT")
@@ -135,14 +135,7 @@ class JobCommand(Generic[ExtraT, OutcomeT]):
 
 def locate(ls: TorchscopeServer, args: JobArgs) -> tuple[Path, str, Target]:
     path = Path(to_fs_path(args.uri) or "")
-    source = read_source(path)
-    target = function_at(source, str(path), args.line + 1)
-    if target is None:
-        raise TargetError(
-            f"line {args.line + 1} of {path.name} is not inside a function — put the cursor in "
-            "the def or body of the function to profile",
-            line=args.line + 1,
-        )
+    source, target = target_at(path, args.line + 1)
     document = ls.workspace.text_documents.get(args.uri)
     if document is not None and document.source != source:
         ls.show(
@@ -165,7 +158,8 @@ def prepare(
         source = source_or_empty(args.uri)
         return None, report_failure(ls, args.uri, failure, exc.line or args.line + 1, source, None)
     try:
-        options = ls.settings.job.updated({**overrides, "workspace_root": ls.workspace_for(path)})
+        asked = {**overrides, "workspace_root": ls.workspace_for(path)}
+        options = ls.jobs.options(asked, base=ls.settings.job)
     except ValueError as exc:
         failure = ProfileFailure("settings", str(exc), target.def_line)
         return None, report_failure(ls, args.uri, failure, target.def_line, source, target)

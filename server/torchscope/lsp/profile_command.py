@@ -29,7 +29,7 @@ async def _profile(
     """The profile; after an edit of a function profiled earlier in this session, also the
     comparison with the earlier source (a second job, both versions interleaved)."""
     earlier = earlier_source(ls, located)
-    outcome = await ls.profiler.run_job(
+    outcome = await ls.jobs.run(
         PROFILE, located.target, located.args.call, located.options, on_progress, on_output
     )
     if earlier is None:

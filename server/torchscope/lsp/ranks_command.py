@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from torchscope.host.rank_profile import RanksOutcome, profile_ranks
+from torchscope.host.rank_profile import RanksOutcome
 from torchscope.lsp.constants import CMD_PROFILE_RANKS, NOTIFY_PROFILE_DONE
 from torchscope.lsp.jobs import JobCommand, Located, OnOutput, OnProgress, store_result
 from torchscope.lsp.results import Profile
@@ -27,21 +27,17 @@ async def _start(
     ls: TorchscopeServer, located: Located, _: None, on_progress: OnProgress, on_output: OnOutput
 ) -> RanksOutcome:
     del on_progress  # the ranks report no per-pass progress to the editor
-    profiler = ls.profiler
-    hello = await profiler.hello()
+    hello = await ls.jobs.hello()
     options = located.options
     if options.nproc < 1:
         directive = located.target.directive_for(hello.cuda_available)
         nproc = directive.nproc if directive is not None and directive.nproc else DEFAULT_NPROC
         options = options.updated({"nproc": nproc})
-    return await profile_ranks(
-        profiler.python,
-        profiler.trace_store,
+    return await ls.jobs.profile_ranks(
         located.target,
         located.args.call,
         options,
         hello.cuda_available,
-        profiler.cwd,
         lambda line: on_output(Output(0, "stderr", line + "\n")),
     )
 

@@ -24,7 +24,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from torchscope.host.profile_run import ProfileFailure
-from torchscope.host.program_run import RunJobKind, RunOutcome, TargetRun, parse_entry, run_program
+from torchscope.host.program_run import RunOutcome, TargetRun
 from torchscope.lsp.constants import CMD_PROFILE_IN_RUN
 from torchscope.lsp.jobs import (
     BadArguments,
@@ -36,10 +36,8 @@ from torchscope.lsp.jobs import (
     refuse,
 )
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.protocol import RUN_MODES
+from torchscope.protocol import RunOptions
 from torchscope.targets import TargetError, function_named, read_source
-
-DEFAULT_CALLS = 5
 
 Ran = tuple[RunOutcome, TargetRun]
 
@@ -47,15 +45,12 @@ Ran = tuple[RunOutcome, TargetRun]
 @dataclass(frozen=True)
 class RunArgs:
     entry: list[str]
-    calls: int
-    capture: bool
+    run: RunOptions  # ``calls``, ``mode``, ``capture``…: checked by ``RunOptions.updated``
     cwd: Optional[str] = None
-    mode: str = "any"  # ``--mode``: which calls count (``protocol.RUN_MODES``)
 
 
 def _parse(raw: dict[str, Any]) -> RunArgs:
-    entry, calls, capture = raw.get("entry"), raw.get("calls", DEFAULT_CALLS), raw.get("capture")
-    cwd = raw.get("cwd")
+    entry, cwd = raw.get("entry"), raw.get("cwd")
     try:
         words = shlex.split(entry) if isinstance(entry, str) else entry
     except ValueError as exc:
@@ -65,18 +60,13 @@ def _parse(raw: dict[str, Any]) -> RunArgs:
             f"{CMD_PROFILE_IN_RUN}: 'entry' must be the program, as a command line or its words: "
             f"python train.py ARGS…, -m module ARGS… or pytest TEST — got {entry!r}"
         )
-    if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
-        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'calls' must be 1 or more, got {calls!r}")
-    if capture is not None and not isinstance(capture, bool):
-        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'capture' must be true or false")
     if cwd is not None and (not isinstance(cwd, str) or not cwd.strip()):
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'cwd' must be a folder's path, got {cwd!r}")
-    mode = raw.get("mode") or "any"
-    if mode not in RUN_MODES:
-        raise BadArguments(
-            f"{CMD_PROFILE_IN_RUN}: 'mode' must be one of {', '.join(RUN_MODES)}, got {mode!r}"
-        )
-    return RunArgs(words, calls, bool(capture), cwd, mode)
+    try:
+        run = RunOptions().updated(raw)
+    except ValueError as exc:
+        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: {exc}") from exc
+    return RunArgs(words, run, cwd)
 
 
 def _folder(ls: TorchscopeServer, run: RunArgs, line: int) -> Optional[Path]:
@@ -98,12 +88,13 @@ async def _start(
     target = located.target
     folder = _folder(ls, run, target.def_line)
     try:
-        entry = parse_entry(run.entry, folder)
+        entry = ls.jobs.entry(run.entry, folder)
     except ValueError as exc:
         raise ProfileFailure("entry", str(exc), target.def_line) from exc
-    cwd = str(folder) if run.cwd is not None and folder else ""
-    kind = RunJobKind([target], entry, run.calls, capture=run.capture, cwd=cwd, mode=run.mode)
-    outcome = await run_program(ls.profiler, kind, located.options, on_progress, on_out)
+    cwd = folder if run.cwd is not None else None
+    outcome = await ls.jobs.run_program(
+        [target], entry, run.run, located.options, cwd, on_progress, on_out
+    )
     [part] = outcome.targets
     if part.outcome is None:
         assert part.failure is not None

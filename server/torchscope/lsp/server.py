@@ -1,4 +1,4 @@
-"""The ``TorchscopeServer``: owns settings, the profiler (one worker) and the results.
+"""The ``TorchscopeServer``: owns settings, the job service (one worker) and the results.
 
 Handlers live in their own modules (``profile_command``, ``target_request``, ``documents``) and
 take the server first; ``lsp/wiring.py`` registers them and runs stdio.
@@ -20,7 +20,7 @@ from pygls.protocol.language_server import lsp_method
 
 from torchscope._version import __version__
 from torchscope.host.profile_run import Profiler
-from torchscope.host.session import open_profiler
+from torchscope.host.session import JobService
 from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.lsp.constants import SERVER_NAME
 from torchscope.lsp.diagnostics import diagnostics_for
@@ -66,8 +66,8 @@ class TorchscopeServer(LanguageServer):
         self.running: dict[Any, asyncio.Task[Any]] = {}
         self.trace_findings: dict[str, list[types.Diagnostic]] = {}
         """Diagnostics from the last ``torchscope.analyzeTrace``, by document URI."""
-        self._profiler: Optional[Profiler] = None
-        self._profiler_key: tuple[Any, ...] = ()
+        self._jobs: Optional[JobService] = None
+        self._jobs_key: tuple[Any, ...] = ()
         self._closing: set[asyncio.Future[None]] = set()  # old workers shutting down
         self.closed_documents: set[str] = set()
         """URIs the editor closed (and has not reopened): results are kept, not published."""
@@ -82,16 +82,17 @@ class TorchscopeServer(LanguageServer):
             self.settings = Settings()
 
     @property
-    def profiler(self) -> Profiler:
-        """The profiler for the configured interpreter (recreated when settings change it)."""
+    def jobs(self) -> JobService:
+        """The job service for the configured interpreter (recreated when settings change it);
+        a job's options are the settings' (``Settings.job``) with the command's overrides."""
         settings = self.settings
         key = (settings.worker_python, settings.trace_dir, settings.keep_traces)
-        if self._profiler is None or key != self._profiler_key:
-            if self._profiler is not None:
-                self._closing.add(asyncio.ensure_future(self._profiler.close()))
-            self._profiler_key = key
+        if self._jobs is None or key != self._jobs_key:
+            if self._jobs is not None:
+                self._closing.add(asyncio.ensure_future(self._jobs.close()))
+            self._jobs_key = key
             root = self.workspace_root()
-            self._profiler = open_profiler(
+            self._jobs = JobService(
                 settings.worker_python,
                 settings.trace_dir,
                 settings.keep_traces,
@@ -99,8 +100,12 @@ class TorchscopeServer(LanguageServer):
                 on_worker_stderr=self.log_worker,
                 analyzer=self.analyzer,  # one warm child for opened traces and profiles'
             )
-        assert self._profiler is not None
-        return self._profiler
+        return self._jobs
+
+    @property
+    def profiler(self) -> Profiler:
+        """The job service's worker (its handshake, its lock)."""
+        return self.jobs.profiler
 
     def prestart_worker(self) -> None:
         """Start the worker (import torch, warm the profiler, calibrate the peaks) in the
@@ -174,5 +179,5 @@ class TorchscopeServer(LanguageServer):
         for task in list(self.running.values()):
             task.cancel()
         await self.analyzer.close()
-        if self._profiler is not None:
-            await self._profiler.close()
+        if self._jobs is not None:
+            await self._jobs.close()

@@ -4,16 +4,17 @@ The passes are ``worker/job.py``'s (cold call, warmup, timing without the profil
 steps with line markers; ``notebook/job.py`` only hands them a prepared call), the analysis is
 the host's (``PROFILE.outcome``: ``analyze_trace`` over the exported trace with
 ``measurements_of`` the result), so the report is the one ``torchscope profile --json`` prints.
-``compare_call`` (``--compare-compile``) and ``sweep_calls`` (``--sweep``) are the CLI's
-kinds the same way. A failure raises ``ProfileError`` chained to the user's exception.
+``compare_call`` (``--compare-compile``) is the CLI's kind the same way, and ``sweep_calls``
+(``--sweep``) is the host's sweep loop with its jobs run here (``InProcessExecutor``). A
+failure raises ``ProfileError`` chained to the user's exception.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from torchscope.notebook.cells import target_of
 from torchscope.notebook.job import (
@@ -26,11 +27,16 @@ from torchscope.notebook.job import (
     profiler_running,
 )
 from torchscope.notebook.result import Extra, ProfileReport
-from torchscope.protocol import JobOptions, Progress
+from torchscope.protocol import PROTOCOL_VERSION, Hello, JobOptions, Output, Progress
+from torchscope.targets import Target
 from torchscope.worker.call_expression import CallExpressionError, PreparedCall, prepare_call
 from torchscope.worker.job import JobFailed
 
+if TYPE_CHECKING:
+    from torchscope.host.profile_run import HostJob, ProfileOutcome
+
 Options = Union[JobOptions, Mapping[str, Any], None]
+T = TypeVar("T")
 
 
 class ProfileError(Exception):
@@ -92,12 +98,13 @@ def _stop_profiler() -> None:
             print(f"[torchscope] could not stop the profiler: {exc}", file=sys.stderr)
 
 
-def profile_call(
+def _profile_outcome(
     prepared: PreparedCall,
     options: Options = None,
     on_progress: Optional[Callable[[Progress], None]] = None,
-) -> ProfileReport:
-    """Profile one prepared call in this process (the passes of a ``profile`` job)."""
+) -> tuple[ProfileOutcome, Any]:
+    """The ``profile`` job's outcome for one prepared call, run in this process, and the
+    function it profiled."""
     from torchscope.analysis import TraceError
     from torchscope.host.profile_run import PROFILE
 
@@ -109,10 +116,18 @@ def profile_call(
     result = _guarded(job.run_with_peaks)
     where = target_of(target.function, target.qualname, target.file)
     try:
-        outcome = PROFILE.outcome(where, prepared.source, result, [])
+        return PROFILE.outcome(where, prepared.source, result, []), target.function
     except TraceError as exc:
         raise ProfileError("analysis", str(exc)) from exc
-    return ProfileReport(outcome, target.function)
+
+
+def profile_call(
+    prepared: PreparedCall,
+    options: Options = None,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+) -> ProfileReport:
+    """Profile one prepared call in this process (the passes of a ``profile`` job)."""
+    return ProfileReport(*_profile_outcome(prepared, options, on_progress))
 
 
 def _source_of(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -172,13 +187,77 @@ def compare_call(prepared: PreparedCall, options: Options = None) -> ProfileRepo
     return ProfileReport(outcome.profile, target.function, extra)
 
 
+class InProcessExecutor:
+    """``host/sweep.py``'s ``Executor`` in this process: each size's call expression is
+    evaluated in ``namespace`` and profiled here. It never waits on anything, so ``run_to_end``
+    drives the host's sweep loop without an event loop (a kernel's is already running)."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.namespace = namespace
+        self.trace_store = _store()
+        self.function: Any = None  # the function the last size profiled
+
+    async def hello(self) -> Hello:
+        import platform
+
+        import torch
+
+        version = platform.python_version()
+        return Hello(PROTOCOL_VERSION, version, sys.executable, torch.__version__, cuda_available())
+
+    async def run_job(
+        self,
+        kind: HostJob[Any, ProfileOutcome],
+        target: Target,
+        call: Optional[str],
+        options: JobOptions,
+        on_progress: Optional[Callable[[Progress], None]] = None,
+        on_output: Optional[Callable[[Output], None]] = None,
+    ) -> ProfileOutcome:
+        from torchscope.host.profile_run import PROFILE, ProfileFailure
+
+        if kind is not PROFILE:  # a capture's batch sweep: the CLI's
+            message = "in a notebook a sweep fills a placeholder of the call expression"
+            raise ProfileFailure("call-invalid", message)
+        try:
+            prepared = prepare(call or "", self.namespace)
+            outcome, self.function = _profile_outcome(prepared, options, on_progress)
+        except ProfileError as error:
+            raise ProfileFailure(error.kind, error.message, traceback=error.traceback) from error
+        return outcome
+
+
+def run_to_end(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (``InProcessExecutor``'s sweep)."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    coroutine.close()
+    raise RuntimeError("the in-process sweep waited on an event loop")
+
+
+def _sweep_target(template: str, name: str, size: int, namespace: dict[str, Any]) -> Target:
+    """The function the sweep profiles (the chart's and the table's name), from the call at
+    its first size; a call that fails there is the loop's to report."""
+    from torchscope.host.sweep import substitute
+
+    try:
+        func = prepare(substitute(template, name, size), namespace).func
+    except ProfileError:
+        return Target("<notebook>", template.split("(")[0].strip(), 0, 0, 0, ())
+    called = call_target(func)
+    return target_of(called.function, called.qualname, called.file)
+
+
 def sweep_calls(
     template: str, name: str, sizes: list[int], namespace: dict[str, Any], options: Options = None
 ) -> ProfileReport:
-    """``--sweep NAME=…``: ``template`` (holding ``{NAME}``) profiled at each size; the report
-    is the largest size's, with the sweep's table, chart and JSON."""
-    from torchscope.analysis.multi.sweep import Sweep, crossover, failed_point, point_from_report
-    from torchscope.host.sweep import placeholder, substitute
+    """``--sweep NAME=…``: ``template`` (holding ``{NAME}``) profiled at each size by the
+    host's sweep loop (``host/sweep.py``) in this process; the report is the largest size's,
+    with the sweep's table, chart and JSON."""
+    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.sweep import DEFAULT_SIZES, placeholder, sweep
     from torchscope.report.sweep import render_sweep
     from torchscope.report.sweep_chart import sweep_svg
 
@@ -188,24 +267,21 @@ def sweep_calls(
             f"the call expression has no {placeholder(name)} placeholder for the sweep to fill, "
             f"e.g. fn(torch.randn({placeholder(name)}, {placeholder(name)}))",
         )
-    points, reports = [], []
-    for size in sizes:
-        try:
-            report = profile_call(prepare(substitute(template, name, size), namespace), options)
-        except ProfileError as failure:
-            if failure.kind != "call-raised":
-                raise
-            points.append(failed_point(size, failure.message))
-            continue
-        reports.append(report)
-        points.append(point_from_report(size, report.report, report.trace_path))
-    if not reports:
-        raise ProfileError("call-raised", f"every size failed: {points[0].error}")
-    cross = crossover(points)
-    last = reports[-1]
-    title = f"{last.outcome.target.qualname}: compute share across {name}"
-    sweep = Sweep(name, template, points, cross, None)
-    text = render_sweep(points, cross, name, last.report.device.kind)
-    svg = sweep_svg(points, cross, title, name)
-    last.extra = Extra("sweep", sweep.to_dict(), f"Across {name}", text, svg)
+    sizes = sizes or list(DEFAULT_SIZES)
+    target = _sweep_target(template, name, sizes[0], namespace)
+    executor = InProcessExecutor(namespace)
+    chosen = job_options(options)
+    try:
+        done = run_to_end(sweep(executor, target, template, name, sizes, chosen))
+    except ProfileFailure as failure:
+        cause = failure.__cause__
+        user = cause.__cause__ if isinstance(cause, ProfileError) else cause
+        raise ProfileError(failure.kind, failure.message, failure.traceback) from user
+    if not done.outcomes:
+        raise ProfileError("call-raised", f"every size failed: {done.points[0].error}")
+    last = ProfileReport(done.outcomes[-1], executor.function)
+    title = f"{target.qualname}: compute share across {name}"
+    text = render_sweep(done.points, done.crossover, name, done.device)
+    svg = sweep_svg(done.points, done.crossover, title, name)
+    last.extra = Extra("sweep", done.sweep_json(), f"Across {name}", text, svg)
     return last

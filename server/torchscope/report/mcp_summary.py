@@ -1,26 +1,23 @@
 """What ``torchscope mcp`` tells a model besides the JSON: short text summaries of a report, and
 the documentation section of a finding (``explain_finding``).
 
-Pure functions over the typed results (the host's outcomes, the analysis' ``Report`` and
-``Comparison``); they do not import the MCP SDK, nor the host (its types only for checking).
+Pure functions over the typed results (a job's outcome as ``report/outcomes.py`` describes it,
+the analysis' ``Report`` and ``Comparison``); they import neither the MCP SDK nor the host.
 """
 
 from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from torchscope.analysis.formatting import format_duration
 from torchscope.analysis.results import Finding, Report
 from torchscope.analysis.rules import ALL_RULES
 from torchscope.analysis.rules.base import FINDINGS_DOC
 from torchscope.report.lines import hot_lines_text
+from torchscope.report.outcomes import ComparedCall, ProfiledCall
 from torchscope.report.stability import stability_lines
-
-if TYPE_CHECKING:
-    from torchscope.host.compare_run import CompareOutcome
-    from torchscope.host.profile_run import ProfileOutcome
 
 #: The findings reference, shipped in the package (``torchscope/report/findings.md``: in git a
 #: symlink to ``docs/findings.md``, in a wheel the file itself; pyproject.toml's package-data).
@@ -84,7 +81,7 @@ def report_summary(report: Report, trace_path: str, head: str = "") -> str:
     return "\n".join(rows)
 
 
-def profile_summary(outcome: ProfileOutcome) -> str:
+def profile_summary(outcome: ProfiledCall) -> str:
     """:func:`report_summary` of one profile, headed by the function and the call."""
     target = outcome.target
     call = outcome.call or f"{target.qualname}()"
@@ -92,7 +89,7 @@ def profile_summary(outcome: ProfileOutcome) -> str:
     return report_summary(outcome.report, outcome.result.trace_path, head)
 
 
-def compare_summary(outcome: CompareOutcome) -> str:
+def compare_summary(outcome: ComparedCall) -> str:
     """The eager profile's summary, then the comparison's verdict, error and findings."""
     compare = outcome.compare
     rows = [profile_summary(outcome.profile), ""]

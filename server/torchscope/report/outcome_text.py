@@ -7,12 +7,10 @@ from __future__ import annotations
 import datetime
 import shlex
 import time
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
+from torchscope.report.outcomes import ProfiledCall
 from torchscope.report.text import render_report
-
-if TYPE_CHECKING:
-    from torchscope.host.profile_run import ProfileOutcome
 
 
 def age_text(captured_at: Optional[str], now: Optional[float] = None) -> str:
@@ -35,7 +33,7 @@ def open_command(trace: str) -> str:
     return f"torchscope analyze {shlex.quote(trace)} --open"
 
 
-def render_text(outcome: ProfileOutcome, listing: str, open_hint: bool = True) -> str:
+def render_text(outcome: ProfiledCall, listing: str, open_hint: bool = True) -> str:
     """``outcome`` as text; ``listing`` is the function's source with its margin
     (``report/lines.py``), ``open_hint`` adds the command that opens the trace."""
     target = outcome.target
