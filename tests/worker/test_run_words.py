@@ -1,0 +1,49 @@
+"""``torchscope run`` keeps the program's words (issue "Every word on screen is right"): a
+``SystemExit`` message is shown, a traceback once and with the program's own frames only; the
+profiler's chatter on the worker's stderr stays out of the user's way unless ``--verbose``.
+
+The programs are ``tests/fixtures/workspace/run_words``, run through the real CLI.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.worker.test_run import torchscope
+
+WORDS = FIXTURES / "run_words"
+
+
+@pytest.fixture
+def programs(tmp_path: Path) -> Path:
+    return Path(shutil.copytree(WORDS, tmp_path / "run_words"))
+
+
+def _no_torchscope_frames(text: str) -> None:
+    assert "run_entry.py" not in text and "exec(code" not in text, text
+    assert "/torchscope/" not in text and "runpy" not in text, text
+
+
+def test_a_system_exit_message_is_shown(programs: Path) -> None:
+    run = torchscope(
+        programs, "run", "--target", "model.py::scale", "--", "python", "config_error.py"
+    )
+    assert run.returncode == 1
+    assert "config error: missing dataset" in run.stderr, run.stderr
+    assert "exit code 1 (config error: missing dataset) before calling scale" in run.stderr
+    assert run.stderr.count("config error: missing dataset") == 1, run.stderr
+
+
+def test_a_traceback_is_shown_once_with_the_programs_frames(programs: Path) -> None:
+    run = torchscope(programs, "run", "--target", "model.py::scale", "--", "python", "bad_shape.py")
+    assert run.returncode == 1
+    assert "(ValueError: bad shape 3x4) before calling scale" in run.stderr, run.stderr
+    assert run.stderr.count("Traceback") == 1, run.stderr
+    assert 'bad_shape.py", line 8, in <module>' in run.stderr
+    assert 'bad_shape.py", line 5, in load' in run.stderr
+    assert "its last stderr lines" not in run.stderr  # nothing they would add
+    _no_torchscope_frames(run.stderr)
