@@ -72,6 +72,18 @@ def add_job_options(parser: argparse.ArgumentParser) -> None:
             if kind in (int, float)
             else f"{meta['help']} (default: {spec.default})",
         )
+    add_verbose_flag(parser)
+
+
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    """``--verbose``: the job's log on stderr too (``torchscope/chatter.py``)."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show the job's log: the profiler's own chatter on the worker's stderr "
+        "(Kineto's USDT lines), which is otherwise kept out of the output",
+    )
 
 
 def job_options(args: argparse.Namespace, workspace_root: Optional[str]) -> JobOptions:

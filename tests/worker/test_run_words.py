@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.worker.test_run import torchscope
+from tests.worker.test_run import FAST, torchscope
 
 WORDS = FIXTURES / "run_words"
 
@@ -47,3 +47,16 @@ def test_a_traceback_is_shown_once_with_the_programs_frames(programs: Path) -> N
     assert 'bad_shape.py", line 5, in load' in run.stderr
     assert "its last stderr lines" not in run.stderr  # nothing they would add
     _no_torchscope_frames(run.stderr)
+
+
+def test_the_profilers_chatter_stays_in_the_log(programs: Path, trace_dir: Path) -> None:
+    """torch's own USDT lines (printed on every profile here) and one written to fd 2 by the
+    profiled function itself, as the C++ side writes them, go through the real worker-stderr
+    path: not on the CLI's stderr, and on it with ``--verbose``."""
+    spec = ["profile", "model.py::chatty", "--call", "chatty(1.0)", *FAST]
+    quiet = torchscope(programs, *spec, "--trace-dir", str(trace_dir))
+    assert quiet.returncode == 0, quiet.stderr
+    assert "USDT:" not in quiet.stderr and "profiler_start" not in quiet.stderr, quiet.stderr
+    loud = torchscope(programs, *spec, "--trace-dir", str(trace_dir), "--verbose")
+    assert loud.returncode == 0, loud.stderr
+    assert "SyncActivityProfilerHandler.cpp:52] profiler_start" in loud.stderr, loud.stderr
