@@ -11,8 +11,10 @@ Importing this module imports nothing heavy.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+from collections.abc import Iterator
 from typing import TextIO
 
 LOG_NAME = "torchscope.chatter"
@@ -35,11 +37,23 @@ def log_chatter(line: str) -> None:
     logging.getLogger(LOG_NAME).debug("%s", line.rstrip("\n"))
 
 
-def show_chatter(stream: TextIO) -> None:
-    """``--verbose``: the job's log, the profiler's chatter included, on ``stream``."""
+def show_chatter(stream: TextIO) -> logging.Handler:
+    """``--verbose``: the job's log, the profiler's chatter included, on ``stream``; returns
+    the handler that writes it (:func:`chatter_shown` removes it again)."""
     logger = logging.getLogger(LOG_NAME)
     logger.setLevel(logging.DEBUG)
     handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(message)s"))
     logger.addHandler(handler)
     logger.propagate = False
+    return handler
+
+
+@contextlib.contextmanager
+def chatter_shown(stream: TextIO) -> Iterator[None]:
+    """:func:`show_chatter` for the block only (``%torchscope --verbose`` in a notebook)."""
+    handler = show_chatter(stream)
+    try:
+        yield
+    finally:
+        logging.getLogger(LOG_NAME).removeHandler(handler)
