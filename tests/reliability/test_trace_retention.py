@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 from torchscope.host.trace_store import (
     DAYS_ENV,
@@ -106,3 +108,16 @@ def test_analyze_of_a_trace_retention_removed_names_the_setting(tmp_path: Path) 
     assert DAYS_ENV in done.stderr and "torchscope.keepTracesDays" in done.stderr
     never = _analyze(tmp_path / f"never{TRACE_SUFFIX}")
     assert "no such file; check the path" in never.stderr and DAYS_ENV not in never.stderr
+
+
+def test_the_editor_settings_choose_the_retention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``torchscope.keepTracesDays`` / ``keepTracesGB`` reach the server as
+    ``keep_traces_days`` / ``keep_traces_gb``; unset, the environment's (else 7 days, 2 GB)."""
+    from torchscope.lsp.settings import Settings, SettingsError
+
+    chosen = Settings().updated({"keep_traces_days": 30, "keep_traces_gb": 0.5})
+    assert chosen.retention == Retention(30, 0.5)
+    monkeypatch.setenv(DAYS_ENV, "3")
+    assert Settings().retention == Retention(3, 2)
+    with pytest.raises(SettingsError, match="keep_traces_days"):
+        Settings().updated({"keep_traces_days": 0})

@@ -100,6 +100,7 @@ class TorchscopeServer(LanguageServer):
                 analyzer=self.analyzer,  # one warm child for opened traces and profiles'
             )
         assert self._profiler is not None
+        self._profiler.trace_store.retention = settings.retention  # from the next trace on
         return self._profiler
 
     def prestart_worker(self) -> None:
