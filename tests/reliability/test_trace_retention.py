@@ -5,6 +5,7 @@ removed says so and names the setting, where one that never existed says to chec
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -121,3 +122,27 @@ def test_the_editor_settings_choose_the_retention(monkeypatch: pytest.MonkeyPatc
     assert Settings().retention == Retention(3, 2)
     with pytest.raises(SettingsError, match="keep_traces_days"):
         Settings().updated({"keep_traces_days": 0})
+
+
+def test_a_profile_keeps_its_own_trace_and_removes_an_old_one(tmp_path: Path) -> None:
+    """The real CLI, with a folder over a tiny size budget: an old trace goes (and is
+    recorded), the newest stays, and so does the trace the job just produced — the path it
+    prints."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    old = _trace(traces, "model.fn.20260101-000000-000.1", 30 * DAY)
+    newest = _trace(traces, "model.fn.20260102-000000-000.1", 29 * DAY)  # the newest so far
+    (tmp_path / "model.py").write_text("def fn(x):\n    return x * 2\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "server"), "OMP_NUM_THREADS": "1"}
+    env["TORCHSCOPE_TRACE_KEEP_GB"] = str(1 / (1 << 30))
+    done = subprocess.run(
+        [sys.executable, "-m", "torchscope", "profile", "model.py::fn", "--call", "fn(2.0)",
+         "--json", "--trace-dir", str(traces), "--steps", "2", "--warmup", "1",
+         "--timing-budget", "0.3"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    produced = Path(json.loads(done.stdout)["trace_path"])
+    assert produced.is_file() and produced.parent == traces
+    assert not old.exists() and str(old) in (traces / REMOVED_LOG).read_text()
+    assert newest.exists()  # the newest trace was kept: it goes at the next job, not this one
