@@ -146,3 +146,15 @@ def test_a_profile_keeps_its_own_trace_and_removes_an_old_one(tmp_path: Path) ->
     assert produced.is_file() and produced.parent == traces
     assert not old.exists() and str(old) in (traces / REMOVED_LOG).read_text()
     assert newest.exists()  # the newest trace was kept: it goes at the next job, not this one
+
+
+def test_folders_of_rank_traces_go_by_the_same_retention(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path, retention=Retention(days=7, gb=2))
+    old = tmp_path / "model.fn.20260101-000000-000.1.ranks"
+    old.mkdir()
+    (old / "rank0.json.gz").write_bytes(b"\0" * 100)
+    then = time.time() - 30 * DAY
+    os.utime(old, (then, then))
+    recent = [_trace(tmp_path, f"t{i}", 60 * (i + 1)) for i in range(2)]
+    assert store.prune() == [old] and all(p.exists() for p in recent)
+    assert "by trace retention" in removed_note(str(old))

@@ -21,14 +21,17 @@ import contextlib
 import hashlib
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 DEFAULT_KEEP = 20
-"""Folders of rank traces and sweep charts kept (single traces are kept by :class:`Retention`)."""
+"""Sweep charts kept (traces and folders of rank traces are kept by :class:`Retention`)."""
 TRACE_SUFFIX = ".pt.trace.json.gz"
+RANKS_SUFFIX = ".ranks"
+"""A multi-process profile's folder: ``<file>.<function>.<time>.ranks/rank<R>.json.gz``."""
 DEFAULT_DAYS = 7.0
 DEFAULT_GB = 2.0
 DAYS_ENV = "TORCHSCOPE_TRACE_KEEP_DAYS"
@@ -102,19 +105,23 @@ class TraceStore:
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{Path(file).stem}.{qualname}")[:80]
         stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
         path = self.folder / f"{stem}.{stamp}.{os.getpid()}{TRACE_SUFFIX}"
-        self._made[path] = time.time()
+        self.own(path)
         return path
 
+    def own(self, path: Path) -> None:
+        """``path`` (a trace, or a folder of rank traces) was just made by this store's job."""
+        self._made[path] = time.time()
+
     def traces(self) -> list[Path]:
-        """The folder's traces, newest first."""
+        """The folder's traces and folders of rank traces, newest first."""
         if not self.folder.is_dir():
             return []
         found = []
         for entry in os.scandir(self.folder):
-            if entry.name.endswith(TRACE_SUFFIX):
+            if entry.name.endswith((TRACE_SUFFIX, RANKS_SUFFIX)):
                 with contextlib.suppress(OSError):
-                    found.append((entry.stat().st_mtime, entry.stat().st_size, Path(entry.path)))
-        return [p for _, _, p in sorted(found, key=lambda f: f[0], reverse=True)]
+                    found.append((entry.stat().st_mtime, Path(entry.path)))
+        return [p for _, p in sorted(found, key=lambda f: f[0], reverse=True)]
 
     def prune(self, now: Optional[float] = None) -> list[Path]:
         """Remove the traces past the retention (never the newest, nor this store's own of the
@@ -124,20 +131,33 @@ class TraceStore:
         total, removed = 0, []
         for index, path in enumerate(self.traces()):
             try:
-                info = path.stat()
+                mtime, size = path.stat().st_mtime, _size(path)
             except OSError:
                 continue
-            total += info.st_size
+            total += size
             own = now - self._made.get(path, -OWN_GRACE_S * 2) < OWN_GRACE_S
             if index == 0 or own:
                 continue
-            if now - info.st_mtime > limit_s or total > limit_bytes:
+            if now - mtime > limit_s or total > limit_bytes:
                 with contextlib.suppress(OSError):  # already gone, or not ours to remove
-                    path.unlink()
+                    _remove(path)
                     removed.append(path)
-                    total -= info.st_size
+                    total -= size
         _record_removed(self.folder, removed, now)
         return removed
+
+
+def _size(path: Path) -> int:
+    if not path.is_dir():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def _record_removed(folder: Path, removed: list[Path], now: float) -> None:
