@@ -60,3 +60,15 @@ def test_the_profilers_chatter_stays_in_the_log(programs: Path, trace_dir: Path)
     loud = torchscope(programs, *spec, "--trace-dir", str(trace_dir), "--verbose")
     assert loud.returncode == 0, loud.stderr
     assert "SyncActivityProfilerHandler.cpp:52] profiler_start" in loud.stderr, loud.stderr
+
+
+def test_a_failure_after_the_profile_is_told_once(programs: Path, trace_dir: Path) -> None:
+    run = torchscope(
+        programs, "run", "--target", "model.py::scale", "--calls", "2", "--let-finish",
+        "--trace-dir", str(trace_dir), *FAST, "--", "python", "fails_after.py",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "run: `python fails_after.py` failed (exit code 1): OSError: disk full" in run.stdout
+    shown = run.stdout + run.stderr
+    assert shown.count("Traceback") == 1 and 'fails_after.py", line 8, in save' in shown, shown
+    _no_torchscope_frames(shown)
