@@ -121,8 +121,8 @@ export class ServerManager implements vscode.Disposable {
   /**
    * The private trace folder: `traces/` under this workspace's storage (the global storage when
    * no folder is open), on the machine where the extension and the server run (the remote one
-   * over Remote-SSH). The server creates it with mode 0700 and keeps the newest
-   * `torchscope.keepTraces`.
+   * over Remote-SSH). The server creates it with mode 0700 and keeps traces for
+   * `torchscope.keepTracesDays` days, up to `torchscope.keepTracesGB` GB together.
    */
   traceDir(): string | undefined {
     const storage = this.context.storageUri ?? this.context.globalStorageUri;

@@ -37,8 +37,10 @@ export interface Settings {
   /** Raw `torchscope.pythonPath` (not expanded; see interpreter.ts). Empty when unset. */
   pythonPath: string;
   perfettoOrigin: string;
-  /** Traces kept in the private trace folder (newest first). */
-  keepTraces: number;
+  /** Days a trace stays in the private trace folder. */
+  keepTracesDays: number;
+  /** Gigabytes the private trace folder may hold; the oldest traces go first. */
+  keepTracesGB: number;
 }
 
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
@@ -47,7 +49,8 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   inlayHintsEnabled: true,
   pythonPath: "",
   perfettoOrigin: "https://ui.perfetto.dev",
-  keepTraces: 20,
+  keepTracesDays: 7,
+  keepTracesGB: 2,
 });
 
 /** The part of `vscode.WorkspaceConfiguration` we read. Keys are relative to `torchscope.`. */
@@ -113,7 +116,8 @@ export function resolveSettings(config: ConfigurationLike): Settings {
     inlayHintsEnabled: bool(config.get("inlayHints.enabled"), d.inlayHintsEnabled),
     pythonPath: str(config.get("pythonPath"), d.pythonPath),
     perfettoOrigin: origin === "" ? d.perfettoOrigin : origin,
-    keepTraces: num(config.get("keepTraces"), d.keepTraces, 1, 10000, true),
+    keepTracesDays: num(config.get("keepTracesDays"), d.keepTracesDays, 0.01, 3650, false),
+    keepTracesGB: num(config.get("keepTracesGB"), d.keepTracesGB, 0.01, 10000, false),
   };
 }
 
@@ -128,7 +132,8 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
     hot_line_threshold: s.hotLineThreshold,
     inlay_hints: s.inlayHintsEnabled,
     perfetto_origin: s.perfettoOrigin,
-    keep_traces: s.keepTraces,
+    keep_traces_days: s.keepTracesDays,
+    keep_traces_gb: s.keepTracesGB,
   };
   if (traceDir !== undefined) {
     out.trace_dir = traceDir;

@@ -81,6 +81,18 @@ def add_option_flags(parser: argparse.ArgumentParser, options: type[Any] = JobOp
             type=parse,
             help=_help(spec),
         )
+    add_verbose_flag(parser)
+
+
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    """``--verbose``: the job's log on stderr too (``torchscope/chatter.py``)."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also show the job's log: the profiler's own chatter on the worker's stderr "
+        "(Kineto's USDT lines), which is otherwise kept out of the output",
+    )
 
 
 def add_job_options(parser: argparse.ArgumentParser) -> None:

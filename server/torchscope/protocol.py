@@ -629,7 +629,8 @@ class RunResult(Message):
     job_id: int
     exit: str  # "stopped" | "finished" | "failed"
     exit_code: Optional[int] = None
-    error: str = ""  # the program's uncaught exception, one line
+    error: str = ""  # the program's uncaught exception, one line, or SystemExit's message
+    traceback: str = ""  # that exception's traceback, the program's own frames only
     stderr_tail: list[str] = field(default_factory=list)
     test: Optional[str] = None  # pytest's outcome: "passed" | "failed" | …
     targets: list[dict[str, Any]] = field(default_factory=list)

@@ -231,3 +231,17 @@ async def test_analyze_trace_command(client: LanguageClient, tmp_path: Path) -> 
     )
     assert not result["ok"] and "notes.json" in result["error"]
     assert any("notes.json" in m.message for m in client.messages[shown:])
+
+
+async def test_the_profilers_chatter_stays_out_of_the_log(client: LanguageClient) -> None:
+    """torch's USDT lines, and one the profiled function writes to fd 2 as the C++ side does,
+    are not in the editor's log (the job's log keeps them: ``torchscope/chatter.py``)."""
+    path = FIXTURES / "run_words" / "model.py"
+    before = len(client.log_messages)
+    result, _ = await profile_and_wait(
+        client, {"uri": path.as_uri(), "line": def_line(path, "chatty") + 1, "call": "chatty(1.0)"}
+    )
+    assert result["ok"], result
+    await asyncio.sleep(0.5)  # stderr is read apart from the reply: give it time to arrive
+    logged = [m.message for m in client.log_messages[before:]]
+    assert not [m for m in logged if "USDT:" in m or "profiler_start" in m], logged

@@ -10,10 +10,11 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pytest
 from mcp import Client, StdioServerParameters  # the dev extra installs the MCP SDK
+from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult
 
 from tests.conftest import FIXTURES, REPO, SHARED_TRACES
@@ -23,14 +24,16 @@ SMALL = "fn(torch.randn(8, 8), torch.randn(8, 8), torch.randn(8, 8))"
 
 
 @asynccontextmanager
-async def torchscope_mcp(trace_dir: Path) -> AsyncIterator[Client]:
+async def torchscope_mcp(trace_dir: Path, errlog: TextIO | None = None) -> AsyncIterator[Client]:
+    """The server on stdio; its stderr to ``errlog`` if given."""
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "torchscope", "mcp", "--trace-dir", str(trace_dir), "--timeout", "120"],
         env={**os.environ, "PYTHONPATH": str(REPO / "server")},
         cwd=REPO,
     )
-    async with Client(params, read_timeout_seconds=300) as client:
+    server = params if errlog is None else stdio_client(params, errlog=errlog)
+    async with Client(server, read_timeout_seconds=300) as client:
         yield client
 
 
@@ -206,3 +209,17 @@ async def test_a_call_that_misses_the_target_and_a_run_in_train_mode(
         assert all(c["grad_enabled"] and c["caller"] == "<module> (train.py:36)" for c in calls)
         assert report["run"]["mode_note"] in text(result)
         assert "profiled 2 training calls from train.py:36" in text(result)
+
+
+async def test_the_profilers_chatter_stays_out_of_the_servers_stderr(
+    trace_dir: Path, tmp_path: Path
+) -> None:
+    """The server's stderr (an MCP client's log) gets the worker's stderr, but not torch's
+    USDT lines nor the one ``chatty`` writes to fd 2 as the C++ side does."""
+    target = {"file": str(FIXTURES / "run_words" / "model.py"), "qualname": "chatty"}
+    with open(tmp_path / "server.err", "w+", encoding="utf-8") as errlog:
+        async with torchscope_mcp(trace_dir, errlog) as client:
+            result = await client.call_tool("profile_function", {**target, "call": "chatty(1.0)", "steps": 2})
+            assert not result.is_error, text(result)
+    logged = (tmp_path / "server.err").read_text()
+    assert "USDT:" not in logged and "profiler_start" not in logged, logged

@@ -33,6 +33,15 @@ CELL_MAGIC = (
     "scaled(big[0])"
 )
 CHECK = "print('profiler on:', torch.autograd._profiler_enabled())"
+#: Writes a line of the profiler's chatter to fd 2, as torch's C++ side does.
+CHATTY = (
+    "import os\n"
+    "def chatty(x):\n"
+    "    os.write(2, b'USDT:2026-01-01 00:00:00 1:1 SyncActivityProfilerHandler.cpp:52] "
+    "profiler_start\\n')\n"
+    "    return x * 2"
+)
+
 #: 3 ms slower whenever the profiler is off: the passes disagree however often they are rerun.
 SHY = (
     "import time\n"
@@ -189,3 +198,23 @@ def test_perfetto_link_serves_the_trace(executed: list[dict[str, Any]]) -> None:
     fetched = executed[-1]
     assert re.match(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{20,}/", fetched["url"])
     assert fetched["bytes"] > 1000  # the gzipped trace, served by the kernel
+
+
+def test_the_profilers_chatter_stays_out_of_the_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's USDT lines and the one ``chatty`` writes to fd 2 (as the C++ side writes them)
+    are under no cell; with ``--verbose`` they are (the job's log). The kernel forwards fd 2
+    from a thread, so a line can land under the next cell: a pause follows each profile.
+    (ipykernel forwards fd 2 only outside pytest: it looks for ``PYTEST_CURRENT_TEST``.)"""
+    monkeypatch.delenv("PYTEST_CURRENT_TEST")
+    profile = "%torchscope --timing-budget 0.3 --steps 2 --warmup 1"
+    pause = "import time\ntime.sleep(1)"
+    cells = [SETUP, CHATTY, f"{profile} chatty(torch.ones(4))", pause]
+    cells += [f"{profile} -v chatty(torch.ones(4))", pause]
+    shown = [outputs_of(cell) for cell in run_notebook(cells, tmp_path, monkeypatch).cells]
+    quiet = "".join(cell["stderr"] + cell["stdout"] for cell in shown[:4])
+    assert "USDT:" not in quiet, quiet
+    assert "error" not in shown[2] and shown[2]["text/plain"]  # the profile itself was shown
+    loud = "".join(cell["stderr"] for cell in shown[4:])
+    assert "SyncActivityProfilerHandler.cpp:52] profiler_start" in loud, shown[4:]

@@ -31,7 +31,8 @@ describe("settings resolution", () => {
         "inlayHints.enabled": false,
         pythonPath: " /opt/py/bin/python ",
         "perfetto.origin": "https://perfetto.example.org/",
-        keepTraces: 50,
+        keepTracesDays: 30,
+        keepTracesGB: 0.5,
         maxMemory: " 12G ",
       }),
     );
@@ -41,7 +42,8 @@ describe("settings resolution", () => {
       inlayHintsEnabled: false,
       pythonPath: "/opt/py/bin/python",
       perfettoOrigin: "https://perfetto.example.org",
-      keepTraces: 50,
+      keepTracesDays: 30,
+      keepTracesGB: 0.5,
     });
   });
 
@@ -56,8 +58,8 @@ describe("settings resolution", () => {
     assert.equal(s.inlayHintsEnabled, true);
     assert.equal(s.pythonPath, "");
     assert.equal(s.perfettoOrigin, DEFAULT_SETTINGS.perfettoOrigin);
-    assert.equal(resolveSettings(config({ keepTraces: 0 })).keepTraces, 1);
-    assert.equal(resolveSettings(config({ keepTraces: "many" })).keepTraces, 20);
+    assert.equal(resolveSettings(config({ keepTracesDays: 0 })).keepTracesDays, 0.01);
+    assert.equal(resolveSettings(config({ keepTracesGB: "many" })).keepTracesGB, 2);
     assert.equal(resolveSettings(config({ maxMemory: 12 })).job.max_memory, undefined);
   });
 
@@ -75,7 +77,8 @@ describe("settings resolution", () => {
       hot_line_threshold: 5,
       inlay_hints: true,
       perfetto_origin: "https://ui.perfetto.dev",
-      keep_traces: 20,
+      keep_traces_days: 7,
+      keep_traces_gb: 2,
     });
     assert.equal(serverSettings(DEFAULT_SETTINGS, "/ws/storage/traces").trace_dir, "/ws/storage/traces");
     // a memory size is sent as set, "" too (the server's default: half the RAM)

@@ -91,6 +91,10 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     only = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(only).parse_args(argv)
+    if getattr(args, "verbose", False):  # the job's log too: the profiler's chatter
+        from torchscope.chatter import show_chatter
+
+        show_chatter(sys.stderr)
     if args.command == "profile" and args.sweep:  # one call template at each size
         from torchscope.cli import compare
 

@@ -119,7 +119,7 @@ async def run_profile_command(args: argparse.Namespace) -> int:
     status = EXIT_OK
     traces: list[Path] = []
     try:
-        say(args.quiet, f"starting a worker in {args.python}")
+        say(args.quiet, f"starting a worker with {args.python}")
         hello = await service.hello()
         _say_hello(args, hello)
         for call, nproc in _calls(args, target, hello.cuda_available):

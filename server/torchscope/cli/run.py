@@ -93,7 +93,7 @@ async def run_command(args: argparse.Namespace) -> int:
         print(f"torchscope: {exc}", file=sys.stderr)
         await service.close()  # no worker started yet
         return EXIT_USAGE
-    say(args.quiet, f"running `{entry}` in {args.python}")
+    say(args.quiet, f"running `{entry}` with {args.python}")
     on_progress, on_output = progress_printer(args), output_printer(args)
     try:
         outcome = await service.run_program(
@@ -141,6 +141,9 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
     lines = [f"run: `{outcome.entry}` {outcome.exit}"]
     if outcome.exit_code is not None:
         lines[0] += f" (exit code {outcome.exit_code})"
+    if outcome.error:  # after the profile: SystemExit's message or the exception, once
+        lines[0] += f": {outcome.error}"
+        lines += [outcome.traceback] if outcome.traceback else []
     if outcome.test is not None:
         lines.append(f"test: {outcome.test}")
     callers = ", ".join(f"{c['file']}:{c['line']} ({c['calls']})" for c in part.callers)

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from typing import Optional, Protocol
 
+from torchscope.chatter import is_profiler_chatter
 from torchscope.protocol import parse_size
 
 #: The environment variable naming the worker a process belongs to.
@@ -257,7 +258,7 @@ def worth_quoting(line: str) -> bool:
     """A stderr line for a crash message: not blank, not the profiler's chatter, not
     faulthandler's list of loaded modules nor its frames of torchscope's own code."""
     text = line.strip()
-    if not text or text.startswith(("USDT:", "Extension modules:", "STAGE:")):
+    if not text or is_profiler_chatter(text) or text.startswith("Extension modules:"):
         return False
     return not text.startswith(_OWN_FRAMES)
 

@@ -122,6 +122,8 @@ class RunOutcome:
     stderr_tail: list[str]
     targets: list[TargetRun] = field(default_factory=list)
     mode: str = "any"
+    traceback: str = ""
+    """The program's uncaught exception's traceback, its own frames only ("" if none)."""
 
     def run_json(self, part: TargetRun) -> dict[str, Any]:
         return {
@@ -213,7 +215,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         done = RunOutcome(
             self.entry, reply.exit, reply.exit_code, reply.error, reply.test, reply.stderr_tail
         )
-        done.mode = self.mode
+        done.mode, done.traceback = self.mode, reply.traceback
         for spec, raw in zip(self.targets, reply.targets):
             if raw["capture"] and raw["capture"].get("written"):
                 write_origin(Path(raw["capture"]["path"]), str(self.entry), self.entry.program)
@@ -268,10 +270,16 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
             )
         else:
             message = f"the program `{self.entry}` {how}{code}{said} before calling {spec.qualname}"
-        tail = [line for line in done.stderr_tail if line.strip()]
+        tail = _news(done.stderr_tail, message + "\n" + done.traceback)
         if tail:
             message += "; its last stderr lines:\n" + "\n".join(tail)
-        return ProfileFailure("not-called", message, spec.def_line)
+        return ProfileFailure("not-called", message, spec.def_line, done.traceback)
+
+
+def _news(tail: list[str], told: str) -> list[str]:
+    """The program's last stderr lines worth quoting: none already in ``told`` (the message,
+    the traceback shown with it)."""
+    return [line for line in tail if line.strip() and line.strip() not in told]
 
 
 async def run_program(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,24 +22,11 @@ from torchscope.host.profile_run import (
     measurements_of,
 )
 from torchscope.host.rank_run import run_ranks
-from torchscope.host.trace_store import TRACE_SUFFIX, TraceStore
+from torchscope.host.trace_store import RANKS_SUFFIX, TRACE_SUFFIX, TraceStore
 from torchscope.protocol import JobOptions, ProfileRequest
 from torchscope.targets import Target
 
 _JOB_IDS = itertools.count(1)
-RANKS_SUFFIX = ".ranks"
-"""A multi-process profile's folder: ``<file>.<function>.<time>.ranks/rank<R>.json.gz``."""
-
-
-def prune_rank_folders(store: TraceStore) -> None:
-    """Keep the newest ``store.keep - 1`` folders of rank traces (one more is being made), as
-    the store keeps its newest single traces."""
-    if not store.folder.is_dir():
-        return
-    found = [p for p in store.folder.iterdir() if p.is_dir() and p.name.endswith(RANKS_SUFFIX)]
-    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in found[max(0, store.keep - 1) :]:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 @dataclass
@@ -74,9 +60,9 @@ async def profile_ranks(
     backend = resolve_backend(options, cuda_available)
     nproc = max(1, options.nproc)
     chosen = choose_call(target, call, backend == "nccl")
-    first = store.new_path(target.file, target.qualname)
-    prune_rank_folders(store)
+    first = store.new_path(target.file, target.qualname)  # past the retention: removed
     trace_dir = first.with_name(first.name[: -len(TRACE_SUFFIX)] + RANKS_SUFFIX)
+    store.own(trace_dir)
     request = ProfileRequest(
         job_id=next(_JOB_IDS),
         file=str(Path(target.file).resolve()),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from torchscope.chatter import is_profiler_chatter, log_chatter
 from torchscope.host import process_tree
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.worker_env import release_guardian, start_guardian, worker_environment
@@ -124,7 +125,11 @@ async def _pump(stream: Optional[asyncio.StreamReader], sink: Callable[[str], No
     if stream is None:
         return
     while line := await stream.readline():
-        sink(line.decode("utf-8", errors="replace").rstrip("\n"))
+        text = line.decode("utf-8", errors="replace").rstrip("\n")
+        if is_profiler_chatter(text):  # the ranks' Kineto lines: the job's log only
+            log_chatter(text)
+        else:
+            sink(text)
 
 
 def _env(marker: str) -> dict[str, str]:

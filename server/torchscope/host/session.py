@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from torchscope.host.profile_run import HostJob, Profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
-from torchscope.host.trace_store import DEFAULT_KEEP, TraceStore
+from torchscope.host.trace_store import DEFAULT_KEEP, Retention, TraceStore
 from torchscope.protocol import Hello, JobOptions, Output, Progress, RunOptions
 from torchscope.targets import Target, TargetError, read_target
 
@@ -43,12 +43,15 @@ def open_profiler(
     cwd: Optional[str] = None,
     on_worker_stderr: Optional[Callable[[str], None]] = None,
     analyzer: Optional[TraceAnalyzer] = None,
+    retention: Optional[Retention] = None,
 ) -> Profiler:
     """A profiler for ``python`` (its worker starts at the first job, or ``warm``); traces go
-    to ``trace_dir`` (default: the cache folder), the newest ``keep_traces`` of them kept."""
+    to ``trace_dir`` (default: the workspace's folder in the cache), kept by ``retention``'s
+    age and size (default: the environment's, else 7 days or 2 GB); ``keep_traces`` folders
+    of rank traces and sweep charts."""
     return Profiler(
         python,
-        TraceStore(trace_dir, keep_traces),
+        TraceStore(trace_dir, keep_traces, retention),
         cwd=cwd,
         on_worker_stderr=on_worker_stderr,
         analyzer=analyzer,
@@ -68,10 +71,11 @@ class JobService:
         on_worker_stderr: Optional[Callable[[str], None]] = None,
         analyzer: Optional[TraceAnalyzer] = None,
         defaults: Optional[JobOptions] = None,
+        retention: Optional[Retention] = None,
     ) -> None:
         self.root = Path(cwd) if cwd else Path.cwd()
         self.profiler = open_profiler(
-            python, trace_dir, keep_traces, cwd, on_worker_stderr, analyzer
+            python, trace_dir, keep_traces, cwd, on_worker_stderr, analyzer, retention
         )
         self.analyzer = self.profiler.analyzer
         self.defaults = defaults or JobOptions(workspace_root=str(self.root))

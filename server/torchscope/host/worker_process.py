@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
+from torchscope.chatter import is_profiler_chatter, log_chatter
 from torchscope.host import process_tree
 from torchscope.host.worker_env import (
     dependency_path,
@@ -183,6 +184,9 @@ class WorkerProcess:
                 return
             text = line.decode("utf-8", "replace").rstrip("\n")
             self._tail.append(text[:500])
+            if is_profiler_chatter(text):  # the job's log only (``--verbose``), on every face
+                log_chatter(text)
+                continue
             if self._stderr_room <= 0:
                 self._stderr_dropped += len(line)
                 continue

@@ -45,6 +45,12 @@ def open_file(source: Source, name: str) -> BinaryIO:
     try:
         fd = os.open(source, _OPEN_FLAGS)
     except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            from torchscope.host.trace_store import removed_note
+
+            note = removed_note(os.fspath(source))  # trace retention took it: say so
+            if note:
+                raise TraceError(f"{name}: {note}") from None
         raise _open_error(name, exc) from None
     try:
         mode = os.fstat(fd).st_mode

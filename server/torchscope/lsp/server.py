@@ -86,7 +86,7 @@ class TorchscopeServer(LanguageServer):
         """The job service for the configured interpreter (recreated when settings change it);
         a job's options are the settings' (``Settings.job``) with the command's overrides."""
         settings = self.settings
-        key = (settings.worker_python, settings.trace_dir, settings.keep_traces)
+        key = (settings.worker_python, settings.trace_dir, settings.keep_traces, settings.retention)
         if self._jobs is None or key != self._jobs_key:
             if self._jobs is not None:
                 self._closing.add(asyncio.ensure_future(self._jobs.close()))
@@ -99,6 +99,7 @@ class TorchscopeServer(LanguageServer):
                 cwd=str(root) if root else None,
                 on_worker_stderr=self.log_worker,
                 analyzer=self.analyzer,  # one warm child for opened traces and profiles'
+                retention=settings.retention,
             )
         return self._jobs
 

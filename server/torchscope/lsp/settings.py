@@ -1,7 +1,8 @@
 """Server settings: from ``initializationOptions.settings``, overridable per command.
 
 The settings that reach a job are one ``JobOptions`` (``Settings.job``), filled with one call;
-the others (interpreter, trace folder, hot-line threshold, inlay hints) stay in the editor.
+the others (interpreter, trace folder and how long its traces stay, hot-line threshold, inlay
+hints) stay in the editor.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis.lines import DEFAULT_HOT_SHARE
+from torchscope.host.trace_store import Retention
 from torchscope.protocol import JobOptions
 
 
@@ -34,6 +36,15 @@ def _float(values: Mapping[str, Any], key: str, default: float, minimum: float) 
     return float(value)
 
 
+def _positive(values: Mapping[str, Any], key: str, default: Optional[float]) -> Optional[float]:
+    value = values.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise SettingsError(f"setting {key!r} must be a number > 0, got {value!r}")
+    return float(value)
+
+
 def _share(values: Mapping[str, Any], key: str, default: float) -> float:
     """A share: 0.05 or 5 (percent) both mean 5 %."""
     value = _float(values, key, default, 0.0)
@@ -48,9 +59,17 @@ class Settings:
     job: JobOptions = field(default_factory=JobOptions)
     worker_python: str = sys.executable
     trace_dir: Optional[Path] = None
-    keep_traces: int = 20
+    keep_traces: int = 20  # folders of rank traces and sweep charts kept
+    keep_traces_days: Optional[float] = None  # None: TORCHSCOPE_TRACE_KEEP_DAYS, else 7
+    keep_traces_gb: Optional[float] = None  # None: TORCHSCOPE_TRACE_KEEP_GB, else 2
     hot_share: float = DEFAULT_HOT_SHARE
     inlay_hints: bool = True
+
+    @property
+    def retention(self) -> Retention:
+        """The trace folder's retention: these settings where set, else the environment's."""
+        chosen = Retention.from_env()
+        return Retention(self.keep_traces_days or chosen.days, self.keep_traces_gb or chosen.gb)
 
     @classmethod
     def from_options(cls, options: Any) -> Settings:
@@ -79,6 +98,8 @@ class Settings:
             if isinstance(trace_dir, str) and trace_dir
             else self.trace_dir,
             keep_traces=_int(values, "keep_traces", self.keep_traces, 1),
+            keep_traces_days=_positive(values, "keep_traces_days", self.keep_traces_days),
+            keep_traces_gb=_positive(values, "keep_traces_gb", self.keep_traces_gb),
             hot_share=_share(values, "hot_line_threshold", self.hot_share),
             inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
         )

@@ -27,6 +27,7 @@ from torchscope.notebook.job import (
     profiler_running,
 )
 from torchscope.notebook.result import Extra, ProfileReport
+from torchscope.notebook.stderr_filter import chatter_filtered
 from torchscope.protocol import PROTOCOL_VERSION, Hello, JobOptions, Output, Progress
 from torchscope.targets import Target
 from torchscope.worker.call_expression import CallExpressionError, PreparedCall, prepare_call
@@ -79,7 +80,8 @@ def _guarded(run: Callable[[], Any]) -> Any:
     """Run the passes; a job failure becomes a ``ProfileError`` (chained to the user's
     exception), and whatever happened, no profiler is left running."""
     try:
-        return run()
+        with chatter_filtered():  # the profiler's chatter goes to the job's log, not the cell
+            return run()
     except JobFailed as failed:
         raise _failed(failed) from failed.__cause__
     finally:

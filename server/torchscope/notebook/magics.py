@@ -113,6 +113,17 @@ def run(line: str, namespace: dict[str, Any], options: Any = None) -> ProfileRep
     if not expression:
         raise MagicUsage("%torchscope: give a call to profile, e.g. %torchscope fn(x)")
     chosen = options or job_options(args, workspace_root=None)
+    if args.verbose:  # the job's log under the cell too: the profiler's chatter
+        from torchscope.chatter import chatter_shown
+
+        with chatter_shown(sys.stderr):
+            return _run_parsed(args, expression, namespace, chosen)
+    return _run_parsed(args, expression, namespace, chosen)
+
+
+def _run_parsed(
+    args: argparse.Namespace, expression: str, namespace: dict[str, Any], chosen: Any
+) -> ProfileReport:
     if args.sweep is not None:
         if args.compare_compile:
             raise MagicUsage("%torchscope: --sweep and --compare-compile cannot be combined")

@@ -8,6 +8,11 @@ the program, not the worker; so does ``os._exit`` in this process (in a child th
 forked, such as a DataLoader worker, it stays the real one). ``StopProgram``, raised by the
 hook once every target is profiled, ends it early. What the program writes to stderr passes
 through a tee that keeps its last lines.
+
+How it ended is told once, in the outcome (the host puts it in the failure every face shows),
+not on stderr as well: ``SystemExit("message")``'s message is ``error``; an uncaught
+exception's traceback, with the program's own frames only (no torchscope or ``runpy`` frame),
+is ``traceback``.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ class EntryOutcome:
     code: Optional[int]
     error: str = ""
     test: Optional[str] = None
+    traceback: str = ""
     stderr_tail: list[str] = field(default_factory=list)
 
 
@@ -140,13 +146,14 @@ def run_entry(
         outcome = EntryOutcome("stopped", None)
     except SystemExit as exc:
         code = _exit_code(exc.code)
-        outcome = EntryOutcome("failed" if code else "finished", code)
+        said = "" if exc.code is None or isinstance(exc.code, int) else str(exc.code)
+        outcome = EntryOutcome("failed" if code else "finished", code, error=said)
     except _ProgramExit as exc:
         said = f"the program called os._exit({exc.code})"
         outcome = EntryOutcome("failed" if exc.code else "finished", exc.code, error=said)
     except BaseException as exc:
-        tee.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-        outcome = EntryOutcome("failed", 1, error=f"{type(exc).__name__}: {exc}")
+        said = f"{type(exc).__name__}: {exc}"
+        outcome = EntryOutcome("failed", 1, error=said, traceback=program_traceback(exc))
     finally:
         sys.argv, sys.path[:] = saved[0], saved[1]
         if saved[2] is not None:
@@ -156,6 +163,34 @@ def run_entry(
         os.chdir(home)
     outcome.stderr_tail = tee.tail()
     return outcome
+
+
+_PACKAGE = Path(__file__).parents[1]
+_OWN_FILES = tuple(
+    {f"{_PACKAGE}{os.sep}", f"{_PACKAGE.resolve()}{os.sep}", str(runpy.__file__), "<frozen runpy>"}
+)
+
+
+def _program_frames(stack: traceback.StackSummary) -> traceback.StackSummary:
+    return traceback.StackSummary.from_list(
+        [f for f in stack if not (f.filename or "").startswith(_OWN_FILES)]
+    )
+
+
+def program_traceback(exc: BaseException) -> str:
+    """``exc``'s traceback as ``python prog.py`` prints it: the program's frames only (and those
+    of what it calls), not torchscope's that ran it; chained exceptions alike."""
+    shown = traceback.TracebackException.from_exception(exc)
+    seen: set[int] = set()
+    pending = [shown]
+    while pending:
+        each = pending.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        each.stack = _program_frames(each.stack)
+        pending += [e for e in (each.__cause__, each.__context__) if e is not None]
+    return "".join(shown.format()).rstrip("\n")
 
 
 def _exit_code(code: Any) -> int:

@@ -141,6 +141,7 @@ class RunSession:
             exit=outcome.exit,
             exit_code=outcome.code,
             error=outcome.error,
+            traceback=outcome.traceback,
             stderr_tail=outcome.stderr_tail,
             test=outcome.test,
             targets=[t.to_dict(hooks.loaded(t.file)) for t in self.targets.values()],
