@@ -36,31 +36,12 @@ OnProgress = Optional[Callable[[Progress], None]]
 OnOutput = Optional[Callable[[Output], None]]
 
 
-def open_profiler(
-    python: str,
-    trace_dir: Optional[Path] = None,
-    keep_traces: int = DEFAULT_KEEP,
-    cwd: Optional[str] = None,
-    on_worker_stderr: Optional[Callable[[str], None]] = None,
-    analyzer: Optional[TraceAnalyzer] = None,
-    retention: Optional[Retention] = None,
-) -> Profiler:
-    """A profiler for ``python`` (its worker starts at the first job, or ``warm``); traces go
-    to ``trace_dir`` (default: the workspace's folder in the cache), kept by ``retention``'s
-    age and size (default: the environment's, else 7 days or 2 GB); ``keep_traces`` folders
-    of rank traces and sweep charts."""
-    return Profiler(
-        python,
-        TraceStore(trace_dir, keep_traces, retention),
-        cwd=cwd,
-        on_worker_stderr=on_worker_stderr,
-        analyzer=analyzer,
-    )
-
-
 class JobService:
-    """One face's jobs: a worker for ``python`` (one job at a time), the analysis child, the
-    base options (``defaults``) and the folder relative targets start from (``cwd``)."""
+    """One face's jobs: a worker for ``python`` (one job at a time; it starts at the first
+    job, or ``warm``), the analysis child, the base options (``defaults``) and the folder
+    relative targets start from (``cwd``). Traces go to ``trace_dir`` (default: the
+    workspace's folder in the cache), kept by ``retention``'s age and size (default: the
+    environment's, else 7 days or 2 GB); ``keep_traces`` folders of rank traces and charts."""
 
     def __init__(
         self,
@@ -74,8 +55,12 @@ class JobService:
         retention: Optional[Retention] = None,
     ) -> None:
         self.root = Path(cwd) if cwd else Path.cwd()
-        self.profiler = open_profiler(
-            python, trace_dir, keep_traces, cwd, on_worker_stderr, analyzer, retention
+        self.profiler = Profiler(
+            python,
+            TraceStore(trace_dir, keep_traces, retention),
+            cwd=cwd,
+            on_worker_stderr=on_worker_stderr,
+            analyzer=analyzer,
         )
         self.analyzer = self.profiler.analyzer
         self.defaults = defaults or JobOptions(workspace_root=str(self.root))
