@@ -48,6 +48,14 @@ def _group(pgid: int) -> list[str]:
     return found
 
 
+def _sigint_as_a_terminal_sends_it() -> None:
+    """The CLI's SIGINT as in a terminal's foreground job. A command started in the background
+    by a non-interactive shell (a CI script's ``cmd &``) inherits SIGINT ignored, and Python
+    then installs no KeyboardInterrupt handler: the fresh-clone run of the suite sent its
+    SIGINT into nothing and the job ran to its 120 s timeout."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_once_started(command: list[str], cwd: Path, started: str) -> tuple[int, str]:
     """Run ``command`` in its own session, SIGINT its group once stderr shows ``started``;
     its exit code and whole stderr."""
@@ -60,6 +68,7 @@ def _interrupt_once_started(command: list[str], cwd: Path, started: str) -> tupl
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_sigint_as_a_terminal_sends_it,
     )
     assert cli.stderr is not None
     seen = []
