@@ -67,8 +67,10 @@ def _warm_up_profiler(cuda: bool) -> None:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
+        from torchscope.worker.profiling import quiet_profiler
+
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-        with profile(activities=activities, record_shapes=True):
+        with quiet_profiler(), profile(activities=activities, record_shapes=True):
             torch.add(torch.zeros(1), 1)
     except Exception as exc:  # not fatal: the first job will meet the same problem and say so
         print(f"[torchscope] profiler warm-up failed: {exc!r}", file=sys.stderr)

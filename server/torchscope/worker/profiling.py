@@ -9,10 +9,13 @@ top-level ``traceName`` (Kineto writes the export path there) says which functio
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import shutil
+import warnings
+from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
 
@@ -56,6 +59,15 @@ def export_trace(prof: Any, trace_path: str, trace_name: Optional[str]) -> None:
             os.remove(plain)
 
 
+@contextlib.contextmanager
+def quiet_profiler() -> Iterator[None]:
+    """torch 2.11 warns, as a profiler starts, that a cycle clears its events (``acc_events``):
+    each of ours is one cycle, so nothing is lost, and the user has nothing to do about it."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Warning: Profiler clears events")
+        yield
+
+
 def profile_calls(
     invoke: Callable[[], Any],
     steps: int,
@@ -73,14 +85,15 @@ def profile_calls(
     activities = [ProfilerActivity.CPU]
     if use_cuda:
         activities.append(ProfilerActivity.CUDA)
-    with profile(
+    prof = profile(
         activities=activities,
         record_shapes=True,
         with_flops=True,
         with_stack=with_stack,
         profile_memory=profile_memory,
         schedule=schedule(wait=0, warmup=1, active=steps, repeat=1),
-    ) as prof:
+    )
+    with quiet_profiler(), prof:
         for _ in range(steps + 1):
             invoke()
             prof.step()
