@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 from typing import Any
+
+import pytest
 
 from tests.conftest import FIXTURES, REPO
 
@@ -18,7 +21,9 @@ NANOGPT = FIXTURES / "nanogpt" / "model.py"
 ADVICE = "; rerun, or raise --timing-budget"
 
 
-def profile(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+def profile(
+    target: str, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
@@ -33,16 +38,23 @@ def profile(target: str, *args: str) -> subprocess.CompletedProcess[str]:
             *args,
         ],
         cwd=FIXTURES,
-        env={**os.environ, "PYTHONPATH": str(REPO / "server"), "OMP_NUM_THREADS": "1"},
+        env={
+            **os.environ,
+            "PYTHONPATH": str(REPO / "server"),
+            "OMP_NUM_THREADS": "1",
+            **(env or {}),
+        },
         capture_output=True,
         text=True,
         timeout=300,
     )
 
 
-def profile_json(target: str, *args: str) -> tuple[dict[str, Any], str]:
+def profile_json(
+    target: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], str]:
     """The ``--json`` object, and the progress on stderr."""
-    done = profile(target, *args, "--json")
+    done = profile(target, *args, "--json", env=env)
     assert done.returncode == 0, done.stderr
     data: dict[str, Any] = json.loads(done.stdout)
     return data, done.stderr
@@ -100,3 +112,53 @@ def test_a_call_that_never_reaches_the_target_fails() -> None:
     reached = profile(target, "--call", "Block(GPTConfig())(torch.randn(4, 32, 32))", "-q")
     assert reached.returncode == 0, reached.stderr
     assert "== CausalSelfAttention.forward" in reached.stdout
+
+
+#: glibc's allocator pinned to each of the two states a process's heap history can leave it in
+#: (``worker/heap_state.py``): blocks of 128 KiB and up mapped afresh on every call, or the
+#: heap keeping them (no trim below 1 GiB).
+HEAP_STATES = {
+    "mapped": {"MALLOC_MMAP_THRESHOLD_": "131072"},
+    "kept": {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "1073741824"},
+}
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's heap is what is probed")
+@pytest.mark.parametrize("state", sorted(HEAP_STATES))
+def test_faults_that_depend_on_the_heap_make_the_verdict_unstable(state: str) -> None:
+    """Two 16 MiB temporaries per call: 8192 page faults per call in one process, none in
+    another, and a different verdict (measured: overhead-bound 7.4-9.3 ms against memory-bound
+    3.2 ms). From either side the verdict says it is unstable, and why."""
+    data, _ = profile_json(
+        f"{SAMPLES.name}::ScaleShift.forward",
+        "--call",
+        "ScaleShift()(torch.randn(4 * 1024 * 1024))",
+        "--timing-budget",
+        "0.5",
+        env=HEAP_STATES[state],
+    )
+    faults = data["memory"]["page_faults_per_call"]
+    assert (faults > 4000) if state == "mapped" else (faults < 64), faults
+    verdict = data["verdict"]
+    assert verdict["stable"] is False, verdict
+    reason = verdict["unstable_reason"]
+    if state == "kept":
+        assert "heap kept the call's temporaries" in reason and "faults ≈" in reason, reason
+    else:
+        assert "2 temporaries of 16 MiB are below glibc's 32 MiB mmap limit" in reason, reason
+    assert reason.endswith(
+        "keep the buffers across calls (`out=`, in-place ops) and every process pays the same"
+    ), reason
+
+
+def test_faults_of_blocks_above_the_mmap_limit_are_the_same_everywhere() -> None:
+    """Two 64 MiB temporaries: mapped afresh in every process, so their faults are stable."""
+    data, _ = profile_json(
+        f"{SAMPLES.name}::ScaleShift.forward",
+        "--call",
+        "ScaleShift()(torch.randn(4096, 4096))",
+        "--timing-budget",
+        "0.5",
+    )
+    assert data["memory"]["page_faults_per_call"] > 16000, data["memory"]
+    assert "heap" not in (data["verdict"].get("unstable_reason") or ""), data["verdict"]

@@ -26,6 +26,7 @@ from torchscope.worker.call_expression import (
 )
 from torchscope.worker.captures import CaptureError, load_capture
 from torchscope.worker.cuda_memory import memory_recording
+from torchscope.worker.heap_state import heap_line
 from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.page_faults import fault_cost_us
@@ -46,6 +47,7 @@ class _Measured:
     attribution_note: str
     machine: dict[str, Any]
     unstable: str
+    fault_us: float
 
 
 class JobFailed(Exception):
@@ -264,7 +266,6 @@ class ProfileJob:
         measured = self._measure(prepared, estimate_s)
         samples = measured.samples
         floor = statistics.median(samples.floor_us)
-        fault_us = fault_cost_us()
         import torch
 
         device_name = torch.cuda.get_device_name(0) if self.use_cuda else cpu_name()
@@ -286,7 +287,7 @@ class ProfileJob:
             page_faults=samples.page_faults,
             wait_us=samples.wait_us,
             single_wait_us=samples.single_wait_us,
-            page_fault_us=fault_us,
+            page_fault_us=measured.fault_us,
             cuda_memory=measured.cuda_memory,
             line_us=self.line_us,
             inputs=dict(request.inputs),
@@ -318,7 +319,15 @@ class ProfileJob:
             twice=self.retime,
             wait_us=samples.wait_us,
         )
-        return _Measured(samples, cuda_memory, attribution_note, machine, unstable)
+        fault_us = fault_cost_us()
+        if not unstable and not self.use_cuda:
+            unstable = heap_line(
+                prepared.invoke,
+                statistics.median(samples.per_call_us),
+                statistics.median(samples.page_faults) if samples.page_faults else 0.0,
+                fault_us,
+            )
+        return _Measured(samples, cuda_memory, attribution_note, machine, unstable, fault_us)
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.

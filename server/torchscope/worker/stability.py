@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 from torchscope.protocol import UNSTABLE_ADVICE, passes_disagree, spread
 
-__all__ = ["MachineLoad", "clocked", "passes_disagree", "unstable_line"]
+__all__ = ["MachineLoad", "clocked", "duration_text", "passes_disagree", "unstable_line"]
 
 #: IQR / median above this: the samples say too little about the median to judge by it.
 SPREAD_LIMIT = 0.5
@@ -136,8 +136,9 @@ def unstable_line(
     elif disagree:
         why = (
             f"the profiled calls ran faster than the unprofiled ones (median "
-            f"{_us(statistics.median(profiled_us))} against "
-            f"{_us(statistics.median(unprofiled_us))})" + (", timed twice" if twice else "")
+            f"{duration_text(statistics.median(profiled_us))} against "
+            f"{duration_text(statistics.median(unprofiled_us))})"
+            + (", timed twice" if twice else "")
         )
     else:
         why = f"the timed calls spread by {_share(spread(unprofiled_us))} of their median"
@@ -156,5 +157,6 @@ def _share(value: float) -> str:
     return f"{value * 100:.0f} %"
 
 
-def _us(value: float) -> str:
+def duration_text(value: float) -> str:
+    """µs as "850 µs" or "1.2 ms"."""
     return f"{value / 1000:.3g} ms" if value >= 1000 else f"{value:.3g} µs"
