@@ -20,7 +20,7 @@ SHARED_TRACES = REPO / "tests" / "data" / "traces"
 collect_ignore_glob = ["vscode/workspace/*"]
 
 #: Every analysis in the suite, in this process and in the workers and analysis children it
-#: starts, raises when its report contradicts itself (``analysis/consistency.py``, issue 40).
+#: starts, raises when its report contradicts itself (``analysis/verdict/consistency.py``, issue 40).
 os.environ["TORCHSCOPE_SELF_CHECK"] = "1"
 
 

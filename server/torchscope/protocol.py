@@ -750,8 +750,8 @@ class FrameDecoder:
 
 # -- this machine: one name for its CPU and where its calibration lives ----------------------
 # The worker writes the calibration (``worker/calibrate.py``); the analysis of a trace recorded
-# on this machine reads it (``analysis/machine.py``). Both name the CPU with ``cpu_name``, so
-# ``profile``, ``calibrate`` and ``analyze`` say the same thing.
+# on this machine reads it (``analysis/measure/machine.py``). Both name the CPU with
+# ``cpu_name``, so ``profile``, ``calibrate`` and ``analyze`` say the same thing.
 
 CALIBRATION_FILE = "calibration.json"
 

@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import EXAMPLES
 from torchscope.analysis import load_trace
-from torchscope.analysis.context import build_context
-from torchscope.analysis.launch import launch_steps
+from torchscope.analysis.index.context import build_context
+from torchscope.analysis.measure.launch import launch_steps
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore

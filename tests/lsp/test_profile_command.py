@@ -12,8 +12,8 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from tests.conftest import EXAMPLES, FIXTURES
-from torchscope.analysis.causes import CAUSES
 from torchscope.analysis.results import VERDICT_IDS
+from torchscope.analysis.verdict.causes import CAUSES
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES, FIXTURES, REPO
-from torchscope.analysis.causes import CAUSES
 from torchscope.analysis.results import VERDICT_IDS
+from torchscope.analysis.verdict.causes import CAUSES
 
 HERE = Path(__file__).resolve().parent
 PLUGIN = REPO / "editors" / "nvim" / "torchscope.lua"

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import Measurements, analyze_trace, load_trace
-from torchscope.analysis.nesting import build_nesting
-from torchscope.analysis.verdict import OVERHEAD_BOUND_DISPATCH_SHARE
+from torchscope.analysis.index.nesting import build_nesting
+from torchscope.analysis.verdict.verdict import OVERHEAD_BOUND_DISPATCH_SHARE
 from torchscope.report import render_report
 
 
@@ -120,7 +120,7 @@ def test_one_thread_faster_makes_threads_the_cause(cpu_traces: dict[str, Any]) -
 def test_the_threads_cost_is_over_the_time_each_side_ran(cpu_traces: dict[str, Any]) -> None:
     """N threads 45 µs of which 25 waiting for a CPU, one thread 17 µs of which none: the
     threads cost 3 µs of the 20 the call ran, not the 28 the wall times differ by."""
-    from torchscope.analysis.causes import threads_cost
+    from torchscope.analysis.verdict.causes import threads_cost
 
     walls = Measurements(0.0, [45.0] * 5, 1.0, threads=2, single_thread_us=[17.0] * 5)
     assert threads_cost(walls) == pytest.approx(28.0)
@@ -134,8 +134,8 @@ def test_the_threads_cost_is_over_the_time_each_side_ran(cpu_traces: dict[str, A
 
 
 def test_compute_below_the_floor_is_not_compute_bound(cpu_traces: dict[str, Any]) -> None:
-    from torchscope.analysis.causes import COMPUTE_FLOOR
     from torchscope.analysis.results import Peaks
+    from torchscope.analysis.verdict.causes import COMPUTE_FLOOR
 
     floor = COMPUTE_FLOOR[("cpu", "measured")]
     mm = 2 * 512**3  # fn512: one 512×512 matmul per call
@@ -155,8 +155,8 @@ def test_waiting_for_a_cpu_is_set_aside_not_a_cause(cpu_traces: dict[str, Any]) 
     """A 512×512 matmul that ran 24.7 ms of a 98.8 ms call (the rest waiting for a core that
     another process held) is the same compute-bound call as on a quiet machine: the efficiency
     and the causes are over the time it ran, and the headline says how long it waited."""
-    from torchscope.analysis.causes import COMPUTE_FLOOR
     from torchscope.analysis.results import Peaks
+    from torchscope.analysis.verdict.causes import COMPUTE_FLOOR
 
     mm = 2 * 512**3
     peaks = Peaks({"float32": mm / 24_700.0 / 1e3 / (COMPUTE_FLOOR[("cpu", "measured")] * 2)},
@@ -182,8 +182,8 @@ def test_page_faults_that_cost_most_make_the_verdict(cpu_traces: dict[str, Any])
     """A 512×512 call whose heap was given back after every call (2016 faults ≈ 13.1 ms of a
     24.3 ms call, as a notebook kernel measured once) is overhead-bound on its page faults;
     the same call without the faults is compute-bound in its matmul."""
-    from torchscope.analysis.causes import COMPUTE_FLOOR
     from torchscope.analysis.results import Peaks
+    from torchscope.analysis.verdict.causes import COMPUTE_FLOOR
 
     mm = 2 * 512**3
     peaks = Peaks({"float32": mm / 11_200.0 / 1e3 / (COMPUTE_FLOOR[("cpu", "measured")] * 2)},
@@ -392,8 +392,8 @@ def _add_dominated_trace(kineto: Any, path: Path, n: int) -> Path:
 def test_a_cache_resident_add_is_overhead_not_bandwidth(kineto: Any, tmp_path: Path) -> None:
     """A 64×64 add (48 KiB per call) cannot wait on main memory: its cost is bandwidth by kind,
     but the verdict is overhead-bound (small tensors); a 1024×1024 add (12 MiB) is memory-bound."""
+    from torchscope.analysis.measure.roofline import CACHE_RESIDENT_BYTES
     from torchscope.analysis.results import Peaks
-    from torchscope.analysis.roofline import CACHE_RESIDENT_BYTES
 
     peaks = Peaks({"float32": 100.0}, 10.0, "measured")
     seen: dict[int, Any] = {}

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from torchscope.analysis import analyze_trace
-from torchscope.analysis.intervals import Timeline
+from torchscope.analysis.index.intervals import Timeline
 
 EPOCH = 1_669_783_687_000_000.0  # absolute µs, as older Kineto traces write them
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_ingest_readers import _OP, TRACES, _doc, _raw
-from torchscope.analysis import intervals, nesting
+from torchscope.analysis.index import intervals, nesting
 from torchscope.ingest import Span, accel, load_trace, values
 
 pytestmark = pytest.mark.skipif(

@@ -386,7 +386,7 @@ def test_short_dataloader_is_fine(kineto: Any, tmp_path: Path) -> None:
 
 def test_marker_names_read_as_lines() -> None:
     """What ``finding`` does to every rule's message: no worker-internal marker names."""
-    from torchscope.analysis.source import lines_for_markers
+    from torchscope.analysis.index.source import lines_for_markers
 
     assert lines_for_markers("torchscope:L182 runs 65 µs") == "line 182 runs 65 µs"
     assert lines_for_markers("in torchscope:L12:model.py, then") == "in line 12 of model.py, then"

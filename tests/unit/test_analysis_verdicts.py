@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
-from torchscope.analysis.consistency import contradictions
 from torchscope.analysis.results import Peaks
-from torchscope.analysis.verdict import COMPUTE_BOUND_BUSY, SYNC_BOUND_SHARE
+from torchscope.analysis.verdict.consistency import contradictions
+from torchscope.analysis.verdict.verdict import COMPUTE_BOUND_BUSY, SYNC_BOUND_SHARE
 
 from .conftest import KinetoBuilder
 

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import analyze, load_trace
-from torchscope.analysis.context import build_context
-from torchscope.analysis.efficiency import measure_efficiency
-from torchscope.analysis.results import Measurements
-from torchscope.analysis.work import (
+from torchscope.analysis.index.context import build_context
+from torchscope.analysis.measure.efficiency import measure_efficiency
+from torchscope.analysis.measure.work import (
     ELEMENTWISE,
     OUT_ARITY,
     REDUCTIONS,
@@ -21,6 +20,7 @@ from torchscope.analysis.work import (
     op_work,
     out_count,
 )
+from torchscope.analysis.results import Measurements
 
 TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 BERT = TRACES / "tracelens_bert_small_h100_torch26.json.gz"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchscope.analysis.groups import Groups
-from torchscope.analysis.link import Launched
+from torchscope.analysis.index.groups import Groups
+from torchscope.analysis.index.link import Launched
 
 
 def _dict_of_lists(owner: list[int]) -> dict[int, list[int]]:

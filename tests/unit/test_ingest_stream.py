@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.unit.test_ingest_readers import _OP, _doc, _events, _typed, fast_only, reference
-from torchscope.analysis.context import build_context
-from torchscope.analysis.efficiency import measure_efficiency
 from torchscope.analysis.engine import analyze
+from torchscope.analysis.index.context import build_context
+from torchscope.analysis.measure.efficiency import measure_efficiency
 from torchscope.ingest import KINETO, EventModel, Trace, TraceError, accel, load_trace, source
 from torchscope.ingest.kineto import CATEGORIES, DEVICE_KINDS, KINDS
 from torchscope.ingest.memory import MEMORY_BASE, Budget, check_memory, memory_limit

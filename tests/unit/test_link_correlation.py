@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchscope.analysis.link import _ByCorrelation
+from torchscope.analysis.index.link import _ByCorrelation
 from torchscope.ingest.model import Span
 
 _IDS = st.one_of(

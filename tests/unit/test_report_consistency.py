@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from torchscope.analysis import Finding, Measurements, Report, analyze_trace
-from torchscope.analysis.consistency import contradictions
-from torchscope.analysis.machine import LocalMachine, cpu_peaks
+from torchscope.analysis.measure.machine import LocalMachine, cpu_peaks
+from torchscope.analysis.verdict.consistency import contradictions
 from torchscope.protocol import CALIBRATION_FILE, host_name, machine_id
 
 from .conftest import CPU_TRACES, SHARED_TRACES, KinetoBuilder

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from torchscope.analysis.causes import CAUSES
 from torchscope.analysis.results import VERDICT_IDS
+from torchscope.analysis.verdict.causes import CAUSES
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "test-output" / "vscode"

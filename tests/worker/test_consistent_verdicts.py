@@ -15,9 +15,9 @@ from torch.profiler import ProfilerActivity, profile
 
 from tests.fixtures.workspace.gpt_samples import Block, CausalSelfAttention, GPTConfig, train_step
 from torchscope.analysis import analyze_trace
-from torchscope.analysis.consistency import contradictions
-from torchscope.analysis.machine import LocalMachine
-from torchscope.analysis.work import is_memory_op
+from torchscope.analysis.measure.machine import LocalMachine
+from torchscope.analysis.measure.work import is_memory_op
+from torchscope.analysis.verdict.consistency import contradictions
 from torchscope.protocol import CALIBRATION_FILE, machine_id
 
 CONFIG = GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=64, vocab_size=65)

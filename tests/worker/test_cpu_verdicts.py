@@ -22,7 +22,7 @@ import torch
 import torch.utils.benchmark as benchmark
 
 from tests.conftest import EXAMPLES
-from torchscope.analysis.causes import COMPUTE_FLOOR
+from torchscope.analysis.verdict.causes import COMPUTE_FLOOR
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions

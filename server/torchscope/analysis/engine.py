@@ -12,19 +12,19 @@ import os
 from operator import itemgetter
 
 from ..ingest import Trace, load_trace
-from .callees import callee_stats
-from .consistency import self_check
-from .context import Context, build_context
-from .efficiency import annotate_lines
-from .lines import line_stats
-from .machine import LocalMachine
-from .memory import attach_line_memory, memory_summary
-from .metrics import measure
-from .op_table import top_kernels
+from .index.context import Context, build_context
+from .measure.callees import callee_stats
+from .measure.efficiency import annotate_lines
+from .measure.lines import line_stats
+from .measure.machine import LocalMachine
+from .measure.memory import attach_line_memory, memory_summary
+from .measure.metrics import measure
+from .measure.op_table import top_kernels
 from .results import Device, Measurements, Report
 from .rules import run_rules
-from .stability import judged, timing_of
-from .verdict import decide
+from .verdict.consistency import self_check
+from .verdict.stability import judged, timing_of
+from .verdict.verdict import decide
 
 _TRACK = itemgetter(3)
 

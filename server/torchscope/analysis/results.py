@@ -11,9 +11,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .callees import CalleeStats
-    from .lines import LineStats
-    from .memory import MemorySummary
+    from .measure.callees import CalleeStats
+    from .measure.lines import LineStats
+    from .measure.memory import MemorySummary
 
 SEVERITIES = ("error", "warning", "information", "hint")
 
@@ -100,7 +100,7 @@ class Device:
 
 @dataclass(frozen=True)
 class Cause:
-    """One cause of the time per call and what it costs (``analysis/causes.py``)."""
+    """One cause of the time per call and what it costs (``analysis/verdict/causes.py``)."""
 
     cause: str
     """``dispatch``, ``threads``, ``page-faults``, ``bandwidth``, ``compute``, ``sync``,
@@ -166,7 +166,7 @@ class Verdict:
     """Set when the deciding figure is within the steps' spread of its threshold (see
     ``regimes``)."""
     stable: bool = True
-    """False when the timing behind it cannot be trusted (``analysis/stability.py``)."""
+    """False when the timing behind it cannot be trusted (``analysis/verdict/stability.py``)."""
     unstable_reason: str = ""
     """When not ``stable``: why and what to do, one line (``unstable: …; rerun, or …``)."""
 

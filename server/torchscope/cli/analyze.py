@@ -88,7 +88,7 @@ def parse_steps(text: str) -> tuple[int, int]:
 def _analyze_steps(trace: Path, steps: str) -> Report:
     from torchscope.analysis import TraceError
     from torchscope.analysis.engine import analyze
-    from torchscope.analysis.machine import LocalMachine
+    from torchscope.analysis.measure.machine import LocalMachine
     from torchscope.ingest import load_trace
 
     try:
@@ -105,7 +105,7 @@ def _open(trace: Path, args: argparse.Namespace, link_out: TextIO) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from torchscope.analysis import TraceError, analyze_trace
-    from torchscope.analysis.machine import LocalMachine
+    from torchscope.analysis.measure.machine import LocalMachine
     from torchscope.report import render_report
 
     items: list[str] = args.trace

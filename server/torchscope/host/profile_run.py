@@ -149,7 +149,7 @@ def profile_result(fields: dict[str, Any]) -> ProfileResult:
 
 def measurements_of(result: ProfileResult) -> Measurements:
     """The worker's unprofiled numbers, as the analysis takes them."""
-    from torchscope.analysis.stability import machine_from
+    from torchscope.analysis.verdict.stability import machine_from
     return Measurements(
         cold_us=result.cold_us,
         call_us=list(result.call_us),

@@ -103,9 +103,9 @@ def analyse_here(
 ) -> Analysed:
     """The analysis of the trace at ``path`` in this process; raises ``TraceError``. A trace
     opened without a job's measurements is judged, as ``torchscope analyze`` judges it, by this
-    machine's name and calibrated peaks when it was recorded here (``analysis.machine``)."""
+    machine's name and calibrated peaks when it was recorded here (``analysis.measure.machine``)."""
     from torchscope.analysis import analyze_trace
-    from torchscope.analysis.machine import LocalMachine
+    from torchscope.analysis.measure.machine import LocalMachine
 
     local = LocalMachine.read() if measurements is None else None
     if not with_inventory and kernels is None:

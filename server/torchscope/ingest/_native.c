@@ -15,8 +15,8 @@
  *   MemoryEvent, a [memory] event in 64: _native_memory.c);
  * - Args: an event's args, set aside in a temporary file (_native_store.c) and read back
  *   and decoded when first read: _native_args.c;
- * - nest: the per-thread containment sweep (analysis/nesting.py): _native_nest.c;
- * - merge: the union of sorted intervals (analysis/intervals.py): _native_merge.c.
+ * - nest: the per-thread containment sweep (analysis/index/nesting.py): _native_nest.c;
+ * - merge: the union of sorted intervals (analysis/index/intervals.py): _native_merge.c.
  *
  * nest and merge are analysis stages: they live here so that the C part is one extension
  * behind one boundary (accel.py), not two builds.

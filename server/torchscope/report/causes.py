@@ -1,7 +1,7 @@
 """The verdict's causes as one short table: the costliest first, then the runners-up.
 
 The CLI prints it under the verdict line and the ``def`` hover shows it as Markdown, so the
-user sees what else costs time and how much (``analysis/causes.py`` measures them).
+user sees what else costs time and how much (``analysis/verdict/causes.py`` measures them).
 """
 
 from __future__ import annotations

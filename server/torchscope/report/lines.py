@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from torchscope.analysis.callees import CalleeStats
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.lines import LineOp, LineStats
+from torchscope.analysis.measure.callees import CalleeStats
+from torchscope.analysis.measure.lines import LineOp, LineStats
+from torchscope.analysis.measure.roofline import achieved_text
 from torchscope.analysis.results import Peaks, Report
-from torchscope.analysis.roofline import achieved_text
 from torchscope.report.markdown import md_table
 from torchscope.report.memory import memory_hover
 

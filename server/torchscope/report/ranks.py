@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from torchscope.analysis.columns import median
 from torchscope.analysis.formatting import format_duration, format_share
+from torchscope.analysis.index.columns import median
 
 if TYPE_CHECKING:
     from torchscope.analysis.multi.rank_model import RankSummary

@@ -1,6 +1,6 @@
 """How far the timing can be trusted, in the words every face shows: the unprofiled timing
 sentence (median, range, samples, spread), the machine's load, and an unstable verdict's line
-(``analysis/stability.py``). The terminal report, the ``def`` hover, the verdict diagnostic
+(``analysis/verdict/stability.py``). The terminal report, the ``def`` hover, the verdict diagnostic
 and the notebook's HTML all take them from here."""
 
 from __future__ import annotations

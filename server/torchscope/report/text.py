@@ -6,10 +6,10 @@ the same in a terminal, a CI log and a test assertion.
 
 from __future__ import annotations
 
-from torchscope.analysis.columns import median
 from torchscope.analysis.formatting import format_bytes, format_duration, format_share
+from torchscope.analysis.index.columns import median
+from torchscope.analysis.measure.roofline import achieved_text, peaks_text
 from torchscope.analysis.results import Report, StepMetrics
-from torchscope.analysis.roofline import achieved_text, peaks_text
 from torchscope.report.causes import causes_text
 from torchscope.report.stability import stability_lines, timing_numbers
 

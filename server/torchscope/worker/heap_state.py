@@ -36,7 +36,7 @@ MMAP_LOW, MMAP_HIGH = 128 * 1024, 32 * 1024 * 1024
 #: Faults another process may pay or skip, as a share of the call with them, that can flip the
 #: verdict (the page-faults cause against the call's next costliest one).
 FLIP_SHARE = 0.25
-#: Fewer faults per call are the interpreter's own heap (``analysis/causes.MIN_FAULTS_PER_CALL``).
+#: Fewer faults per call are the interpreter's own heap (``analysis/verdict/causes.py``).
 MIN_FAULTS = 64
 #: Probing costs a few calls: not for calls this long.
 MAX_CALL_US = 1e6

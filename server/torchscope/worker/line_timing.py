@@ -6,7 +6,7 @@ long op hardly changes: profiled shares overstate small lines. This pass runs th
 line-marked copy as the profiled pass, with the profiler off and each marker replaced by a
 clock (``perf_counter_ns`` on entry and exit, ≈0.3 µs a statement): per call, each line's
 *exclusive* time, i.e. its marker's time minus the markers nested inside it (the profiled
-analysis's rule, ``analysis/lines.py``). On CUDA the device is synchronised after each call,
+analysis's rule, ``analysis/measure/lines.py``). On CUDA the device is synchronised after each call,
 never inside it, so a line's time stays what the CPU spent on it, as in the profile.
 """
 

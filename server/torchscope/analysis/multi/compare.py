@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..columns import median
 from ..formatting import format_bytes, format_change, format_duration, format_share
+from ..index.columns import median
 from ..results import Report
 from ..rules.compare_rules import CompareContext, run_compare_rules
 from .comparison import (

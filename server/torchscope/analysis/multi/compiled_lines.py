@@ -8,8 +8,8 @@ and the worker's :class:`~torchscope.protocol.KernelSource` list (Inductor's pro
 → the lines of the profiled file its FX nodes came from, ``worker/kernel_provenance.py``).
 
 A kernel's time is its events' inclusive time summed over the profiled steps, divided by their
-number (per call, like ``analysis/lines.py``). A kernel that fused several lines is one group on
-each of them: each of its lines shows the whole kernel's time and names the others in
+number (per call, like ``analysis/measure/lines.py``). A kernel that fused several lines is
+one group on each of them: each of its lines shows the whole kernel's time and names the others in
 ``fused_with``; the total counts it once. Kernels the trace shows but the mapping does not know
 (no provenance) are listed with no lines; they cannot be put on a line.
 """
@@ -23,8 +23,8 @@ from typing import Callable, Optional
 
 from ...ingest import Span, Trace
 from ...protocol import GraphBreakSite, KernelSource
-from ..context import Context, build_context
-from ..launch import launch_steps
+from ..index.context import Context, build_context
+from ..measure.launch import launch_steps
 
 _GRAPH_CALL = re.compile(r"CompiledFxGraph (\w+)")
 _CPP_KERNEL = re.compile(r"^graph_(?P<id>\d+)_(?P<kernel>.+)$")

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ...ingest import Trace
-from ..columns import median
-from ..context import Context, build_context
-from ..launch import launch_steps
-from ..link import copy_kind
+from ..index.columns import median
+from ..index.context import Context, build_context
+from ..index.link import copy_kind
+from ..measure.launch import launch_steps
 from .comparison import CopyRow, OpRow
 
 ATEN_PREFIXES = ("aten::", "prims::", "inductor::", "quantized::")

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ...ingest import Span, Trace, load_trace
-from ..columns import is_comm_kernel
 from ..engine import analyze
-from ..intervals import Timeline
+from ..index.columns import is_comm_kernel
+from ..index.intervals import Timeline
+from ..index.segment import Step, find_steps
 from ..results import Measurements
-from ..segment import Step, find_steps
 from .rank_model import RankStats
 
 #: Prefixes of the CPU-side ranges the process-group backends record per collective

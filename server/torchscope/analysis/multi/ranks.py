@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ...ingest import TraceError
-from ..columns import median
 from ..formatting import format_duration
+from ..index.columns import median
 from ..results import Finding, Measurements, Report
 from ..results import _clean as clean
 from ..rules.rank_rules import run_rank_rules

@@ -13,7 +13,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
 
-from ..columns import median
+from ..index.columns import median
 from ..results import Report
 
 COMPUTE_SHARE_CROSSOVER = 0.5

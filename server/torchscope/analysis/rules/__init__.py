@@ -9,9 +9,9 @@ import importlib
 import os
 from typing import TYPE_CHECKING
 
-from ..context import Context
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 if TYPE_CHECKING:

@@ -12,11 +12,11 @@ from operator import add, eq, itemgetter, sub
 from typing import Any, TypeVar
 
 from ...ingest import Span
-from ..columns import ByName, median
-from ..context import Context
-from ..intervals import Timeline
-from ..link import SYNC_CALLS, is_launch
-from ..stages import Metrics
+from ..index.columns import ByName, median
+from ..index.context import Context
+from ..index.intervals import Timeline
+from ..index.link import SYNC_CALLS, is_launch
+from ..measure.stages import Metrics
 
 T = TypeVar("T")
 

@@ -4,13 +4,13 @@ allocation view; the page-fault cost is calibrated by the worker on the machine 
 
 from __future__ import annotations
 
-from ..causes import MIN_FAULTS_PER_CALL
-from ..columns import median
-from ..context import Context
 from ..formatting import format_bytes, format_duration, format_share
-from ..memory import page_fault_numbers
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.memory import page_fault_numbers
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
+from ..verdict.causes import MIN_FAULTS_PER_CALL
 from .base import Rule
 
 FAULT_SHARE = 0.10
@@ -92,7 +92,7 @@ class AllocationChurn(Rule):
 
 def _hottest_line(ctx: Context) -> int | None:
     """Without memory events the faults are paid where the time goes: the hottest line."""
-    from ..lines import line_stats
+    from ..measure.lines import line_stats
 
     lines = line_stats(ctx)
     return lines[0].line if lines else None

@@ -8,10 +8,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from ..context import Context
+from ..index.context import Context
+from ..index.source import lines_for_markers
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..source import lines_for_markers
-from ..stages import Metrics
 
 #: The findings reference, relative to the repository root: one ``### <id>`` section per rule.
 FINDINGS_DOC = "docs/findings.md"

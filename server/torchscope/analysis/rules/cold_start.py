@@ -3,11 +3,11 @@ before measuring; the cost is real for code that runs once)."""
 
 from __future__ import annotations
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 COLD_START_RATIO = 3.0

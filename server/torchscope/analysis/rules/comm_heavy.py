@@ -22,12 +22,12 @@ from itertools import compress, repeat
 from operator import gt, itemgetter, not_
 from typing import TYPE_CHECKING
 
-from ..columns import ByName, is_comm_kernel, median
-from ..context import Context
 from ..formatting import format_duration, format_share
-from ..intervals import Timeline
+from ..index.columns import ByName, is_comm_kernel, median
+from ..index.context import Context
+from ..index.intervals import Timeline
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import distinct_names, picker
 from .base import Rule
 from .rank_base import RankRule

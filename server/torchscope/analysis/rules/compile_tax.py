@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import op_location, positions
 from .base import Rule
 

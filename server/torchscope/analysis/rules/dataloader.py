@@ -7,11 +7,11 @@ input loading is on the critical path: raise ``num_workers``, use ``pin_memory=T
 
 from __future__ import annotations
 
-from ..columns import is_dataloader, median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import is_dataloader, median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 DATALOADER_SHARE = 0.05

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 
-from ..columns import median
-from ..context import Context
-from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..index.cpu_index import cpu_index
+from ..index.source import marker_line
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..source import marker_line
-from ..stages import Metrics
 from ._common import step_slices
 from .base import Rule
 

@@ -8,10 +8,10 @@ with ``tf32`` in its name already uses it.
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_duration
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import count_per_step, op_location, per_step_median
 from .base import Rule
 from .matmul_common import MATMUL_OPS, compute_capability, kernels_of_op, shapes_recorded

@@ -18,14 +18,14 @@ from itertools import compress, repeat
 from operator import itemgetter, le
 from typing import Any
 
-from ..columns import is_dataloader, median
-from ..context import Context
-from ..cpu_index import cpu_index
 from ..formatting import format_duration, format_share
-from ..intervals import Timeline, union_length
+from ..index.columns import is_dataloader, median
+from ..index.context import Context
+from ..index.cpu_index import cpu_index
+from ..index.intervals import Timeline, union_length
+from ..index.source import user_frame
+from ..measure.stages import Metrics
 from ..results import Finding, StepMetrics
-from ..source import user_frame
-from ..stages import Metrics
 from ._common import distinct_names, gap_lengths
 from .base import Rule
 

@@ -11,10 +11,10 @@ from itertools import chain, compress, repeat
 from operator import eq, itemgetter, le
 
 from ...ingest import Span
-from ..context import Context
 from ..formatting import format_duration
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import (
     RT_GRAPH_LAUNCH,
     RT_LAUNCH,

@@ -10,11 +10,11 @@ from __future__ import annotations
 from itertools import compress
 from operator import itemgetter, methodcaller
 
-from ..context import Context
 from ..formatting import format_bytes, format_duration
-from ..link import copy_kind
+from ..index.context import Context
+from ..index.link import copy_kind
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import (
     count_per_step,
     distinct_names,

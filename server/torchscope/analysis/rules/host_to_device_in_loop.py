@@ -4,11 +4,11 @@ could be made once, before the loop."""
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_bytes
-from ..lines import line_stats
+from ..index.context import Context
+from ..measure.lines import line_stats
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import without_cuda_memory
 from .base import Rule
 

@@ -6,10 +6,10 @@ speed-up has to come from (a better algorithm, lower precision, a fused kernel).
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 HOT_OP_SHARE = 0.5

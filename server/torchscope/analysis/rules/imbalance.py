@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..columns import median
 from ..formatting import format_duration, format_share
+from ..index.columns import median
 from ..results import Finding
 from .rank_base import RankRule
 

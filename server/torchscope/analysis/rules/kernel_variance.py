@@ -8,12 +8,12 @@ effects. A kernel that some step launched more often than another is other work,
 
 from __future__ import annotations
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration
-from ..op_table import kernel_calls, kernel_table
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.op_table import kernel_calls, kernel_table
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 KERNEL_VARIANCE_SPREAD = 0.5

@@ -13,11 +13,11 @@ from bisect import bisect_left
 from itertools import compress, repeat
 from operator import lt
 
-from ..context import Context
 from ..formatting import format_duration
-from ..launch import launch_steps
+from ..index.context import Context
+from ..measure.launch import launch_steps
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import (
     count_per_step,
     gap_lengths,

@@ -4,10 +4,10 @@ a cache without a bound, a graph kept alive through ``loss`` history)."""
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_bytes
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 

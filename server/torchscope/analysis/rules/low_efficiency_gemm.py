@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..context import Context
-from ..efficiency import Efficiency, missing_peak
 from ..formatting import format_duration, format_share
+from ..index.context import Context
+from ..measure.efficiency import Efficiency, missing_peak
+from ..measure.roofline import format_rate, peak_phrase
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..roofline import format_rate, peak_phrase
-from ..stages import Metrics
 from ._common import op_location
 from .base import Rule
 

@@ -7,11 +7,11 @@ number as advice, so it has no cost of its own (the idle time is in the other fi
 
 from __future__ import annotations
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 LOW_UTILIZATION_SHARE = 0.5

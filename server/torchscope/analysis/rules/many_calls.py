@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 from itertools import repeat
 from operator import lt
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import picker
 from .base import Rule
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..context import Context
+from ..index.context import Context
 
 MATMUL_OPS = frozenset({"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm"})
 """The ops TorchTidy's matmul patterns inspect (the ones that launch the GEMM)."""

@@ -16,14 +16,14 @@ each memory-bound (bytes, not math or overhead, set its time):
 
 from __future__ import annotations
 
-from ..context import Context
-from ..efficiency import Efficiency, missing_peak
 from ..formatting import format_bytes, format_duration, format_share
+from ..index.context import Context
+from ..measure.efficiency import Efficiency, missing_peak
+from ..measure.roofline import bandwidth_phrase, format_gbps, ridge_point
+from ..measure.stages import Metrics
+from ..measure.work import ELEMENTWISE, WRITE_ONLY, base_name
 from ..results import Finding, Peaks
-from ..roofline import bandwidth_phrase, format_gbps, ridge_point
-from ..stages import Metrics
-from ..verdict import DEFAULT_DISPATCH_FLOOR_US
-from ..work import ELEMENTWISE, WRITE_ONLY, base_name
+from ..verdict.verdict import DEFAULT_DISPATCH_FLOOR_US
 from ._common import op_location
 from .base import Rule
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..context import Context
 from ..formatting import format_bytes, format_duration
-from ..link import copy_kind, is_pageable
+from ..index.context import Context
+from ..index.link import copy_kind, is_pageable
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import per_step_median, rt_location, top_op_of_rt
 from .base import Rule
 

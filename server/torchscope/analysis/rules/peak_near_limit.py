@@ -3,10 +3,10 @@ the device when it started — one larger batch away from an out-of-memory error
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_bytes
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import without_cuda_memory
 from .base import Rule
 

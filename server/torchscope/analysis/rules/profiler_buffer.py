@@ -4,10 +4,10 @@ are artefacts of profiling, not of the code."""
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_duration
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from .base import Rule
 
 

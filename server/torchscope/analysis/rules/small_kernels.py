@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import and_, eq, itemgetter, le, lt, sub
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import RT_LAUNCH, add_per_step, picker, runtime_kinds, step_slices
 from .base import LinkedKernelRule
 

@@ -9,11 +9,11 @@ per step the less busy regime adds over the busier one's share, whichever is the
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_duration, format_share
-from ..regimes import REGIME_GAP, find_regimes, regime_share
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding, StepMetrics
-from ..stages import Metrics
+from ..verdict.regimes import REGIME_GAP, find_regimes, regime_share
 from .base import Rule
 
 STEPS_NAMED = 6

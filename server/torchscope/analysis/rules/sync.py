@@ -5,11 +5,11 @@ are the usual sources."""
 
 from __future__ import annotations
 
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import (
     RT_SYNC,
     count_per_step,

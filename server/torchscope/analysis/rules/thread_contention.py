@@ -9,12 +9,12 @@ must say one thread wins more often than chance (p ≤ ``SIGN_TEST_P``), which n
 
 from __future__ import annotations
 
-from ..causes import contention
-from ..columns import median
-from ..context import Context
 from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
+from ..verdict.causes import contention
 from .base import Rule
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context
 from ..formatting import format_duration
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import count_per_step, op_location, per_step_median
 from .base import Rule
 from .matmul_common import MATMUL_OPS, kernels_of_op, shapes_recorded

@@ -8,10 +8,10 @@ default since torch 2.0) skips both.
 
 from __future__ import annotations
 
-from ..context import Context
 from ..formatting import format_duration
+from ..index.context import Context
+from ..measure.stages import Metrics
 from ..results import Finding
-from ..stages import Metrics
 from ._common import (
     count_per_step,
     distinct_names,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .context import Context
+from ..formatting import format_duration, format_share
+from ..index.context import Context
+from ..results import Peaks, TopOp, Verdict
 from .efficiency import Efficiency, Rates, name_rates
-from .formatting import format_duration, format_share
-from .results import Peaks, TopOp, Verdict
 
 
 def format_rate(gflops: float) -> str:

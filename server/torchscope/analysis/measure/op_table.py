@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 from operator import and_, itemgetter, le
 
-from .columns import Ids, column, median, name_ids
-from .context import Context
+from ..index.columns import Ids, column, median, name_ids
+from ..index.context import Context
+from ..results import KernelStat, TopOp
 from .launch import launch_runs
-from .results import KernelStat, TopOp
 
 _NAME = itemgetter(2)
 

@@ -7,7 +7,7 @@ from bisect import bisect_right
 from itertools import accumulate, compress, repeat
 from operator import itemgetter, not_
 
-from ..ingest import Span
+from ...ingest import Span
 from .columns import top_level
 from .context import Context
 

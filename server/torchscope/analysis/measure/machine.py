@@ -19,7 +19,7 @@ from typing import Any
 
 from torchscope.protocol import CALIBRATION_FILE, cache_dir, cpu_name, host_name, machine_id
 
-from .results import Peaks
+from ..results import Peaks
 
 
 @dataclass(frozen=True)

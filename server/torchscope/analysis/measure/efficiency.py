@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from ..ingest.values import shapes_key
-from .context import Context
+from ...ingest.values import shapes_key
+from ..index.context import Context
+from ..results import Peaks, TopOp
 from .lines import LineOp, LineStats, innermost_line
-from .results import Peaks, TopOp
 from .spec_peaks import spec_sheet_peaks
 from .work import Work, has_work, op_work
 

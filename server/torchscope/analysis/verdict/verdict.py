@@ -8,22 +8,16 @@ so at 8×8 the guide's ``fn`` runs ~2.7 µs per call but shows 20-80 µs per pro
 
 from __future__ import annotations
 
+from ..formatting import format_duration, format_share
+from ..index.columns import median
+from ..index.context import Context
+from ..index.link import is_launch
+from ..measure.efficiency import Efficiency
+from ..measure.roofline import judge_efficiency
+from ..results import Borderline, Cause, StepMetrics, TopOp, Verdict
 from .cause_verdict import cpu_cause_verdict, low_gpu_efficiency
 from .causes import gpu_costs, gpu_ranked, ranked
-from .columns import median
-from .context import Context
-from .efficiency import Efficiency
-from .formatting import format_duration, format_share
-from .link import is_launch
-from .regimes import (
-    borderline,
-    borderline_headline,
-    deciding_steps,
-    regime_headline,
-    step_figure,
-)
-from .results import Borderline, Cause, StepMetrics, TopOp, Verdict
-from .roofline import judge_efficiency
+from .regimes import borderline, borderline_headline, deciding_steps, regime_headline, step_figure
 
 # -- CPU-only runs -----------------------------------------------------------------------
 OVERHEAD_BOUND_DISPATCH_SHARE = 0.5

@@ -30,9 +30,9 @@ from itertools import accumulate, compress, groupby, repeat
 from operator import gt, itemgetter
 from typing import Any
 
-from ..ingest import LINE_MARKER_PREFIX
-from .columns import median
-from .context import Context, assign
+from ...ingest import LINE_MARKER_PREFIX
+from ..index.columns import median
+from ..index.context import Context, assign
 from .lines import LineStats, _shapes
 
 _TRACK = itemgetter(3)

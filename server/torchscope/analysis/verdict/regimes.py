@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .columns import median
-from .formatting import format_share
-from .results import Borderline, StepMetrics
+from ..formatting import format_share
+from ..index.columns import median
+from ..results import Borderline, StepMetrics
 
 REGIME_GAP = 0.25
 """Busy shares 25 points apart split the steps into regimes: wider than the step-to-step

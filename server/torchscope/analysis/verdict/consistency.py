@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 
-from .results import Report
+from ..results import Report
 
 CAUSE_FINDINGS: dict[str, tuple[str, ...]] = {
     "threads": ("thread-contention",),

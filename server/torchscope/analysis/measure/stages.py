@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..results import StepMetrics, TopOp
 from .efficiency import Efficiency
-from .results import StepMetrics, TopOp
 
 if TYPE_CHECKING:
     from .memory import MemoryAnalysis

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..ingest import LINE_MARKER_PREFIX, Trace
+from ...ingest import LINE_MARKER_PREFIX, Trace
 from .nesting import Nesting
 
 _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): (?P<func>.*)$")

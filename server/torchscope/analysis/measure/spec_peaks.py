@@ -9,7 +9,7 @@ GFLOP/s, and HBM bandwidth in GB/s, from NVIDIA's/AMD's datasheets (SXM parts un
 
 from __future__ import annotations
 
-from .results import Peaks
+from ..results import Peaks
 
 _T = 1000.0  # GFLOP/s per TFLOP/s
 

@@ -17,13 +17,13 @@ from itertools import compress, repeat
 from operator import itemgetter, sub
 from typing import Any
 
-from ..ingest import Span, Trace
+from ...ingest import Span, Trace
+from ..measure.machine import LocalMachine, recorded_here
+from ..results import Measurements
 from .groups import Groups
 from .intervals import Timeline
 from .link import BLOCKING_COPY_CALLS, SYNC_CALLS, Links, is_copy_call, is_pageable, link
-from .machine import LocalMachine, recorded_here
 from .nesting import Nesting, build_nesting
-from .results import Measurements
 from .segment import Step, find_steps
 from .source import SourceMap
 

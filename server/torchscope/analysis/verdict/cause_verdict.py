@@ -17,18 +17,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .causes import (
-    CpuCosts,
-    compute_efficiency,
-    compute_floor,
-    cpu_costs,
-    ranked,
-)
-from .context import Context
-from .efficiency import Efficiency, missing_peak, name_rates
-from .formatting import format_bytes, format_duration, format_share
-from .results import Peaks, StepMetrics, TopOp, Verdict
-from .roofline import (
+from ..formatting import format_bytes, format_duration, format_share
+from ..index.context import Context
+from ..measure.efficiency import Efficiency, missing_peak, name_rates
+from ..measure.roofline import (
     CACHE_RESIDENT_BYTES,
     FUSION_ADVICE,
     dominant_memory_op,
@@ -37,8 +29,10 @@ from .roofline import (
     peak_phrase,
     rate_suffix,
 )
-from .rules.low_efficiency_gemm import is_small, likely_cause
-from .work import is_memory_op
+from ..measure.work import is_memory_op
+from ..results import Peaks, StepMetrics, TopOp, Verdict
+from ..rules.low_efficiency_gemm import is_small, likely_cause
+from .causes import CpuCosts, compute_efficiency, compute_floor, cpu_costs, ranked
 
 
 def _ratio(slow: float, fast: float) -> str:

@@ -15,7 +15,7 @@ from heapq import nlargest
 from itertools import compress, repeat
 from operator import gt, itemgetter, le, lt, sub
 
-from ..ingest import accel
+from ...ingest import accel
 
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)

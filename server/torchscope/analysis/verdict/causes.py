@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import comb
 
-from .columns import median
-from .context import Context
-from .efficiency import Efficiency
-from .memory import page_fault_numbers
-from .results import Cause, Measurements, StepMetrics
+from ..index.columns import median
+from ..index.context import Context
+from ..measure.efficiency import Efficiency
+from ..measure.memory import page_fault_numbers
+from ..results import Cause, Measurements, StepMetrics
 
 CAUSES = ("dispatch", "threads", "page-faults", "bandwidth", "compute", "sync", "input", "comm")
 """Every cause a verdict can name; on a tie the earlier one wins (the overheads come first:

@@ -18,7 +18,7 @@ from itertools import compress, repeat
 from operator import itemgetter, neg, sub
 from typing import Union
 
-from ..ingest import Span, Trace, accel
+from ...ingest import Span, Trace, accel
 
 NEST_TOLERANCE_US = 1.0
 """Legacy traces round ``ts`` and ``dur`` to whole µs, so a child can stick out of its parent

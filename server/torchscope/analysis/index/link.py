@@ -17,7 +17,7 @@ from itertools import accumulate, chain, compress, count, repeat
 from operator import ge, gt, itemgetter, ne, not_
 from typing import Any, TypeVar, overload
 
-from ..ingest import Span, Trace
+from ...ingest import Span, Trace
 from .groups import Groups
 
 _START = itemgetter(0)

@@ -22,17 +22,17 @@ from itertools import compress, repeat
 from operator import itemgetter, le, sub
 from types import MappingProxyType
 
-from ..ingest import Span
-from .columns import DATALOADER, ByName, all_linked, median, top_level
-from .context import Context
-from .cpu_index import CpuIndex, cpu_index
+from ...ingest import Span
+from ..index.columns import DATALOADER, ByName, all_linked, median, top_level
+from ..index.context import Context
+from ..index.cpu_index import CpuIndex, cpu_index
+from ..index.link import is_launch
+from ..index.segment import Step
+from ..results import Gap, StepMetrics
 from .efficiency import annotate_ops, measure_efficiency
 from .launch import launch_runs, launched_work, step_spans
-from .link import is_launch
 from .memory import memory_analysis
 from .op_table import op_table
-from .results import Gap, StepMetrics
-from .segment import Step
 from .stages import Metrics
 
 _START = itemgetter(0)

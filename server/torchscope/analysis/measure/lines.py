@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..ingest import LINE_MARKER_PREFIX
-from .columns import median
-from .context import Context
-from .link import SYNC_CALLS, copy_kind
+from ...ingest import LINE_MARKER_PREFIX
+from ..index.columns import median
+from ..index.context import Context
+from ..index.link import SYNC_CALLS, copy_kind
 
 if TYPE_CHECKING:
     from .memory import LineMemory

@@ -12,7 +12,7 @@ from itertools import compress, repeat
 from operator import eq, itemgetter
 from typing import Any, TypeVar
 
-from ..ingest import Span
+from ...ingest import Span
 from .context import Context
 
 _NAME = itemgetter(2)

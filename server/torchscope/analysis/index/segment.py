@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..ingest import Span, Trace
+from ...ingest import Span, Trace
 
 _STEP_NUMBER = re.compile(r"#(\d+)$")
 

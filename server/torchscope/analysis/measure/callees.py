@@ -14,13 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..ingest import LINE_MARKER_PREFIX
-from .columns import median
-from .context import Context
-from .source import is_library, parse_frame
+from ...ingest import LINE_MARKER_PREFIX
+from ..index.columns import median
+from ..index.context import Context
+from ..index.source import is_library, parse_frame
 
 if TYPE_CHECKING:
-    from ..ingest.model import Span
+    from ...ingest.model import Span
     from .lines import LineStats
 
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from torchscope.protocol import UNSTABLE_ADVICE, passes_disagree, spread
 
-from .columns import median
-from .results import Machine, Measurements, StepMetrics, Timing, Verdict
+from ..index.columns import median
+from ..results import Machine, Measurements, StepMetrics, Timing, Verdict
 
 
 def machine_from(data: dict[str, Any]) -> Machine | None:

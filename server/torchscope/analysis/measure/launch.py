@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from itertools import compress, groupby, repeat
 from operator import itemgetter, lt, methodcaller, not_
 
-from ..ingest import Span
-from .columns import ByName, all_linked, is_comm_kernel, name_ids
-from .context import Context, assign
-from .intervals import union_length
-from .link import copy_kind
+from ...ingest import Span
+from ..index.columns import ByName, all_linked, is_comm_kernel, name_ids
+from ..index.context import Context, assign
+from ..index.intervals import union_length
+from ..index.link import copy_kind
 
 _START = itemgetter(0)
 _END = itemgetter(1)
