@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import itemgetter, sub
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ...ingest import Span, Trace
 from ..measure.machine import LocalMachine, recorded_here
@@ -60,6 +60,7 @@ _END = itemgetter(1)
 _SECOND = itemgetter(1)
 _NAME = itemgetter(2)
 _TRACK = itemgetter(3)
+T = TypeVar("T")
 
 
 def _indices() -> array[int]:
@@ -97,11 +98,38 @@ def assign(steps: list[Step], times: Sequence[float]) -> array[int]:
     return out
 
 
-@dataclass
+def _memo(cache: dict[Any, Any], key: Any, make: Callable[[], T]) -> T:
+    """``cache[key]``, made by ``make`` the first time."""
+    if key not in cache:
+        cache[key] = make()
+    found: T = cache[key]
+    return found
+
+
+def _starts(cache: dict[Any, Any], spans: list[Span]) -> array[float]:
+    return _memo(cache, (id(spans), "starts"), lambda: array("d", map(_START, spans)))
+
+
+def _ranges(cache: dict[Any, Any], steps: list[Step], spans: list[Span]) -> list[tuple[int, int]]:
+    return _memo(
+        cache, (id(spans), "ranges"), lambda: step_ranges(steps, spans, _starts(cache, spans))
+    )
+
+
+def _step_of(cache: dict[Any, Any], steps: list[Step], spans: list[Span]) -> array[int]:
+    out = array("i", [-1]) * len(spans)
+    for k, (lo, hi) in enumerate(_ranges(cache, steps, spans)):
+        if hi > lo:
+            out[lo:hi] = array("i", [k]) * (hi - lo)
+    return out
+
+
+@dataclass(frozen=True, eq=False)
 class Context:
-    """The trace's indexes, shared by every later stage: ``build_context`` fills it, and after
-    that nothing assigns its fields. Stage results (:class:`~.stages.Metrics`) are passed
-    explicitly; the underscore fields are memoised columns of the trace, caches only."""
+    """The trace's indexes, shared by every later stage: ``build_context`` makes it in one
+    expression, and nothing assigns its fields after that (it is frozen). Stage results
+    (:class:`~.stages.Metrics`) are passed explicitly; ``_columns`` holds memoised columns of
+    the trace (:meth:`memo`), caches only."""
 
     trace: Trace
     nest: Nesting
@@ -117,93 +145,79 @@ class Context:
     step_of_memcpy: array[int]
     step_of_memset: array[int]
     sources: SourceMap
-    flush: set[int] = field(default_factory=set)
+    flush: set[int]
     """Runtime calls that are the profiler's end-of-window flush."""
-    lazy_init: set[int] = field(default_factory=set)
+    lazy_init: set[int]
     """Runtime calls that are CUDA lazy initialisation."""
-    blocking: bytearray = field(default_factory=bytearray)
+    blocking: bytearray
     """Per runtime call: does it block the CPU until the device catches up? (a byte each)"""
     here: LocalMachine | None = None
     """This machine, when the trace was recorded on it (``machine.recorded_here``)."""
-    _op_kernels: Groups | None = None
-    _ops_by_name: dict[str, array[int]] | None = None
-    _columns: dict[tuple[int, str], Any] = field(default_factory=dict)
+    _columns: dict[Any, Any] = field(default_factory=dict)
+
+    def memo(self, key: Any, make: Callable[[], T]) -> T:
+        """A column or index of the trace under ``key``, made by ``make`` once."""
+        return _memo(self._columns, key, make)
 
     def starts(self, spans: list[Span]) -> array[float]:
         """Start times of one of the trace's span lists (computed once per list), as doubles:
         8 bytes each, not a float object and a list slot (40)."""
-        key = (id(spans), "starts")
-        if key not in self._columns:
-            self._columns[key] = array("d", map(_START, spans))
-        found: array[float] = self._columns[key]
-        return found
+        return _starts(self._columns, spans)
 
     def durations(self, spans: list[Span]) -> array[float]:
         """Durations of one of the trace's span lists (computed once per list), as doubles."""
-        key = (id(spans), "durations")
-        if key not in self._columns:
-            self._columns[key] = array("d", map(sub, map(_END, spans), self.starts(spans)))
-        found: array[float] = self._columns[key]
-        return found
+        return self.memo(
+            (id(spans), "durations"),
+            lambda: array("d", map(sub, map(_END, spans), self.starts(spans))),
+        )
 
     def ranges(self, spans: list[Span]) -> list[tuple[int, int]]:
         """Per step, the slice of ``spans`` (one of the trace's lists) starting in it."""
-        key = (id(spans), "ranges")
-        if key not in self._columns:
-            self._columns[key] = step_ranges(self.steps, spans, self.starts(spans))
-        found: list[tuple[int, int]] = self._columns[key]
-        return found
+        return _ranges(self._columns, self.steps, spans)
 
     def ranges_hold_steps(self, spans: list[Span], step_of: Sequence[int]) -> bool:
         """Whether :meth:`ranges` of ``spans`` are exactly each step's members by
         ``step_of`` (the matching ``step_of_*``): true unless steps overlap, which lets
         per-step work run over slices. Checked once per list, in C."""
-        key = (id(spans), "ranges_hold_steps")
-        found: bool | None = self._columns.get(key)
-        if found is None:
-            covered = 0
-            found = True
-            for k, (lo, hi) in enumerate(self.ranges(spans)):
-                if hi > lo and step_of[lo:hi].count(k) != hi - lo:
-                    found = False
-                    break
-                covered += hi - lo
-            # Each slice holds only its own step, so the slices are disjoint; they hold
-            # every member when no span outside them has a step.
-            found = found and covered == len(step_of) - step_of.count(-1)
-            self._columns[key] = found
-        return found
+        return self.memo((id(spans), "ranges_hold_steps"), lambda: self._hold(spans, step_of))
+
+    def _hold(self, spans: list[Span], step_of: Sequence[int]) -> bool:
+        covered = 0
+        for k, (lo, hi) in enumerate(self.ranges(spans)):
+            if hi > lo and step_of[lo:hi].count(k) != hi - lo:
+                return False
+            covered += hi - lo
+        # Each slice holds only its own step, so the slices are disjoint; they hold
+        # every member when no span outside them has a step.
+        return covered == len(step_of) - step_of.count(-1)
 
     def step_of(self, spans: list[Span]) -> array[int]:
         """Per span of one of the trace's lists, the index of its step (-1: in none), as
         int32: 4 bytes a span, where a list held an 8-byte pointer."""
-        out = array("i", [-1]) * len(spans)
-        for k, (lo, hi) in enumerate(self.ranges(spans)):
-            if hi > lo:
-                out[lo:hi] = array("i", [k]) * (hi - lo)
-        return out
+        return _step_of(self._columns, self.steps, spans)
 
     def ops_by_name(self) -> dict[str, array[int]]:
         """Op name → indices of its calls inside the steps, in time order (built once; rules
         that look for a few op names use it instead of scanning every op)."""
-        if self._ops_by_name is None:
-            groups: defaultdict[str, array[int]] = defaultdict(_indices)
-            ops = self.trace.ops
-            for lo, hi in self.ranges(ops):
-                for i, name in zip(range(lo, hi), map(_NAME, ops[lo:hi])):
-                    groups[name].append(i)
-            self._ops_by_name = dict(groups)
-        return self._ops_by_name
+        return self.memo("ops_by_name", self._ops_by_name)
 
-    _cpu_index: object = None
+    def _ops_by_name(self) -> dict[str, array[int]]:
+        groups: defaultdict[str, array[int]] = defaultdict(_indices)
+        ops = self.trace.ops
+        for lo, hi in self.ranges(ops):
+            for i, name in zip(range(lo, hi), map(_NAME, ops[lo:hi])):
+                groups[name].append(i)
+        return dict(groups)
+
 
     def op_kernels(self) -> Groups:
         """Innermost op → kernels its runtime calls launched (built on first use)."""
-        if self._op_kernels is None:
-            rt_op = self.nest.rt_op + array("i", [-1])  # an unlinked kernel (-1) reads -1
-            owner = array("i", map(rt_op.__getitem__, self.links.kernel_rt))
-            self._op_kernels = Groups(len(self.trace.ops), owner)
-        return self._op_kernels
+        return self.memo("op_kernels", self._op_kernels)
+
+    def _op_kernels(self) -> Groups:
+        rt_op = self.nest.rt_op + array("i", [-1])  # an unlinked kernel (-1) reads -1
+        owner = array("i", map(rt_op.__getitem__, self.links.kernel_rt))
+        return Groups(len(self.trace.ops), owner)
 
     @property
     def device_run(self) -> bool:
@@ -231,9 +245,7 @@ class Context:
 
     def copy_of(self, r: int) -> list[Span]:
         """The memcpy spans launched by runtime call ``r``."""
-        return [
-            self.trace.memcpys[i] for kind, i in self.links.rt_device.get(r, ()) if kind == "memcpy"
-        ]
+        return _copies_of(self.trace, self.links, r)
 
     def is_artefact(self, r: int) -> bool:
         """Profiler flush or lazy initialisation: never the user's steady-state cost."""
@@ -301,29 +313,25 @@ def _timelines(trace: Trace) -> tuple[dict[int, Timeline], int | None]:
     return timelines, primary
 
 
-def _assign(ctx: Context, names: list[str], codes: bytearray) -> None:
-    """The step of every span, flushes, lazy init and blocking calls."""
-    trace = ctx.trace
-    # Step of every span, from the per-step slices the context caches for later stages too.
-    ctx.step_of_op = ctx.step_of(trace.ops)
-    ctx.step_of_rt = ctx.step_of(trace.runtime)
-    ctx.step_of_ann = ctx.step_of(trace.annotations)
-    ctx.step_of_kernel = ctx.step_of(trace.kernels)
-    ctx.step_of_memcpy = ctx.step_of(trace.memcpys)
-    ctx.step_of_memset = ctx.step_of(trace.memsets)
-    ctx.flush = _find_flush(trace, ctx.nest, ctx.steps, names)
-    ctx.lazy_init = _find_lazy_init(trace, ctx.steps, ctx.starts(trace.runtime))
-    # Blocking calls: by name (one decision per distinct name), then pageable DtoH copies.
+def _copies_of(trace: Trace, links: Links, r: int) -> list[Span]:
+    return [trace.memcpys[i] for kind, i in links.rt_device.get(r, ()) if kind == "memcpy"]
+
+
+def _blocking(trace: Trace, links: Links, codes: bytearray) -> bytearray:
+    """Blocking calls: by name (one decision per distinct name), then pageable DtoH copies."""
     blocking = bytearray(map((2).__eq__, codes))
     for i in compress(range(len(codes)), map((1).__eq__, codes)):
-        blocking[i] = any(is_pageable(m.name) and "DtoH" in m.name for m in ctx.copy_of(i))
-    ctx.blocking = blocking
+        blocking[i] = any(
+            is_pageable(m.name) and "DtoH" in m.name for m in _copies_of(trace, links, i)
+        )
+    return blocking
 
 
 def build_context(
     trace: Trace, measurements: Measurements | None, local: LocalMachine | None = None
 ) -> Context:
-    """Nest, link, segment and assign once; ``local`` is this machine (see ``machine``)."""
+    """Nest, link and segment once, and the step of every span; ``local`` is this machine
+    (see ``machine``)."""
     links = link(trace)
     names = list(map(_NAME, trace.runtime))
     kind = {
@@ -336,7 +344,12 @@ def build_context(
     nest = build_nesting(trace, wanted)
     steps = find_steps(trace)
     timelines, primary = _timelines(trace)
-    ctx = Context(
+    cache: dict[Any, Any] = {}  # the context's memoised columns, from the start
+
+    def step_of(spans: list[Span]) -> array[int]:
+        return _step_of(cache, steps, spans)
+
+    return Context(
         trace=trace,
         nest=nest,
         links=links,
@@ -345,13 +358,15 @@ def build_context(
         here=local if recorded_here(trace.meta.get("host_name"), local) else None,
         timelines=timelines,
         primary_device=primary,
-        step_of_op=array("i"),
-        step_of_rt=array("i"),
-        step_of_ann=array("i"),
-        step_of_kernel=array("i"),
-        step_of_memcpy=array("i"),
-        step_of_memset=array("i"),
+        step_of_op=step_of(trace.ops),
+        step_of_rt=step_of(trace.runtime),
+        step_of_ann=step_of(trace.annotations),
+        step_of_kernel=step_of(trace.kernels),
+        step_of_memcpy=step_of(trace.memcpys),
+        step_of_memset=step_of(trace.memsets),
         sources=SourceMap(trace, nest),
+        flush=_find_flush(trace, nest, steps, names),
+        lazy_init=_find_lazy_init(trace, steps, _starts(cache, trace.runtime)),
+        blocking=_blocking(trace, links, codes),
+        _columns=cache,
     )
-    _assign(ctx, names, codes)
-    return ctx

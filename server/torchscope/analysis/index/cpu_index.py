@@ -81,6 +81,4 @@ class CpuIndex:
 
 def cpu_index(ctx: Context) -> CpuIndex:
     """The context's :class:`CpuIndex`, built once."""
-    if not isinstance(ctx._cpu_index, CpuIndex):
-        ctx._cpu_index = CpuIndex(ctx)
-    return ctx._cpu_index
+    return ctx.memo("cpu_index", lambda: CpuIndex(ctx))
