@@ -100,3 +100,28 @@ def test_report_imports_no_host() -> None:
     for path in sorted((PACKAGE / "report").glob("*.py")):
         crossing = [m for m in _imported(path) if m.startswith("torchscope.host")]
         assert not crossing, (path.name, crossing)
+
+
+def test_the_analysis_is_laid_out_by_stage() -> None:
+    """``analysis/`` holds its stages as packages (index/, measure/, verdict/, then rules/ and
+    multi/), with the engine, the result types and the units on top (issue 43)."""
+    analysis = PACKAGE / "analysis"
+    on_top = sorted(p.name for p in analysis.glob("*.py"))
+    assert on_top == ["__init__.py", "engine.py", "formatting.py", "results.py"]
+    stages = sorted(p.name for p in analysis.iterdir() if (p / "__init__.py").is_file())
+    assert stages == ["fixes", "index", "measure", "multi", "rules", "verdict"]
+
+
+def test_the_context_is_built_once_and_never_assigned() -> None:
+    """``Context`` is frozen, and no module assigns a field of a context (``ctx.x = …``)."""
+    from torchscope.analysis.index.context import Context
+
+    assert Context.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    for path in sorted((PACKAGE / "analysis").rglob("*.py")):
+        for node in ast.walk(_tree(path)):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+                    assert target.value.id not in {"ctx", "context"}, (path, node.lineno)
