@@ -326,3 +326,28 @@ def test_a_profiled_finding_that_has_a_fix_says_so(samples: Path) -> None:
         "title": "torch._foreach_* over the list instead of a Python loop",
         "measured": None,
     }
+
+
+def test_a_trial_the_first_rounds_cannot_decide_measures_again_and_says_so(
+    tmp_path: Path,
+) -> None:
+    """The interval of the first job reaches the no-difference band while its ratio (0.75×)
+    does not: the trial runs another job, and its progress says so."""
+    work = tmp_path / "work"
+    work.mkdir()
+    file = Path(shutil.copy(FIXTURES / "fix_undecided.py", work / "fix_undecided.py"))
+    options = JobOptions(warmup=1, timing_budget_s=0.5, workspace_root=str(work))
+    said: list[str] = []
+
+    async def trial(profiler: Profiler) -> FixTrial:
+        target = function_named(read_source(file), str(file), "Wobbly.forward")
+        call = "Wobbly()(torch.ones(4))"
+        found, _ = await try_fix(
+            profiler, target, call, options, "inference-mode", lambda p: said.append(p.message)
+        )
+        return found
+
+    found = on_one_worker(file, tmp_path / "traces", trial)
+    again = [m for m in said if m.startswith("measuring again (2/3): ")]
+    assert again == ["measuring again (2/3): the interval still reaches the no-difference band"]
+    assert found.same_outputs and found.refused != CHANGES_OUTPUTS, found

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
+from torchscope.worker.heap_state import MMAP_HIGH, glibc
 from torchscope.worker.timing import (
     FLOOR_BATCH,
     MIN_FLOOR_SAMPLES,
@@ -83,10 +84,6 @@ def time_interleaved(
     return samples, floor_us
 
 
-GLIBC_MMAP_THRESHOLD = 32 * 1024 * 1024
-"""glibc's own ceiling for its dynamic mmap threshold on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX``):
-blocks above it are mapped and unmapped per allocation, as they are by default."""
-
 GLIBC_NO_TRIM = 2**31 - 1
 """``M_TRIM_THRESHOLD`` high enough that the heap top is never given back during the job."""
 
@@ -104,18 +101,12 @@ def steady_allocator() -> None:
     jobs never run with these settings. A no-op where glibc is not the allocator.
     """
     try:
-        import ctypes
-        import ctypes.util
-
-        name = ctypes.util.find_library("c")
-        libc = ctypes.CDLL(name) if name else None
-        trim = getattr(libc, "malloc_trim", None)
-        mallopt = getattr(libc, "mallopt", None)
-        if trim is None or mallopt is None:
+        libc = glibc()
+        if libc is None or not hasattr(libc, "mallopt"):
             return
-        trim(0)
-        mallopt(-3, GLIBC_MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
-        mallopt(-1, GLIBC_NO_TRIM)  # M_TRIM_THRESHOLD
+        libc.malloc_trim(0)
+        libc.mallopt(-3, MMAP_HIGH)  # M_MMAP_THRESHOLD: glibc's own maximum for it
+        libc.mallopt(-1, GLIBC_NO_TRIM)  # M_TRIM_THRESHOLD
     except Exception:
         pass
 

@@ -44,7 +44,7 @@ PAGE = 4096
 ADVICE = "keep the buffers across calls (`out=`, in-place ops) and every process pays the same"
 
 
-def _glibc() -> Any:
+def glibc() -> Any:
     """The C library when it is glibc with ``malloc_trim`` (None elsewhere)."""
     if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
         return None
@@ -86,7 +86,7 @@ def heap_line(
 ) -> str:
     """Why the page-fault cost depends on the heap's history, one line ending in what to do;
     "" when it does not (or it cannot be told: no glibc, a long call, a call that raised)."""
-    libc = _glibc()
+    libc = glibc()
     if libc is None or fault_us <= 0 or call_us <= 0 or call_us > MAX_CALL_US:
         return ""
     try:
