@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import ALL_RULES
-from torchscope.analysis.rules.base import RuleBase
-from torchscope.analysis.rules.compare_rules import COMPARE_RULES
+from torchscope.analysis.multi.compile_rules import COMPARE_RULES
+from torchscope.analysis.verdict.findings import RuleBase
 
 from .conftest import KinetoBuilder
 from .rule_helpers import only, rules, run

@@ -31,6 +31,7 @@ from torchscope.analysis.multi.compare import (
     op_changes,
 )
 from torchscope.analysis.multi.comparison import Comparison, CompileMeta, CopyRow, OpRow
+from torchscope.analysis.multi.compile_rules.graph_break import short_reason
 from torchscope.analysis.multi.interval import (
     RatioInterval,
     measured_noise,
@@ -46,7 +47,6 @@ from torchscope.analysis.multi.sweep import (
     failed_point,
     point_from_report,
 )
-from torchscope.analysis.rules.graph_break import short_reason
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,

@@ -125,3 +125,34 @@ def test_the_context_is_built_once_and_never_assigned() -> None:
             for target in targets:
                 if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
                     assert target.value.id not in {"ctx", "context"}, (path, node.lineno)
+
+
+def test_only_the_engine_runs_the_single_trace_rules() -> None:
+    """``rules/`` holds the rules over one trace, and only ``engine`` imports it; the rules
+    over a comparison and over ranks live beside their analyses in ``multi/``, and the two
+    packages import neither way (issue 43)."""
+    analysis = PACKAGE / "analysis"
+
+    def imports(path: Path, prefix: str) -> bool:
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module[:-9]
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")
+                if node.level:
+                    base = base[: len(base) - (node.level - 1)]
+                    name = ".".join([*base, node.module] if node.module else base)
+                else:
+                    name = node.module or ""
+                if name.startswith(prefix):
+                    return True
+        return False
+
+    rules, multi = "torchscope.analysis.rules", "torchscope.analysis.multi"
+    importing = sorted(
+        path.relative_to(analysis).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if not path.is_relative_to(analysis / "rules") and imports(path, rules)
+    )
+    assert importing == ["engine.py"]
+    assert not [p for p in (analysis / "rules").rglob("*.py") if imports(p, multi)]

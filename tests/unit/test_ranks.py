@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import TraceError
+from torchscope.analysis.engine import ALL_RULES
 from torchscope.analysis.multi.rank_model import RankContext, RankSummary
+from torchscope.analysis.multi.rank_rules import RANK_RULES, run_rank_rules
 from torchscope.analysis.multi.ranks import analyze_folder, rank_paths
-from torchscope.analysis.rules import ALL_RULES
-from torchscope.analysis.rules.rank_rules import RANK_RULES, run_rank_rules
 
 from .conftest import KinetoBuilder
 

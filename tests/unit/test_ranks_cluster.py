@@ -29,9 +29,9 @@ from torchscope.analysis.multi.rank_cluster import (
     submit_ranks,
 )
 from torchscope.analysis.multi.rank_model import RankDigest
+from torchscope.analysis.multi.rank_rules import RANK_RULES
 from torchscope.analysis.multi.rank_stats import measure_rank_file
 from torchscope.analysis.multi.ranks import RanksReport, analyze_folder, analyze_ranks
-from torchscope.analysis.rules.rank_rules import RANK_RULES
 from torchscope.report import render_report
 from torchscope.report.ranks import render_ranks
 

@@ -16,7 +16,7 @@ package above this one: nothing here imports it. The analyses over several trace
 from __future__ import annotations
 
 from ..ingest import Trace, TraceError, load_trace
-from .engine import analyze, analyze_trace
+from .engine import ALL_RULES, analyze, analyze_trace
 from .formatting import format_bytes, format_duration, format_share
 from .results import (
     Device,
@@ -30,7 +30,6 @@ from .results import (
     TopOp,
     Verdict,
 )
-from .rules import ALL_RULES
 
 __all__ = [
     "ALL_RULES",

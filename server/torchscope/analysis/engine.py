@@ -21,10 +21,13 @@ from .measure.memory import attach_line_memory, memory_summary
 from .measure.metrics import measure
 from .measure.op_table import top_kernels
 from .results import Device, Measurements, Report
-from .rules import run_rules
+from .rules import ALL_RULES, run_rules
 from .verdict.consistency import self_check
+from .verdict.findings import FINDINGS_DOC
 from .verdict.stability import judged, timing_of
 from .verdict.verdict import decide
+
+__all__ = ["ALL_RULES", "FINDINGS_DOC", "analyze", "analyze_trace"]
 
 _TRACK = itemgetter(3)
 

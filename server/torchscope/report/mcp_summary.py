@@ -11,10 +11,9 @@ import math
 from pathlib import Path
 from typing import Optional
 
+from torchscope.analysis.engine import ALL_RULES, FINDINGS_DOC
 from torchscope.analysis.formatting import format_duration
 from torchscope.analysis.results import Finding, Report
-from torchscope.analysis.rules import ALL_RULES
-from torchscope.analysis.rules.base import FINDINGS_DOC
 from torchscope.report.lines import hot_lines_text
 from torchscope.report.outcomes import ComparedCall, ProfiledCall
 from torchscope.report.stability import stability_lines

@@ -17,7 +17,6 @@ from typing import Optional
 from ..formatting import format_bytes, format_change, format_duration, format_share
 from ..index.columns import median
 from ..results import Report
-from ..rules.compare_rules import CompareContext, run_compare_rules
 from .comparison import (
     CompareError,
     CompareSide,
@@ -31,6 +30,7 @@ from .comparison import (
     OpChanges,
     SideVerdict,
 )
+from .compile_rules import CompareContext, run_compare_rules
 from .interval import (
     NO_DIFFERENCE_BAND,
     RatioInterval,
@@ -204,7 +204,7 @@ def compare_runs(
     line: Optional[int] = None,
 ) -> Comparison:
     """Eager vs compiled: both sides, the changed ops, the verdict and the comparison rules'
-    findings (see :data:`.rules.compare_rules.COMPARE_RULES`); without a compiled run, the error."""
+    findings (see :data:`.compile_rules.COMPARE_RULES`); without a compiled run, the error."""
     eager = _side(eager_report, eager_inv)
     if compiled_report is None or compiled_inv is None:
         error = CompareError(

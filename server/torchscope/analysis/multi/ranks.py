@@ -30,8 +30,8 @@ from ..formatting import format_duration
 from ..index.columns import median
 from ..results import Finding, Measurements, Report
 from ..results import _clean as clean
-from ..rules.rank_rules import run_rank_rules
 from .rank_model import RankContext, RankStats, RankSummary
+from .rank_rules import run_rank_rules
 from .rank_stats import measure_rank_file
 
 TRACE_SUFFIXES = (".json", ".json.gz")

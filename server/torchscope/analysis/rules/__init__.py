@@ -1,4 +1,6 @@
-"""All finding rules, one module each (DESIGN.md §3 findings catalogue).
+"""The rules over one trace, one module each (DESIGN.md §3 findings catalogue); the rules over
+a comparison and over ranks are in ``multi/compile_rules/`` and ``multi/rank_rules/``. Only
+``engine`` imports this package.
 
 Order here is only the tie-break order; findings are sorted by cost.
 """
@@ -7,15 +9,11 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING
 
 from ..index.context import Context
 from ..measure.stages import Metrics
 from ..results import Finding
 from .base import Rule
-
-if TYPE_CHECKING:
-    from .compare_base import CompareRule
 
 #: Where the rules that existed before discovery stand: ``rules_skipped`` in the JSON lists
 #: rules in this order (an output other tools read), and it is the tie-break order of findings
@@ -53,21 +51,11 @@ _ORDER = (
 )
 
 
-#: The modules of the rules over an eager vs ``torch.compile`` comparison
-#: (``compare_rules.COMPARE_RULES``): an analysis of one trace does not import them (they pull
-#: in the comparison's types, a tenth of the analysis's imports).
-_COMPARE_MODULES = frozenset(
-    {"compare_base", "compare_rules", "compile_copy", "compile_slower", "graph_break", "recompile"}
-)
-
-
 def _discover() -> list[Rule]:
     """Every module of this package whose ``RULE`` is a single-trace :class:`Rule`: a new
     rule is one module (plus its docs section and its test), no registration."""
     found: dict[str, Rule] = {}
     for name in _module_names():
-        if name in _COMPARE_MODULES:
-            continue
         module = importlib.import_module(f"{__name__}.{name}")
         rule = getattr(module, "RULE", None)
         if isinstance(rule, Rule):
@@ -93,20 +81,8 @@ ALL_RULES: list[Rule] = _discover()
 __all__ = [
     "ALL_RULES",
     "Rule",
-    "rule_by_id",
     "run_rules",
 ]
-
-
-def rule_by_id(rule_id: str) -> Rule | CompareRule:
-    """The registered rule with this id."""
-    from .compare_rules import COMPARE_RULES
-
-    candidates: list[Rule | CompareRule] = [*ALL_RULES, *COMPARE_RULES]
-    for r in candidates:
-        if r.id == rule_id:
-            return r
-    raise KeyError(rule_id)
 
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "information": 2, "hint": 3}

@@ -9,10 +9,11 @@ Over one trace, communication and its exposed part are computed per step and rep
 all-steps totals (shares of all steps' time; µs per step as the total over the steps), with
 the per-step range of the exposed share: never medians of different steps.
 
-The same id is judged twice, with one threshold: ``RULE`` over one trace (its steps' NCCL
-kernels), ``RANK_RULE`` over every rank of a multi-process run (``RankSummary.comm_us``, which
-also counts a CPU backend's collectives such as gloo's). A single-trace report only ever holds
-the first; a cross-rank report holds the second, naming the rank with the largest share.
+The same id is judged twice, with one threshold (``verdict/findings.CommHeavyFinding``): here
+over one trace (its steps' NCCL kernels), and in ``multi/rank_rules/comm_heavy.py`` over every
+rank of a multi-process run (``RankSummary.comm_us``, which also counts a CPU backend's
+collectives such as gloo's). A single-trace report only ever holds the first; a cross-rank
+report holds the second, naming the rank with the largest share.
 """
 
 from __future__ import annotations
@@ -20,26 +21,16 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import compress, repeat
 from operator import gt, itemgetter, not_
-from typing import TYPE_CHECKING
 
 from ..formatting import format_duration, format_share
-from ..index.columns import ByName, is_comm_kernel, median
+from ..index.columns import ByName, is_comm_kernel
 from ..index.context import Context
 from ..index.intervals import Timeline
 from ..measure.stages import Metrics
 from ..results import Finding
+from ..verdict.findings import CommHeavyFinding
 from ._common import distinct_names, picker
 from .base import Rule
-from .rank_base import RankRule
-
-if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..multi.rank_model import RankContext
-
-COMM_HEAVY_SHARE = 0.10
-"""Communication ≥ 10 % of the step (DESIGN.md §3; HTA's comm/compute overlap analysis)."""
-
-COMM_WARNING_EXPOSED = 0.10
-"""Exposed (not overlapped) communication ≥ 10 % of the step turns it into a warning."""
 
 _END = itemgetter(1)
 _NAME = itemgetter(2)
@@ -80,13 +71,8 @@ class _Compute:
         return self.whole
 
 
-class CommHeavy(Rule):
-    """Communication share of the step."""
-
-    id = "comm-heavy"
-    title = "Communication takes a large share of the step"
-    severity = "information"
-    source = "HolisticTraceAnalysis communication/computation overlap; DESIGN.md §3"
+class CommHeavy(CommHeavyFinding, Rule):
+    """Communication share of the step (id, words and thresholds: ``CommHeavyFinding``)."""
 
     def skip(self, ctx: Context, measured: Metrics) -> str | None:
         if any(s.comm_us > 0 for s in measured.steps):
@@ -136,7 +122,7 @@ class CommHeavy(Rule):
         walls = [s.wall_us for s in ctx.steps]
         wall = sum(walls)
         # all steps' totals, so communication and its exposed part come from the same steps
-        if wall <= 0 or sum(comm) / wall < COMM_HEAVY_SHARE:
+        if wall <= 0 or sum(comm) / wall < self.SHARE:
             return []
         n = len(walls)
         comm_share, exposed_share = sum(comm) / wall, sum(exposed) / wall
@@ -153,7 +139,7 @@ class CommHeavy(Rule):
                 "compute: tune DDP bucket_cap_mb, accumulate gradients under no_sync(), or "
                 "look for a slow rank",
                 e,
-                severity="warning" if exposed_share >= COMM_WARNING_EXPOSED else "information",
+                severity="warning" if exposed_share >= self.WARNING_EXPOSED else "information",
                 comm_share=comm_share,
                 exposed_share=exposed_share,
                 comm_us=c,
@@ -165,45 +151,3 @@ class CommHeavy(Rule):
 
 
 RULE = CommHeavy()
-
-
-class CommHeavyAcrossRanks(RankRule):
-    """Communication share of the step on each rank; one finding, for the rank with the
-    largest share, when the median rank's share is over ``COMM_HEAVY_SHARE``."""
-
-    id = CommHeavy.id
-    title = CommHeavy.title
-    severity = "information"
-    source = CommHeavy.source
-
-    def skip(self, rctx: RankContext) -> str | None:
-        if not any(r.comm_us > 0 for r in rctx.ranks):
-            return "no communication on any rank"
-        return None
-
-    def match(self, rctx: RankContext) -> list[Finding]:
-        ranks = [r for r in rctx.ranks if r.wall_us > 0]
-        if not ranks or median([r.comm_us / r.wall_us for r in ranks]) < COMM_HEAVY_SHARE:
-            return []
-        top = max(ranks, key=lambda r: (r.comm_us / r.wall_us, -r.rank))
-        share, exposed = top.comm_us / top.wall_us, top.exposed_comm_us / top.wall_us
-        return [
-            self.rank_finding(
-                top.rank,
-                f"communication takes {format_share(share)} of each step on rank {top.rank} "
-                f"({format_duration(top.comm_us)}, {format_duration(top.wait_us)} of it waiting "
-                f"for other ranks, {format_share(exposed)} of the step not overlapped with "
-                "compute): tune DDP bucket_cap_mb, accumulate gradients under no_sync(), or "
-                "balance the ranks",
-                top.exposed_comm_us,
-                severity="warning" if exposed >= COMM_WARNING_EXPOSED else "information",
-                comm_share=share,
-                exposed_share=exposed,
-                comm_us=top.comm_us,
-                wait_us=top.wait_us,
-                exposed_us=top.exposed_comm_us,
-            )
-        ]
-
-
-RANK_RULE = CommHeavyAcrossRanks()

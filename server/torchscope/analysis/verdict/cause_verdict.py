@@ -6,7 +6,7 @@ CPU: the costliest cause names the verdict. ``dispatch``, ``threads`` and ``page
 ``roofline.CACHE_RESIDENT_BYTES``), and
 ``compute`` is ``compute-bound`` only at an efficiency of at least ``COMPUTE_FLOOR``. Below it the
 verdict names why the math is slow, from the numbers the findings measured: a thin or small GEMM
-(``low_efficiency_gemm.is_small``) is ``overhead-bound (CPU, small shapes)`` — its time is the
+(``measure/gemm_shapes.is_small``) is ``overhead-bound (CPU, small shapes)`` — its time is the
 fixed cost per call, the guide's "too little work per call" — and a large one is
 ``low-efficiency`` (the intra-op threads, the dtype or the layout). The cause stays ``compute``:
 the time is in the ops' bodies; the id says what kind of fix it needs. A GPU verdict keeps
@@ -20,6 +20,7 @@ from dataclasses import replace
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.context import Context
 from ..measure.efficiency import Efficiency, missing_peak, name_rates
+from ..measure.gemm_shapes import is_small, likely_cause
 from ..measure.roofline import (
     CACHE_RESIDENT_BYTES,
     FUSION_ADVICE,
@@ -31,7 +32,6 @@ from ..measure.roofline import (
 )
 from ..measure.work import is_memory_op
 from ..results import Peaks, StepMetrics, TopOp, Verdict
-from ..rules.low_efficiency_gemm import is_small, likely_cause
 from .causes import CpuCosts, compute_efficiency, compute_floor, cpu_costs, ranked
 
 
@@ -87,7 +87,7 @@ def _why_inefficient(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
 
 
 def _small_shapes(ctx: Context, eff: Efficiency) -> bool:
-    """The dominant GEMM is thin or small (``low_efficiency_gemm.is_small``)."""
+    """The dominant GEMM is thin or small (``measure/gemm_shapes.is_small``)."""
     top = _top_gemm(eff)
     return top is not None and is_small(ctx.trace.ops[top].name, ctx.trace.ops[top].args)
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..results import Finding
+from ...results import Finding
 from . import comm_heavy, comm_overlap, imbalance, straggler
-from .rank_base import RankRule
+from .base import RankRule
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..multi.rank_model import RankContext
+    from ..rank_model import RankContext
 
 RANK_RULES: list[RankRule] = [
     straggler.RULE,
-    comm_heavy.RANK_RULE,
+    comm_heavy.RULE,
     imbalance.RULE,
     comm_overlap.RULE,
 ]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..formatting import format_bytes
-from ..results import Finding
-from .compare_base import CompareContext, CompareRule
+from ...formatting import format_bytes
+from ...results import Finding
+from .base import CompareContext, CompareRule
 
 
 class CompileCopy(CompareRule):

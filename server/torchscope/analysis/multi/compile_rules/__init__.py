@@ -3,9 +3,9 @@ out of the single-trace rules' discovery: analysing one trace never imports them
 
 from __future__ import annotations
 
-from ..results import Finding
+from ...results import Finding
 from . import compile_copy, compile_slower, graph_break, recompile
-from .compare_base import CompareContext, CompareRule
+from .base import CompareContext, CompareRule
 
 COMPARE_RULES: list[CompareRule] = [
     compile_slower.RULE,

@@ -11,9 +11,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Optional
 
-from ..multi.comparison import CompareSide, CompareVerdict, CompileMeta, CopyRow
-from ..results import Finding, Report
-from .base import RuleBase
+from ...results import Finding, Report
+from ...verdict.findings import RuleBase
+from ..comparison import CompareSide, CompareVerdict, CompileMeta, CopyRow
 
 
 @dataclass(frozen=True)

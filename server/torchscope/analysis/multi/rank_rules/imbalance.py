@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..formatting import format_duration, format_share
-from ..index.columns import median
-from ..results import Finding
-from .rank_base import RankRule
+from ...formatting import format_duration, format_share
+from ...index.columns import median
+from ...results import Finding
+from .base import RankRule
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..multi.rank_model import RankContext
+    from ..rank_model import RankContext
 
 IMBALANCE_SHARE = 0.10
 """Most over least loaded rank's compute by more than 10 % of the median rank's compute."""

@@ -9,11 +9,11 @@ from abc import ABC, abstractmethod
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..results import Finding
-from .base import RuleBase
+from ...results import Finding
+from ...verdict.findings import RuleBase
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..multi.rank_model import RankContext
+    from ..rank_model import RankContext
 
 
 class RankRule(RuleBase, ABC):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..results import Finding
-from .compare_base import CompareContext, CompareRule
+from ...results import Finding
+from .base import CompareContext, CompareRule
 
 SHOWN_REASONS = 3
 

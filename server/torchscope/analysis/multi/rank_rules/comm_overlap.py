@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..formatting import format_duration, format_share
-from ..results import Finding
-from .rank_base import RankRule
+from ...formatting import format_duration, format_share
+from ...results import Finding
+from .base import RankRule
 
 if TYPE_CHECKING:  # only annotations: analysing one trace never imports rank_model
-    from ..multi.rank_model import RankContext, RankSummary
+    from ..rank_model import RankContext, RankSummary
 
 EXPOSED_SHARE = 0.25
 """At least a quarter of the rank's communication not overlapped with compute."""
