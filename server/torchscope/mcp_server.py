@@ -31,7 +31,6 @@ from pydantic import Field
 
 from torchscope._version import __version__
 from torchscope.analysis import TraceError
-from torchscope.analysis.fixes import FIXES, fix_by_id
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
@@ -44,7 +43,8 @@ from torchscope.report.mcp_summary import (
     profile_summary,
     report_summary,
 )
-from torchscope.targets import Target, TargetError
+from torchscope.source.fixes import FIXES, fix_by_id
+from torchscope.source.targets import Target, TargetError
 
 log = logging.getLogger(__name__)
 

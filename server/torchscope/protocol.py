@@ -561,7 +561,7 @@ class DiffResult(Message):
 
 
 #: A measured fix's check refusals (``DiffResult.outputs["refusal"]``), named for both sides:
-#: the worker's check (``worker/trial_check.py``) and the trial (``analysis/fixes/trial.py``).
+#: the worker's check (``worker/trial_check.py``) and the trial (``source/fixes/trial.py``).
 CHANGES_OUTPUTS = "changes the outputs"
 CHANGES_AUTOGRAD = "changes autograd"
 CHANGES_STATE = "changes the state"

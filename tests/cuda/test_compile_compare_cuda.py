@@ -19,7 +19,7 @@ from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.targets import function_named, read_source
 
 pytestmark = [pytest.mark.cuda, pytest.mark.slow]
 

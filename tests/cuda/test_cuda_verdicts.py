@@ -16,7 +16,7 @@ from tests.conftest import EXAMPLES
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.cuda
 

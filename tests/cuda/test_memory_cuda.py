@@ -16,7 +16,7 @@ from tests.conftest import FIXTURES
 from torchscope.host.profile_run import PROFILE, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.cuda
 

@@ -30,7 +30,7 @@ from torchscope.host.sweep import (
     suggest_template,
 )
 from torchscope.lsp.compare_presentation import compare_diagnostic, compare_hover, lens_title
-from torchscope.targets import function_named
+from torchscope.source.targets import function_named
 
 SOURCE = """import torch
 

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from tests.conftest import FIXTURES
-from torchscope.analysis.fixes import fix_by_id, offered_anywhere
-from torchscope.analysis.fixes.trial import NOT_FASTER, measured_trial
 from torchscope.analysis.multi.diff import DiffVerdict
 from torchscope.protocol import CHANGES_AUTOGRAD, NO_EVIDENCE
+from torchscope.source.fixes import fix_by_id, offered_anywhere
+from torchscope.source.fixes.trial import NOT_FASTER, measured_trial
 
 CORPUS = FIXTURES / "fix_corpus.py"
 ATTENTION = "CausalSelfAttention.forward"
@@ -138,8 +138,8 @@ def test_a_profile_never_suggests_inference_mode() -> None:
     """A profile cannot tell whether a caller differentiates through the function: the
     finding does not point at inference-mode (``--try`` checks it on a call)."""
     from tests.unit.test_fixes import _report
-    from torchscope.analysis.fixes.offers import attach_fixes
     from torchscope.analysis.results import Finding
+    from torchscope.source.fixes.offers import attach_fixes
 
     source = CORPUS.read_text()
     gap = Finding("dispatch-gap", "warning", "gaps", 10.0)

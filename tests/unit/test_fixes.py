@@ -1,14 +1,14 @@
-"""Measured fixes, the source side (``analysis/fixes/``): what each rewrite matches, what it
+"""Measured fixes, the source side (``source/fixes/``): what each rewrite matches, what it
 writes, that the rest of the file stays byte-identical, where it is offered, and how a
 finding says it has one. The measurement itself is ``tests/worker/test_fix.py``."""
 
 from __future__ import annotations
 
-from torchscope.analysis.fixes import FIXES, ORDER, fix_by_id, offered
-from torchscope.analysis.fixes.offers import attach_fixes
-from torchscope.analysis.fixes.trial import CHANGES_OUTPUTS, NOT_FASTER, measured_trial
 from torchscope.analysis.multi.diff import DiffVerdict
 from torchscope.analysis.results import Device, Finding, Report, Verdict
+from torchscope.source.fixes import FIXES, ORDER, fix_by_id, offered
+from torchscope.source.fixes.offers import attach_fixes
+from torchscope.source.fixes.trial import CHANGES_OUTPUTS, NOT_FASTER, measured_trial
 
 HEAD = "import math\nimport torch\nimport torch.nn.functional as F\n\nX = 1  # kept as is\n\n\n"
 
@@ -132,8 +132,8 @@ def test_a_finding_that_has_a_fix_says_so_and_others_are_unchanged() -> None:
 def test_a_tried_fix_says_what_it_measured_in_the_json_and_the_diagnostic() -> None:
     from lsprotocol import types
 
-    from torchscope.analysis.fixes.offers import with_measured
     from torchscope.lsp.diagnostics import finding_diagnostic
+    from torchscope.source.fixes.offers import with_measured
 
     source = HEAD + "def f(m):\n    m.zero_grad(set_to_none=False)\n"
     zero = Finding("zero-grad", "info", "zeroing", 10.0, line=9)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from torchscope.analysis.fixes import FIXES, fix_by_id, offered
+from torchscope.source.fixes import FIXES, fix_by_id, offered
 
 from .test_fixes import HEAD, _rewrite
 

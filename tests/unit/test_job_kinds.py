@@ -15,7 +15,7 @@ from torchscope.protocol import (
     ProfileRequest,
     encode,
 )
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 from torchscope.worker import jobs
 
 TARGET = Target("/w/model.py", "fn", 3, 3, 5, ())

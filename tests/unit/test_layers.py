@@ -109,7 +109,24 @@ def test_the_analysis_is_laid_out_by_stage() -> None:
     on_top = sorted(p.name for p in analysis.glob("*.py"))
     assert on_top == ["__init__.py", "engine.py", "formatting.py", "results.py"]
     stages = sorted(p.name for p in analysis.iterdir() if (p / "__init__.py").is_file())
-    assert stages == ["fixes", "index", "measure", "multi", "rules", "verdict"]
+    assert stages == ["index", "measure", "multi", "rules", "verdict"]
+
+
+def test_the_source_rewrites_live_beside_the_targets_with_one_walker() -> None:
+    """``source/`` holds ``targets.py`` and the fixes; functions are found by one walker
+    (``targets.walk_functions``): no other module walks ``ast`` bodies for ``def``s by name."""
+    source = PACKAGE / "source"
+    assert (source / "targets.py").is_file() and (source / "fixes" / "__init__.py").is_file()
+    assert not (PACKAGE / "targets.py").exists() and not (PACKAGE / "analysis" / "fixes").exists()
+    walkers = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.FunctionDef)
+        and "<locals>" in ast.unparse(node)
+        and "ClassDef" in ast.unparse(node)
+    )
+    assert walkers == ["source/targets.py"], walkers
 
 
 def test_the_context_is_built_once_and_never_assigned() -> None:

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from torchscope.targets import TargetError, function_at, function_named, parse_spec
+from torchscope.source.targets import TargetError, function_at, function_named, parse_spec
 
 SOURCE = textwrap.dedent(
     """
@@ -101,3 +101,46 @@ def test_nproc_in_the_directive_bracket() -> None:
         ("step(16)", "cuda", None),
     ]
     assert [d.nproc for d in target.applicable_directives(cuda_available=False)] == [2]
+
+
+NESTED_BLOCKS = textwrap.dedent(
+    """
+    import sys
+
+    try:
+        import numpy
+    except ImportError:
+        def fallback(x):
+            return x
+
+    match sys.platform:
+        case "linux":
+            def on_linux(x):
+                return x
+        case _:
+            pass
+
+    class Layer:
+        if True:
+            def forward(self, x):
+                def inner(y):
+                    return y
+                return inner(x)
+    """
+)
+
+
+def test_one_walker_finds_defs_in_every_block_for_targets_hooks_and_fixes() -> None:
+    """Targets, ``run``'s hooks and the fixes find the same functions, in every kind of block
+    (except handlers and match cases included), by ``source.targets.walk_functions``."""
+    import ast
+
+    from torchscope.source.fixes._source import find_function
+    from torchscope.worker.run_hooks import _add_hooks
+
+    names = ["fallback", "on_linux", "Layer.forward", "Layer.forward.<locals>.inner"]
+    for name in names:
+        assert function_named(NESTED_BLOCKS, "m.py", name).qualname == name
+        assert find_function(ast.parse(NESTED_BLOCKS), name) is not None, name
+    assert function_named(NESTED_BLOCKS, "m.py", "Layer.forward").is_method
+    assert sorted(_add_hooks(ast.parse(NESTED_BLOCKS), "m.py", names)) == sorted(names)

@@ -26,7 +26,7 @@ from torchscope.analysis.verdict.causes import COMPUTE_FLOOR
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.targets import function_named, read_source
 from torchscope.worker.call_expression import run_to_completion
 
 CALL = "fn(torch.randn({n}, {n}), torch.randn({n}, {n}), torch.randn({n}, {n}))"

@@ -35,7 +35,7 @@ from torchscope.host.git_source import source_at
 from torchscope.host.profile_run import ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import DiffResult, JobOptions
-from torchscope.targets import Target, function_named, read_source
+from torchscope.source.targets import Target, function_named, read_source
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from tests.conftest import EXAMPLES, REPO
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions, Progress
-from torchscope.targets import function_named, read_source
+from torchscope.source.targets import function_named, read_source
 from torchscope.worker import calibrate
 
 SAMPLES = REPO / "tests" / "fixtures" / "workspace" / "efficiency_samples.py"

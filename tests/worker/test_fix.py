@@ -28,14 +28,14 @@ from typing import Callable, TypeVar
 import pytest
 
 from tests.conftest import FIXTURES
-from torchscope.analysis.fixes import fix_by_id
-from torchscope.analysis.fixes.base import Rewrite
-from torchscope.analysis.fixes.trial import CHANGES_OUTPUTS, NOT_FASTER, RAISES, FixTrial
 from torchscope.host.fix_run import measure_rewrite, try_fix
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.fixes import fix_by_id
+from torchscope.source.fixes.base import Rewrite
+from torchscope.source.fixes.trial import CHANGES_OUTPUTS, NOT_FASTER, RAISES, FixTrial
+from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.slow
 

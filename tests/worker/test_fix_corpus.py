@@ -29,13 +29,13 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.worker.test_fix import _cli, benchmark_rounds, on_one_worker
-from torchscope.analysis.fixes import fix_by_id
-from torchscope.analysis.fixes.base import Rewrite
-from torchscope.analysis.fixes.trial import NOT_FASTER, FixTrial
 from torchscope.host.fix_run import measure_rewrite
 from torchscope.host.profile_run import Profiler
 from torchscope.protocol import CHANGES_AUTOGRAD, JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.fixes import fix_by_id
+from torchscope.source.fixes.base import Rewrite
+from torchscope.source.fixes.trial import NOT_FASTER, FixTrial
+from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from tests.conftest import EXAMPLES
 from torchscope.host.profile_run import PROFILE, Profiler
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions
-from torchscope.targets import function_named, read_source
+from torchscope.source.targets import function_named, read_source
 
 LINES = EXAMPLES / "lines.py"
 FUNCTIONS = ("hot_and_cold", "loop", "early_return", "closure_and_generator", "calls_helper")

@@ -218,7 +218,7 @@ class Finding:
     """Rule-specific numbers; ``once: True`` marks a one-time cost (cold start) rather than
     a cost per step."""
     fix: FixOffer | None = None
-    """A measured fix whose rewrite applies to the profiled function (``analysis/fixes/``);
+    """A measured fix whose rewrite applies to the profiled function (``source/fixes/``);
     left out of the report's JSON when None."""
 
 

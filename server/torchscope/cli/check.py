@@ -146,7 +146,7 @@ async def _check_one(
 ) -> CheckRow:
     from torchscope.host.git_source import GitError
     from torchscope.host.profile_run import ProfileFailure
-    from torchscope.targets import TargetError, read_target
+    from torchscope.source.targets import TargetError, read_target
 
     service = open_service(args, str(config.root))
     try:

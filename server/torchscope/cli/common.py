@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from torchscope.host.profile_run import HostJob, ProfileFailure, ProfileOutcome
     from torchscope.host.session import JobService
     from torchscope.protocol import Output, Progress
-    from torchscope.targets import Target
+    from torchscope.source.targets import Target
 
     #: What ``add_subparsers`` returns: each subcommand module adds its parser to it.
     Commands: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -99,8 +99,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 def read_target(spec: str) -> Optional[tuple[str, Target]]:
     """``FILE::QUALNAME`` read from disk: the file's source and the function; None (the reason
     on stderr) when it cannot be."""
-    from torchscope.targets import TargetError
-    from torchscope.targets import read_target as read
+    from torchscope.source.targets import TargetError
+    from torchscope.source.targets import read_target as read
 
     try:
         return read(spec)

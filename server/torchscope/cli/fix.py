@@ -1,7 +1,7 @@
 """``torchscope fix FILE::fn --list | --try ID [--apply]``: measured fixes.
 
 ``--list`` names the fixes whose rewrite applies to the function, each with its assumption:
-pure source work (``analysis/fixes/``) — no worker starts and torch is not imported, so a fix
+pure source work (``source/fixes/``) — no worker starts and torch is not imported, so a fix
 that gains only on CUDA is listed as such and the device question is answered when it is
 tried. ``--try ID`` rewrites a scratch copy, times it against the
 original in one ``diff`` job with an output check (``host/fix_run.py``) and prints the
@@ -30,7 +30,7 @@ from torchscope.cli.common import (
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
     from torchscope.host.session import JobService
-    from torchscope.targets import Target
+    from torchscope.source.targets import Target
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -86,8 +86,8 @@ async def run_fix_command(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace, source: str, target: Target) -> int:
     """The source's fixes on the devices ``--device`` allows (both unless it names one)."""
-    from torchscope.analysis.fixes import offered_anywhere
     from torchscope.report.fix import render_fix_list
+    from torchscope.source.fixes import offered_anywhere
 
     devices = ("cpu",) if args.device == "cpu" else ("cuda",) if args.device == "cuda" else None
     offers = offered_anywhere(source, target.qualname, devices)
@@ -103,9 +103,9 @@ def _list(args: argparse.Namespace, source: str, target: Target) -> int:
 
 
 async def _try(service: JobService, args: argparse.Namespace, target: Target) -> int:
-    from torchscope.analysis.fixes import ORDER, fix_by_id
     from torchscope.host.fix_run import FixNotApplicable, apply_rewrite
     from torchscope.report.fix import render_trial
+    from torchscope.source.fixes import ORDER, fix_by_id
 
     if fix_by_id(args.try_id) is None:
         known = ", ".join(i for i in ORDER if fix_by_id(i) is not None)

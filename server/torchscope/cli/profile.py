@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from torchscope.host.profile_run import ProfileOutcome
     from torchscope.host.session import JobService
     from torchscope.protocol import Hello
-    from torchscope.targets import Target
+    from torchscope.source.targets import Target
 
 
 @dataclass

@@ -34,7 +34,7 @@ from torchscope.protocol import RunOptions
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
     from torchscope.host.program_run import RunOutcome, TargetRun
-    from torchscope.targets import Target
+    from torchscope.source.targets import Target
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:

@@ -17,7 +17,7 @@ from torchscope.host.captures import capture_path, find_capture
 from torchscope.host.profile_run import ProfileFailure, ProfileJobKind
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import JobOptions, JobRequest, ProfileRequest
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 #: The reserved sweep name: ``--sweep batch=…`` replays the capture.
 BATCH = "batch"

@@ -27,7 +27,7 @@ from torchscope.protocol import (
     KernelSource,
     ProfileResult,
 )
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 
 @dataclass

@@ -17,7 +17,7 @@ from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 
 @dataclass

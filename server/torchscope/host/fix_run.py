@@ -21,25 +21,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from torchscope.analysis.fixes import Rewrite, fix_by_id
-from torchscope.analysis.fixes.trial import (
-    FixTrial,
-    checked_trial,
-    measured_trial,
-    raised_trial,
-    unified_patch,
-)
 from torchscope.analysis.multi.diff import decide
 from torchscope.analysis.multi.interval import ratio_interval, undecided
 from torchscope.host.diff_run import DiffJobKind
 from torchscope.host.profile_run import HostJob, ProfileFailure, profile_result
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress
+from torchscope.source.fixes import Rewrite, fix_by_id
+from torchscope.source.fixes.trial import (
+    FixTrial,
+    checked_trial,
+    measured_trial,
+    raised_trial,
+    unified_patch,
+)
 
 if TYPE_CHECKING:
     from torchscope.host.profile_run import Profiler
     from torchscope.host.trace_store import TraceStore
-    from torchscope.targets import Target
+    from torchscope.source.targets import Target
 
 
 class FixNotApplicable(Exception):

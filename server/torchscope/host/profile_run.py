@@ -40,7 +40,7 @@ from torchscope.protocol import (
     Progress,
     call_expression_problem,
 )
-from torchscope.targets import Target, call_example
+from torchscope.source.targets import Target, call_example
 
 if TYPE_CHECKING:
     from torchscope.analysis.multi.compiled_lines import KernelLines
@@ -173,8 +173,8 @@ def measurements_of(result: ProfileResult) -> Measurements:
 
 def with_fixes(report: Report, target: Target, result: ProfileResult) -> Report:
     """The report with ``fix`` on the findings a measured fix answers in ``target``'s source
-    (``analysis/fixes/offers.py``); unchanged when the file cannot be read."""
-    from torchscope.analysis.fixes.offers import attach_fixes
+    (``source/fixes/offers.py``); unchanged when the file cannot be read."""
+    from torchscope.source.fixes.offers import attach_fixes
 
     try:
         source = Path(target.file).read_text(encoding="utf-8")

@@ -37,7 +37,7 @@ from torchscope.protocol import (
     RunRequest,
     RunResult,
 )
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 
 @dataclass(frozen=True)

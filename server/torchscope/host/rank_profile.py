@@ -24,7 +24,7 @@ from torchscope.host.profile_run import (
 from torchscope.host.rank_run import run_ranks
 from torchscope.host.trace_store import RANKS_SUFFIX, TRACE_SUFFIX, TraceStore
 from torchscope.protocol import JobOptions, ProfileRequest
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 _JOB_IDS = itertools.count(1)
 

@@ -22,14 +22,14 @@ from torchscope.host.profile_run import HostJob, Profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import DEFAULT_KEEP, Retention, TraceStore
 from torchscope.protocol import Hello, JobOptions, Output, Progress, RunOptions
-from torchscope.targets import Target, TargetError, read_target
+from torchscope.source.targets import Target, TargetError, read_target
 
 if TYPE_CHECKING:
-    from torchscope.analysis.fixes import Rewrite
-    from torchscope.analysis.fixes.trial import FixTrial
     from torchscope.host.diff_run import DiffOutcome
     from torchscope.host.program_run import Entry, RunOutcome
     from torchscope.host.rank_profile import RanksOutcome
+    from torchscope.source.fixes import Rewrite
+    from torchscope.source.fixes.trial import FixTrial
 
 OutcomeT = TypeVar("OutcomeT")
 OnProgress = Optional[Callable[[Progress], None]]

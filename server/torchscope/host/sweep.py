@@ -42,7 +42,7 @@ from torchscope.host.trace_store import TraceStore, newest_first
 from torchscope.protocol import Hello, JobOptions, Output, Progress
 from torchscope.report.sweep import render_sweep
 from torchscope.report.sweep_chart import sweep_svg
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 DEFAULT_SIZES = (16, 64, 256, 1024)
 

@@ -28,7 +28,7 @@ from torchscope.lsp.results import ProfiledFunction
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.report.memory import memory_lines
 from torchscope.report.outcome_text import age_text
-from torchscope.targets import Target, TargetError, list_functions
+from torchscope.source.targets import Target, TargetError, list_functions
 
 
 def inlay_hints(ls: TorchscopeServer, params: types.InlayHintParams) -> list[types.InlayHint]:

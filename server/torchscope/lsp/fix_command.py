@@ -2,7 +2,7 @@
 ``torchscope.tryFix {uri, line, fix, call?, steps?, warmup?, timeout_s?}``.
 
 The code action is offered on the function under the cursor for every fix whose rewrite
-applies to it (``analysis/fixes``, pure source work on the editor's text). The command runs
+applies to it (``source/fixes``, pure source work on the editor's text). The command runs
 the same trial as ``torchscope fix --try`` (``host.fix_run.try_fix``: the rewrite of a scratch
 copy timed against the saved file in one worker job, outputs compared) with ``$/progress``.
 A rewrite that may be offered (faster, and the check found nothing changed) is shown as
@@ -25,10 +25,6 @@ from typing import Any, Optional
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.analysis.fixes import fix_by_id, offered
-from torchscope.analysis.fixes.base import Rewrite
-from torchscope.analysis.fixes.offers import with_measured
-from torchscope.analysis.fixes.trial import FixTrial
 from torchscope.host.fix_run import FixNotApplicable, device_of
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.lsp.constants import CMD_TRY_FIX
@@ -41,7 +37,11 @@ from torchscope.lsp.jobs import (
     report_failure,
 )
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.targets import TargetError, function_at
+from torchscope.source.fixes import fix_by_id, offered
+from torchscope.source.fixes.base import Rewrite
+from torchscope.source.fixes.offers import with_measured
+from torchscope.source.fixes.trial import FixTrial
+from torchscope.source.targets import TargetError, function_at
 
 APPLY = "Apply"
 DISCARD = "Discard"

@@ -26,7 +26,7 @@ from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import Profile, ProfiledFunction, function_source
 from torchscope.lsp.server import EXECUTE_PARAMS, TorchscopeServer
 from torchscope.protocol import JobOptions, Output, Progress
-from torchscope.targets import Target, TargetError, read_source, target_at
+from torchscope.source.targets import Target, TargetError, read_source, target_at
 
 ExtraT = TypeVar("ExtraT")
 OutcomeT = TypeVar("OutcomeT")

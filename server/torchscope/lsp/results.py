@@ -18,7 +18,7 @@ from torchscope.analysis import Report
 from torchscope.analysis.multi.comparison import Comparison
 from torchscope.analysis.multi.diff import Diff
 from torchscope.analysis.multi.ranks import RanksReport
-from torchscope.targets import TargetError, function_named
+from torchscope.source.targets import TargetError, function_named
 
 
 @dataclass(frozen=True)

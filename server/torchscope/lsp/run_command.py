@@ -37,7 +37,7 @@ from torchscope.lsp.jobs import (
 )
 from torchscope.lsp.server import TorchscopeServer
 from torchscope.protocol import RunOptions
-from torchscope.targets import TargetError, function_named, read_source
+from torchscope.source.targets import TargetError, function_named, read_source
 
 Ran = tuple[RunOutcome, TargetRun]
 

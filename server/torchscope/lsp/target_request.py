@@ -14,7 +14,7 @@ from pygls.uris import to_fs_path
 
 from torchscope.lsp.constants import REQ_TARGET
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.targets import TargetError, function_at
+from torchscope.source.targets import TargetError, function_at
 
 
 def describe_target(ls: TorchscopeServer, uri: str, line: int) -> Optional[dict[str, Any]]:

@@ -29,7 +29,7 @@ from torchscope.notebook.job import (
 from torchscope.notebook.result import Extra, ProfileReport
 from torchscope.notebook.stderr_filter import chatter_filtered
 from torchscope.protocol import PROTOCOL_VERSION, Hello, JobOptions, Output, Progress
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 from torchscope.worker.call_expression import CallExpressionError, PreparedCall, prepare_call
 from torchscope.worker.job import JobFailed
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
-from torchscope.targets import Target
+from torchscope.source.targets import Target
 
 
 def cell_number(filename: str) -> Optional[int]:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from torchscope.analysis.fixes import Fix, Site
-    from torchscope.analysis.fixes.trial import FixTrial
     from torchscope.analysis.results import FixOffer
+    from torchscope.source.fixes import Fix, Site
+    from torchscope.source.fixes.trial import FixTrial
 
 
 def fix_phrase(offer: FixOffer | None) -> str:

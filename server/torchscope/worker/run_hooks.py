@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from torchscope.source.targets import walk_functions
+
 #: The hook: ``on_call(file, qualname, fn, args, kwargs)`` returns what the call returns.
 OnCall = Callable[[str, str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
 
@@ -61,26 +63,13 @@ def _decorator(file: str, qualname: str, node: ast.AST) -> ast.expr:
 def _add_hooks(tree: ast.Module, file: str, qualnames: Sequence[str]) -> list[str]:
     """Decorate the defs named ``qualnames`` in ``tree``; returns the qualnames found."""
     wanted, found = set(qualnames), []
-    pending: list[tuple[ast.AST, str]] = [(tree, "")]
-    while pending:
-        node, prefix = pending.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                pending.append((child, f"{prefix}{child.name}."))
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                qualname = f"{prefix}{child.name}"
-                if qualname in wanted:
-                    found.append(qualname)
-                    first = child.decorator_list[:1]
-                    at = (
-                        1
-                        if first and isinstance(first[0], ast.Name) and first[0].id in _DESCRIPTORS
-                        else 0
-                    )
-                    child.decorator_list.insert(at, _decorator(file, qualname, child))
-                pending.append((child, f"{qualname}.<locals>."))
-            elif not isinstance(child, ast.Lambda):
-                pending.append((child, prefix))  # defs inside if/try/with blocks
+    for qualname, child, _ in walk_functions(tree):
+        if qualname in wanted:
+            found.append(qualname)
+            first = child.decorator_list[:1]
+            descriptor = first and isinstance(first[0], ast.Name) and first[0].id in _DESCRIPTORS
+            at = 1 if descriptor else 0
+            child.decorator_list.insert(at, _decorator(file, qualname, child))
     return found
 
 

@@ -12,9 +12,9 @@ import ast
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Optional
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+from ..targets import FunctionNode, walk_functions
 
 
 class FixError(Exception):
@@ -94,24 +94,9 @@ class SourceText:
 
 
 def find_function(tree: ast.Module, qualname: str) -> Optional[FunctionNode]:
-    """The ``def`` whose qualified name is ``qualname`` (``Class.method``, ``f.<locals>.g``)."""
-
-    def walk(body: list[ast.stmt], prefix: str) -> Optional[FunctionNode]:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = f"{prefix}{node.name}"
-                if name == qualname:
-                    return node
-                found = walk(node.body, f"{name}.<locals>.")
-            elif isinstance(node, ast.ClassDef):
-                found = walk(node.body, f"{prefix}{node.name}.")
-            else:
-                continue
-            if found is not None:
-                return found
-        return None
-
-    return walk(tree.body, "")
+    """The ``def`` whose qualified name is ``qualname`` (``Class.method``, ``f.<locals>.g``),
+    found by the targets' own walker."""
+    return next((node for name, node, _ in walk_functions(tree) if name == qualname), None)
 
 
 class Aliases:

@@ -17,9 +17,9 @@ import difflib
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ...analysis.multi.diff import DiffVerdict
+from ...analysis.multi.interval import CONFIDENCE
 from ...protocol import CHANGES_AUTOGRAD, CHANGES_OUTPUTS, CHANGES_STATE, NO_EVIDENCE
-from ..multi.diff import DiffVerdict
-from ..multi.interval import CONFIDENCE
 
 RAISES = "raises"
 NOT_FASTER = "not faster"

@@ -10,7 +10,7 @@ import ast
 import dataclasses
 from typing import Any, Optional
 
-from ..results import FixOffer, Report
+from ...analysis.results import FixOffer, Report
 from . import offered
 from ._source import find_function
 

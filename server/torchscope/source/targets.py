@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Optional, Union
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+#: What holds statements besides functions and classes (``match`` cases from Python 3.10).
+_BLOCKS: tuple[type, ...] = (
+    ast.stmt,
+    ast.excepthandler,
+    *([ast.match_case] if hasattr(ast, "match_case") else []),
+)
 
 #: ``# torchscope: fn(torch.randn(8, 8))`` or ``# torchscope[cuda]: fn(...)`` — the bracket
 #: names a condition: ``cuda`` directives only run where the worker reports a GPU. It may also
@@ -119,21 +125,22 @@ def _parse(source: str, filename: str) -> ast.Module:
         ) from None
 
 
-def _walk_functions(
-    node: ast.AST, prefix: str, in_class: bool
+def walk_functions(
+    node: ast.AST, prefix: str = "", in_class: bool = False
 ) -> list[tuple[str, FunctionNode, bool]]:
-    """Every function with its qualified name, as Python's ``__qualname__`` spells it."""
+    """Every function with its qualified name, as Python's ``__qualname__`` spells it, and
+    whether it is a method: the one walker of the user's source (targets and fixes)."""
     found: list[tuple[str, FunctionNode, bool]] = []
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
             qualname = f"{prefix}{child.name}"
             found.append((qualname, child, in_class))
-            found.extend(_walk_functions(child, f"{qualname}.<locals>.", False))
+            found.extend(walk_functions(child, f"{qualname}.<locals>.", False))
         elif isinstance(child, ast.ClassDef):
-            found.extend(_walk_functions(child, f"{prefix}{child.name}.", True))
-        elif isinstance(child, (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.While)):
-            # Functions inside if/try/with blocks at the same level keep the same prefix.
-            found.extend(_walk_functions(child, prefix, in_class))
+            found.extend(walk_functions(child, f"{prefix}{child.name}.", True))
+        elif isinstance(child, _BLOCKS):
+            # Defs inside if/try/except/with/for/while/match blocks keep the same prefix.
+            found.extend(walk_functions(child, prefix, in_class))
     return found
 
 
@@ -210,7 +217,7 @@ def list_functions(source: str, file: str) -> list[Target]:
     """All functions in the file, outermost first."""
     tree = _parse(source, file)
     lines = source.splitlines()
-    return [_target(file, lines, q, n, c) for q, n, c in _walk_functions(tree, "", False)]
+    return [_target(file, lines, q, n, c) for q, n, c in walk_functions(tree, "", False)]
 
 
 def function_at(source: str, file: str, line: int) -> Optional[Target]:

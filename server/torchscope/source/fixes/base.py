@@ -14,7 +14,8 @@ import ast
 from dataclasses import dataclass
 from typing import Optional
 
-from ._source import Aliases, Edit, FixError, FunctionNode, SourceText, find_function
+from ..targets import FunctionNode
+from ._source import Aliases, Edit, FixError, SourceText, find_function
 
 DEVICES = ("cpu", "cuda")
 

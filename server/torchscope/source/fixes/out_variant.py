@@ -24,7 +24,8 @@ from __future__ import annotations
 import ast
 from typing import Optional
 
-from ._source import Edit, FunctionNode, blocks
+from ..targets import FunctionNode
+from ._source import Edit, blocks
 from .base import Fix, Parsed, Site
 
 ALLOCATORS = frozenset(
