@@ -22,10 +22,10 @@ TARGET = Target("/w/model.py", "fn", 3, 3, 5, ())
 
 
 def test_every_kind_has_one_worker_module() -> None:
-    jobs._load_all()
+    handlers = jobs._handlers()
     assert set(JOB_KINDS) == {"profile", "compare", "diff", "run"}
-    assert set(jobs._HANDLERS) == set(JOB_KINDS)
-    modules = {h.__module__.rsplit(".", 1)[-1] for h in jobs._HANDLERS.values()}
+    assert set(handlers) == set(JOB_KINDS)
+    modules = {h.__module__.rsplit(".", 1)[-1] for h in handlers.values()}
     assert modules == set(JOB_KINDS)  # worker/jobs/<kind>.py
 
 

@@ -173,3 +173,26 @@ def test_only_the_engine_runs_the_single_trace_rules() -> None:
     )
     assert importing == ["engine.py"]
     assert not [p for p in (analysis / "rules").rglob("*.py") if imports(p, multi)]
+
+
+def test_every_family_of_plugins_is_an_explicit_list() -> None:
+    """Rules, fixes, LSP handlers, job kinds and subcommands are listed, not found by scanning
+    a folder (issue 43: one way to register a plugin); each list holds every module of its
+    family."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert "pkgutil" not in text and "iter_modules" not in text, path
+        assert "os.listdir(os.path.dirname(__file__))" not in text, path
+    from torchscope.analysis.engine import ALL_RULES
+    from torchscope.lsp.wiring import HANDLERS
+    from torchscope.source.fixes import FIXES
+
+    def modules(folder: Path, skip: set[str]) -> set[str]:
+        return {p.stem for p in folder.glob("*.py")} - skip - {"__init__"}
+
+    rules = modules(PACKAGE / "analysis" / "rules", {"base", "_common", "matmul_common"})
+    assert {type(r).__module__.rsplit(".", 1)[1] for r in ALL_RULES} == rules
+    fixes = modules(PACKAGE / "source" / "fixes", {"base", "_source", "offers", "trial"})
+    assert {type(f).__module__.rsplit(".", 1)[1] for f in FIXES} == fixes
+    commands = {p.stem for p in (PACKAGE / "lsp").glob("*_command.py")}
+    assert commands <= {m.__name__.rsplit(".", 1)[1] for m in HANDLERS}

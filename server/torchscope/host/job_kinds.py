@@ -1,14 +1,10 @@
-"""The host's job kinds by name: every ``HostJob`` instance in a ``host/*_run.py`` module.
-
-A new kind's ``host/<kind>_run.py`` is found here, so the CLI (``cli/common.py``) runs it
-from its ``protocol`` flag without an edit per kind. Imported only when a job runs: the host
-modules import the analysis.
+"""The host's job kinds by name, an explicit list (as every family of plugins is): a new
+kind's ``host/<kind>_run.py`` and its line here, so the CLI (``cli/common.py``) runs it from its
+``protocol`` flag. Imported only when a job runs: the host modules import the analysis.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
 from typing import Any
 
@@ -18,13 +14,7 @@ from torchscope.host.profile_run import HostJob
 @cache
 def host_kinds() -> dict[str, HostJob[Any, Any]]:
     """Job kind (``protocol.JOB_KINDS``' key) → its ``HostJob``."""
-    import torchscope.host as host
+    from torchscope.host.compare_run import COMPARE
+    from torchscope.host.profile_run import PROFILE
 
-    kinds: dict[str, HostJob[Any, Any]] = {}
-    for info in sorted(pkgutil.iter_modules(host.__path__), key=lambda m: m.name):
-        if info.name.endswith("_run"):
-            module = importlib.import_module(f"{host.__name__}.{info.name}")
-            for value in vars(module).values():
-                if isinstance(value, HostJob):
-                    kinds[value.kind] = value
-    return kinds
+    return {kind.kind: kind for kind in (PROFILE, COMPARE)}

@@ -7,23 +7,45 @@ this module imports the handlers, so the imports run one way.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
-from torchscope import lsp
-from torchscope.lsp import code_actions, documents, editor_features, target_request
+from torchscope.lsp import (
+    analyze_command,
+    code_actions,
+    compare_command,
+    diff_command,
+    documents,
+    editor_features,
+    fix_command,
+    profile_command,
+    ranks_command,
+    run_command,
+    target_request,
+    tests_command,
+)
 from torchscope.lsp.server import TorchscopeServer
+
+#: Every handler module, in the order they register: a new one (``lsp/<name>_command.py``
+#: with ``register(server)``) is its module and its line here.
+HANDLERS = (
+    code_actions,
+    documents,
+    editor_features,
+    target_request,
+    analyze_command,
+    compare_command,
+    diff_command,
+    fix_command,
+    profile_command,
+    ranks_command,
+    run_command,
+    tests_command,
+)
 
 
 def create_server() -> TorchscopeServer:
-    """A server with every handler registered: the modules above, and every
-    ``lsp/*_command.py`` (so a new command module needs no edit here)."""
+    """A server with every handler of :data:`HANDLERS` registered."""
     server = TorchscopeServer()
-    for module in (code_actions, documents, editor_features, target_request):
+    for module in HANDLERS:
         module.register(server)
-    for info in sorted(pkgutil.iter_modules(lsp.__path__), key=lambda m: m.name):
-        if info.name.endswith("_command"):
-            importlib.import_module(f"{lsp.__name__}.{info.name}").register(server)
     return server
 
 

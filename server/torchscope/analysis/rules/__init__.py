@@ -7,76 +7,79 @@ Order here is only the tie-break order; findings are sorted by cost.
 
 from __future__ import annotations
 
-import importlib
-import os
-
 from ..index.context import Context
 from ..measure.stages import Metrics
 from ..results import Finding
+from . import (
+    allocation_churn,
+    cold_start,
+    comm_heavy,
+    compile_tax,
+    dataloader,
+    dispatch_gap,
+    fp32_matmul,
+    gpu_idle,
+    heavy_kernel,
+    hidden_copy,
+    host_to_device_in_loop,
+    hot_op,
+    kernel_variance,
+    launch_delay,
+    lazy_init,
+    leak,
+    low_efficiency_gemm,
+    low_utilization,
+    many_calls,
+    memory_bound_chain,
+    pageable_copy,
+    peak_near_limit,
+    profiler_buffer,
+    profiler_flush,
+    small_kernels,
+    step_regimes,
+    sync,
+    thread_contention,
+    unaligned_fp16,
+    zero_grad,
+)
 from .base import Rule
 
-#: Where the rules that existed before discovery stand: ``rules_skipped`` in the JSON lists
-#: rules in this order (an output other tools read), and it is the tie-break order of findings
-#: of equal cost. A rule not listed here follows them, by id; adding a rule never edits this.
-_ORDER = (
-    "pageable-copy",
-    "sync",
-    "dataloader",
-    "gpu-idle",
-    "comm-heavy",
-    "hidden-copy",
-    "small-kernels",
-    "launch-delay",
-    "compile-tax",
-    "dispatch-gap",
-    "many-calls",
-    "hot-op",
-    "kernel-variance",
-    "fp32-matmul",
-    "unaligned-fp16",
-    "zero-grad",
-    "cold-start",
-    "low-utilization",
-    "heavy-kernel",
-    "lazy-init",
-    "profiler-flush",
-    "profiler-buffer",
-    "low-efficiency-gemm",
-    "memory-bound-chain",
-    "thread-contention",
-    "allocation-churn",
-    "leak",
-    "peak-near-limit",
-    "host-to-device-in-loop",
-)
-
-
-def _discover() -> list[Rule]:
-    """Every module of this package whose ``RULE`` is a single-trace :class:`Rule`: a new
-    rule is one module (plus its docs section and its test), no registration."""
-    found: dict[str, Rule] = {}
-    for name in _module_names():
-        module = importlib.import_module(f"{__name__}.{name}")
-        rule = getattr(module, "RULE", None)
-        if isinstance(rule, Rule):
-            found[rule.id] = rule
-    position = {rule_id: i for i, rule_id in enumerate(_ORDER)}
-    return sorted(found.values(), key=lambda r: (position.get(r.id, len(_ORDER)), r.id))
-
-
-def _module_names() -> list[str]:
-    """The modules of this package, as ``pkgutil.iter_modules`` lists them for a folder of
-    ``.py`` files, without its ``import inspect`` (5 ms of a 0.35 s analysis)."""
-    names = {
-        entry[:-3]
-        for folder in __path__
-        for entry in os.listdir(folder)
-        if entry.endswith(".py") and entry[:-3].isidentifier() and entry != "__init__.py"
-    }
-    return sorted(names)
-
-
-ALL_RULES: list[Rule] = _discover()
+#: Every rule over one trace, in the order ``rules_skipped`` lists them in the JSON (an output
+#: other tools read) and the tie-break order of findings of equal cost. A new rule is its module,
+#: its line here, its docs section and its test: each family of plugins (rules, fixes, LSP
+#: commands, job kinds, subcommands) is an explicit list like this one.
+ALL_RULES: list[Rule] = [
+    pageable_copy.RULE,
+    sync.RULE,
+    dataloader.RULE,
+    gpu_idle.RULE,
+    comm_heavy.RULE,
+    hidden_copy.RULE,
+    small_kernels.RULE,
+    launch_delay.RULE,
+    compile_tax.RULE,
+    dispatch_gap.RULE,
+    many_calls.RULE,
+    hot_op.RULE,
+    kernel_variance.RULE,
+    fp32_matmul.RULE,
+    unaligned_fp16.RULE,
+    zero_grad.RULE,
+    cold_start.RULE,
+    low_utilization.RULE,
+    heavy_kernel.RULE,
+    lazy_init.RULE,
+    profiler_flush.RULE,
+    profiler_buffer.RULE,
+    low_efficiency_gemm.RULE,
+    memory_bound_chain.RULE,
+    thread_contention.RULE,
+    allocation_churn.RULE,
+    leak.RULE,
+    peak_near_limit.RULE,
+    host_to_device_in_loop.RULE,
+    step_regimes.RULE,
+]
 
 __all__ = [
     "ALL_RULES",

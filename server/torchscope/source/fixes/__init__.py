@@ -1,49 +1,40 @@
 """Measured fixes: one module per fix, each ending with ``FIX = YourFix()`` (``base.Fix``).
 
-``FIXES`` lists them in the order of the output contract's ids; a module not in ``ORDER``
-follows by id, so adding a fix never edits this file. Pure source work (``ast``): nothing
-here imports torch, the host or a face.
+``FIXES`` lists them, in the order of the output contract's ids. Pure source work (``ast``):
+nothing here imports torch, the host or a face.
 """
 
 from __future__ import annotations
 
-import importlib
-import os
-
+from . import (
+    channels_last,
+    foreach,
+    fused_optimizer,
+    inference_mode,
+    out_variant,
+    pinned_transfer,
+    sdpa,
+    sync_in_loop,
+    zero_grad_none,
+)
 from .base import DEVICES, Fix, Rewrite, Site
 
-#: The contract's fix ids, in the order ``torchscope fix --list`` offers them.
-ORDER = (
-    "sdpa",
-    "sync-in-loop",
-    "foreach",
-    "zero-grad-none",
-    "fused-optimizer",
-    "pinned-transfer",
-    "inference-mode",
-    "channels-last",
-    "out-variant",
+#: Every fix, in the order ``torchscope fix --list`` offers them (the contract's ids). A new fix
+#: is its module (ending with ``FIX = YourFix()``), its line here, its docs and its test.
+FIXES: tuple[Fix, ...] = (
+    sdpa.FIX,
+    sync_in_loop.FIX,
+    foreach.FIX,
+    zero_grad_none.FIX,
+    fused_optimizer.FIX,
+    pinned_transfer.FIX,
+    inference_mode.FIX,
+    channels_last.FIX,
+    out_variant.FIX,
 )
 
-
-#: Modules of this package that are not fixes.
-NOT_FIXES = frozenset({"base", "offers", "trial"})
-
-
-def _discover() -> list[Fix]:
-    found: list[Fix] = []
-    for name in sorted(os.listdir(os.path.dirname(__file__))):
-        if not name.endswith(".py") or name.startswith("_") or name[:-3] in NOT_FIXES:
-            continue
-        module = importlib.import_module(f"{__name__}.{name[:-3]}")
-        fix = getattr(module, "FIX", None)
-        if isinstance(fix, Fix):
-            found.append(fix)
-    rank = {fid: i for i, fid in enumerate(ORDER)}
-    return sorted(found, key=lambda f: (rank.get(f.id, len(ORDER)), f.id))
-
-
-FIXES: tuple[Fix, ...] = tuple(_discover())
+#: The contract's fix ids, in that order.
+ORDER = tuple(fix.id for fix in FIXES)
 
 
 def fix_by_id(fix_id: str) -> Fix | None:

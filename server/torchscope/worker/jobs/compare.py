@@ -38,7 +38,6 @@ from torchscope.worker.compile_tools import (
     time_interleaved,
 )
 from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
-from torchscope.worker.jobs import job_kind
 from torchscope.worker.kernel_provenance import (
     NO_PROVENANCE,
     catch_graph_breaks,
@@ -290,7 +289,6 @@ class CompareJob(ProfileJob):
         result.compile_traceback = _user_traceback(exc)
 
 
-@job_kind(CompareRequest)
 def run_compare(request: CompareRequest, send: Callable[[Any], None], cuda: bool) -> CompareResult:
     """The ``compare`` job kind; a ``JobFailed`` propagates to the main loop."""
     mode = request.options.compile_mode

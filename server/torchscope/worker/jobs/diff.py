@@ -31,7 +31,6 @@ from torchscope.worker.call_expression import (
 )
 from torchscope.worker.compile_tools import time_interleaved
 from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, def_line_of
-from torchscope.worker.jobs import job_kind
 from torchscope.worker.loader import TargetNotFound, resolve_qualname
 
 DIFF_STAGES = ("setup", "check", "cold", "warmup", "timing", "profile", "profile-before")
@@ -257,7 +256,6 @@ class DiffJob(ProfileJob):
         return self._arguments(module, target, f"at {label}: "), def_line_of(target)
 
 
-@job_kind(DiffRequest)
 def run_diff(request: DiffRequest, send: Callable[[Any], None], cuda: bool) -> DiffResult:
     """The ``diff`` job kind; a ``JobFailed`` propagates to the main loop. The earlier source's
     folder and private module go when the job ends, whatever its end."""

@@ -8,10 +8,8 @@ from typing import Any, Callable
 from torchscope.protocol import ProfileRequest, ProfileResult
 from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.job import ProfileJob
-from torchscope.worker.jobs import job_kind
 
 
-@job_kind(ProfileRequest)
 def run_profile(request: ProfileRequest, send: Callable[[Any], None], cuda: bool) -> ProfileResult:
     job = ProfileJob(request, send, cuda)
     result = job.run()

@@ -29,7 +29,6 @@ from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.call_modes import call_mode, caller_of, selected
 from torchscope.worker.captures import CaptureInfo, save_capture, save_output
 from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
-from torchscope.worker.jobs import job_kind
 from torchscope.worker.loader import forget_modules_under
 from torchscope.worker.run_entry import StopProgram, run_entry
 from torchscope.worker.run_hooks import Hooks
@@ -309,6 +308,5 @@ def _now_iso() -> str:
     return datetime.datetime.now().astimezone().isoformat(timespec="seconds")
 
 
-@job_kind(RunRequest)
 def run_program(request: RunRequest, send: Callable[[Any], None], cuda: bool) -> RunResult:
     return RunSession(request, send, cuda).run()
