@@ -196,3 +196,60 @@ def test_every_family_of_plugins_is_an_explicit_list() -> None:
     assert {type(f).__module__.rsplit(".", 1)[1] for f in FIXES} == fixes
     commands = {p.stem for p in (PACKAGE / "lsp").glob("*_command.py")}
     assert commands <= {m.__name__.rsplit(".", 1)[1] for m in HANDLERS}
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Module → the torchscope modules it imports, at any depth, ``TYPE_CHECKING`` blocks
+    included; a package's edges to its own descendants (its face) are left out."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+
+    def known(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, ast.Import):
+                found.update(filter(None, (known(a.name) for a in node.names)))
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")
+                if node.level:
+                    base = base[: len(base) - (node.level - 1)]
+                    name = ".".join([*base, node.module] if node.module else base)
+                else:
+                    name = node.module or ""
+                for alias in node.names:
+                    target = known(f"{name}.{alias.name}")
+                    found.add(target if target and target != module else known(name) or "")
+        graph[module] = {t for t in found if t and t != module and not t.startswith(module + ".")}
+    return graph
+
+
+def test_no_import_circle_not_even_for_types() -> None:
+    """No module reaches itself through imports, ``TYPE_CHECKING`` ones included (issue 43:
+    the Report's parts live in ``analysis/measure/parts.py``, a leaf)."""
+    graph = _module_graph()
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                circle = [*path[path.index(target) :], target]
+                raise AssertionError("import circle: " + " -> ".join(circle))
+            if target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])

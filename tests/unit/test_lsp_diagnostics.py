@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from torchscope.analysis import Device, Finding, Report, Verdict
-from torchscope.analysis.measure.lines import LineStats
+from torchscope.analysis.measure.parts import LineStats
 from torchscope.lsp.diagnostics import diagnostics_for
 from torchscope.lsp.results import Profile, ProfiledFunction, ResultStore
 

@@ -11,9 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .measure.callees import CalleeStats
-    from .measure.lines import LineStats
-    from .measure.memory import MemorySummary
+    from .measure.parts import CalleeStats, LineStats, MemorySummary
 
 SEVERITIES = ("error", "warning", "information", "hint")
 

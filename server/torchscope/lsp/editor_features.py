@@ -8,7 +8,7 @@ from typing import Any, Optional
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.analysis.measure.lines import LineStats
+from torchscope.analysis.measure.parts import LineStats
 from torchscope.host.captures import capture_origin, find_capture
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple, Optional
 
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.measure.callees import CalleeStats
-from torchscope.analysis.measure.lines import LineOp, LineStats
+from torchscope.analysis.measure.parts import CalleeStats, LineOp, LineStats
 from torchscope.analysis.measure.roofline import achieved_text
 from torchscope.analysis.results import Peaks, Report
 from torchscope.report.markdown import md_table

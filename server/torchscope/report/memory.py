@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.measure.lines import LineStats
+from torchscope.analysis.measure.parts import LineStats
 from torchscope.analysis.results import Report
 
 #: Lines allocating less than this per call get no memory hint (the hover still shows it).

@@ -11,32 +11,17 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...ingest import LINE_MARKER_PREFIX
 from ..index.columns import median
 from ..index.context import Context
 from ..index.source import is_library, parse_frame
+from .parts import CalleeStats
 
 if TYPE_CHECKING:
     from ...ingest.model import Span
-    from .lines import LineStats
-
-
-@dataclass
-class CalleeStats:
-    """One workspace function called by the profiled one, per call of the profiled function."""
-
-    file: str
-    """As the frame names it: relative to the ``sys.path`` entry it was imported from."""
-    line: int
-    """The callee's ``def`` line."""
-    name: str
-    calls: float
-    cpu_us: float
-    share: float
-    """Of the profiled function: measured like its lines (see ``callee_stats``)."""
+    from .parts import LineStats
 
 
 def callee_stats(ctx: Context, lines: list[LineStats] | None = None) -> list[CalleeStats]:

@@ -21,7 +21,8 @@ from typing import NamedTuple
 from ...ingest.values import shapes_key
 from ..index.context import Context
 from ..results import Peaks, TopOp
-from .lines import LineOp, LineStats, innermost_line
+from .lines import innermost_line
+from .parts import LineOp, LineStats
 from .spec_peaks import spec_sheet_peaks
 from .work import Work, has_work, op_work
 

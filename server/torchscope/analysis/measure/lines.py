@@ -29,64 +29,14 @@ from ...ingest import LINE_MARKER_PREFIX
 from ..index.columns import median
 from ..index.context import Context
 from ..index.link import SYNC_CALLS, copy_kind
+from .parts import LineCopy, LineKernel, LineOp, LineStats
 
 if TYPE_CHECKING:
-    from .memory import LineMemory
+    pass
 
 #: Lines whose share of the function's time is at least this get an inlay hint by default
 #: (the editor setting overrides it): below ~5 % a line is rarely worth a look.
 DEFAULT_HOT_SHARE = 0.05
-
-
-@dataclass
-class LineOp:
-    name: str
-    calls: float
-    self_cpu_us: float
-    shapes: str = ""
-    gflops: float | None = None
-    gbps: float | None = None
-    efficiency: float | None = None
-
-
-@dataclass
-class LineKernel:
-    name: str
-    calls: float
-    device_us: float
-
-
-@dataclass
-class LineCopy:
-    kind: str
-    calls: float
-    bytes: float
-    device_us: float
-
-
-@dataclass
-class LineStats:
-    """One source line, per call of the function."""
-
-    line: int
-    share: float
-    cpu_us: float
-    device_us: float
-    hits: float
-    """How often the line ran per call (a loop body: once per iteration)."""
-    cpu_us_min: float
-    cpu_us_median: float
-    cpu_us_max: float
-    profiled_cpu_us: float = 0.0
-    """The line's median CPU time as profiled (profiler overhead included); ``cpu_us`` is its
-    share of the unprofiled time per call when that was measured."""
-    syncs: float = 0.0
-    sync_us: float = 0.0
-    ops: list[LineOp] = field(default_factory=list)
-    kernels: list[LineKernel] = field(default_factory=list)
-    copies: list[LineCopy] = field(default_factory=list)
-    memory: LineMemory | None = None
-    """Bytes the line allocated per device (only with the memory pass; see ``memory``)."""
 
 
 def _marker_line(name: str) -> int | None:

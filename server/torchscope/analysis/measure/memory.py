@@ -33,7 +33,8 @@ from typing import Any
 from ...ingest import LINE_MARKER_PREFIX
 from ..index.columns import median
 from ..index.context import Context, assign
-from .lines import LineStats, _shapes
+from .lines import _shapes
+from .parts import Allocation, DeviceMemory, DevicePeak, LineMemory, LineStats, MemorySummary
 
 _TRACK = itemgetter(3)
 _TS = itemgetter(0)
@@ -46,76 +47,12 @@ LARGEST_PER_LINE = 3
 
 
 @dataclass(frozen=True)
-class DeviceMemory:
-    """One line's memory on one device, per call."""
-
-    alloc_bytes: float
-    allocs: float
-    alive_bytes: float
-    """Allocated by the line and still alive after the call (its locals and result freed)."""
-    retained_bytes: float = 0.0
-    """Allocated by the line and never freed in the trace (per call)."""
-    leaks_every_call: bool = False
-    """True when the line retained bytes in every profiled call (at least two)."""
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """One of a line's largest allocations (per call: ``count`` blocks of ``bytes``)."""
-
-    bytes: int
-    count: float
-    device: str
-    op: str
-    shapes: str
-
-
-@dataclass(frozen=True)
-class LineMemory:
-    """Per-device memory of one source line (JSON: ``lines[].memory``)."""
-
-    device: dict[str, DeviceMemory]
-    largest: list[Allocation] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class DevicePeak:
-    """Peak above the memory held before the call, on one device (median over calls)."""
-
-    peak_bytes: float
-    peak_line: int | None
-
-
-@dataclass(frozen=True)
 class MemoryAnalysis:
     """Everything the ``[memory]`` events say; ``lines`` maps line → :class:`LineMemory`."""
 
     lines: dict[int, LineMemory]
     peaks: dict[str, DevicePeak]
     steps: int
-
-
-@dataclass(frozen=True)
-class MemorySummary:
-    """The top-level ``memory`` object of a profile: peak (needs the memory pass) and page
-    faults (measured by every profile's timing pass)."""
-
-    peak_bytes: float | None
-    peak_line: int | None
-    page_faults_per_call: float | None
-    page_fault_us: float | None
-    """Microseconds the page faults cost per call (faults × calibrated cost of one), summed
-    over the threads that took them."""
-    page_fault_share: float | None
-    """``page_fault_us`` over the median time per call, at most 1: the faults of several
-    threads overlap in time, so their summed cost can exceed the call's wall time."""
-    fault_cost_us: float | None = None
-    """The calibrated cost of one minor fault on the profiling machine."""
-    peak_device: str | None = None
-    peaks: dict[str, DevicePeak] = field(default_factory=dict)
-    cuda: dict[str, Any] = field(default_factory=dict)
-    """The CUDA allocator's own numbers (``max_allocated_bytes``, ``snapshot_peak_bytes``,
-    ``free_bytes_at_start``, ``snapshot_path``) when the memory pass ran on CUDA."""
 
 
 def _innermost(
