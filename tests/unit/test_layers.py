@@ -148,31 +148,19 @@ def test_only_the_engine_runs_the_single_trace_rules() -> None:
     """``rules/`` holds the rules over one trace, and only ``engine`` imports it; the rules
     over a comparison and over ranks live beside their analyses in ``multi/``, and the two
     packages import neither way (issue 43)."""
-    analysis = PACKAGE / "analysis"
-
-    def imports(path: Path, prefix: str) -> bool:
-        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        package = module.rsplit(".", 1)[0] if path.name != "__init__.py" else module[:-9]
-        for node in ast.walk(_tree(path)):
-            if isinstance(node, ast.ImportFrom):
-                base = package.split(".")
-                if node.level:
-                    base = base[: len(base) - (node.level - 1)]
-                    name = ".".join([*base, node.module] if node.module else base)
-                else:
-                    name = node.module or ""
-                if name.startswith(prefix):
-                    return True
-        return False
-
+    graph = _module_graph()
     rules, multi = "torchscope.analysis.rules", "torchscope.analysis.multi"
     importing = sorted(
-        path.relative_to(analysis).as_posix()
-        for path in PACKAGE.rglob("*.py")
-        if not path.is_relative_to(analysis / "rules") and imports(path, rules)
+        module
+        for module, targets in graph.items()
+        if not module.startswith(rules) and any(t.startswith(rules) for t in targets)
     )
-    assert importing == ["engine.py"]
-    assert not [p for p in (analysis / "rules").rglob("*.py") if imports(p, multi)]
+    assert importing == ["torchscope.analysis.engine"]
+    assert not [
+        module
+        for module, targets in graph.items()
+        if module.startswith(rules) and any(t.startswith(multi) for t in targets)
+    ]
 
 
 def test_every_family_of_plugins_is_an_explicit_list() -> None:
