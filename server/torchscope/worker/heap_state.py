@@ -56,7 +56,8 @@ def glibc() -> Any:
 
 
 def _faults_after_trim(invoke: Callable[[], Any], libc: Any) -> float:
-    """Faults of one call right after the heap handed its free pages back (median of 2)."""
+    """Faults of one call right after the heap handed its free pages back (the fewer of 2:
+    a stray fault of the interpreter does not count)."""
     counts = []
     for _ in range(2):
         libc.malloc_trim(0)
