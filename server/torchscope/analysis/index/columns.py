@@ -67,11 +67,7 @@ def is_dataloader(name: str) -> bool:
 
 def all_linked(ctx: Context, rts: Sequence[int]) -> bool:
     """Every device span of one kind has its runtime call (the usual case); checked once."""
-    key = (id(rts), "metrics.all_linked")
-    found: bool | None = ctx._columns.get(key)
-    if found is None:
-        found = ctx._columns[key] = min(rts, default=0) >= 0
-    return found
+    return ctx.memo((id(rts), "metrics.all_linked"), lambda: min(rts, default=0) >= 0)
 
 
 def column(ctx: Context, spans: list[Span], name: str) -> Any:
@@ -91,12 +87,12 @@ def name_ids(ctx: Context, spans: list[Span]) -> tuple[list[int], list[str]]:
     """Per span of one of the trace's lists, a small number for its name, and the names by
     number (first seen first); built once. Later per-span tests index a list by number
     instead of hashing and comparing long kernel names again."""
-    found: tuple[list[int], list[str]] | None = column(ctx, spans, "metrics.name_ids")
-    if found is None:
+
+    def make() -> tuple[list[int], list[str]]:
         ids = Ids()
-        found = (list(map(ids.__getitem__, map(_NAME, spans))), list(ids))
-        ctx._columns[(id(spans), "metrics.name_ids")] = found
-    return found
+        return list(map(ids.__getitem__, map(_NAME, spans))), list(ids)
+
+    return ctx.memo((id(spans), "metrics.name_ids"), make)
 
 
 class ByName(dict[str, _T]):
@@ -116,10 +112,8 @@ class ByName(dict[str, _T]):
 def top_level(ctx: Context) -> array[int]:
     """Indices of the top-level ops (parent -1: no enclosing op), ascending; built once,
     shared by the step numbers and :class:`CpuIndex`."""
-    ops = ctx.trace.ops
-    found: array[int] | None = column(ctx, ops, "metrics.top_level")
-    if found is None:
-        parent = ctx.nest.op_parent  # (array.index takes no start before Python 3.10)
-        found = array("i", compress(range(len(parent)), map(eq, parent, repeat(-1))))
-        ctx._columns[(id(ops), "metrics.top_level")] = found
-    return found
+    parent = ctx.nest.op_parent  # (array.index takes no start before Python 3.10)
+    return ctx.memo(
+        (id(ctx.trace.ops), "metrics.top_level"),
+        lambda: array("i", compress(range(len(parent)), map(eq, parent, repeat(-1)))),
+    )

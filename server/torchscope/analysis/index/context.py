@@ -209,7 +209,6 @@ class Context:
                 groups[name].append(i)
         return dict(groups)
 
-
     def op_kernels(self) -> Groups:
         """Innermost op → kernels its runtime calls launched (built on first use)."""
         return self.memo("op_kernels", self._op_kernels)

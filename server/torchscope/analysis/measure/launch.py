@@ -79,27 +79,23 @@ def _launch_step(ctx: Context, spans: list[Span], kind: str) -> array[int]:
 def launch_steps(ctx: Context, spans: list[Span], kind: str) -> array[int]:
     """Per span of ``spans`` (``kind``: ``kernel``/``memcpy``/``memset``), the step that
     launched it (-1: none), as int32; computed once per list."""
-    key = (id(spans), "launch.steps")
-    found: array[int] | None = ctx._columns.get(key)
-    if found is None:
-        found = ctx._columns[key] = _launch_step(ctx, spans, kind)
-    return found
+    return ctx.memo((id(spans), "launch.steps"), lambda: _launch_step(ctx, spans, kind))
 
 
 def launch_runs(ctx: Context, spans: list[Span], kind: str) -> Runs:
     """Per step, the slices of ``spans`` (``kind``: ``kernel``/``memcpy``/``memset``) that
     its calls launched; computed once per list."""
-    key = (id(spans), "launch.runs")
-    found: Runs | None = ctx._columns.get(key)
-    if found is None:
-        found = [[] for _ in ctx.steps]
-        lo = 0
-        for k, run in groupby(launch_steps(ctx, spans, kind)):
-            hi = lo + len(list(run))
-            if k >= 0:
-                found[k].append((lo, hi))
-            lo = hi
-        ctx._columns[key] = found
+    return ctx.memo((id(spans), "launch.runs"), lambda: _launch_runs(ctx, spans, kind))
+
+
+def _launch_runs(ctx: Context, spans: list[Span], kind: str) -> Runs:
+    found: Runs = [[] for _ in ctx.steps]
+    lo = 0
+    for k, run in groupby(launch_steps(ctx, spans, kind)):
+        hi = lo + len(list(run))
+        if k >= 0:
+            found[k].append((lo, hi))
+        lo = hi
     return found
 
 

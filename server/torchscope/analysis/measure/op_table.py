@@ -30,25 +30,26 @@ def kernel_calls(ctx: Context) -> dict[str, list[int]]:
 
 
 def _kernel_rows(ctx: Context) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
+    """Kernel name → its device time and its launches, per step (built once)."""
+    return ctx.memo((id(ctx.trace.kernels), "kernel_table"), lambda: _count_kernels(ctx))
+
+
+def _count_kernels(ctx: Context) -> tuple[dict[str, list[float]], dict[str, list[int]]]:
     kernels = ctx.trace.kernels
-    key = (id(kernels), "kernel_table")
-    found: tuple[dict[str, list[float]], dict[str, list[int]]] | None = ctx._columns.get(key)
-    if found is None:
-        n = len(ctx.steps)
-        time: dict[str, list[float]] = {}
-        calls: dict[str, list[int]] = {}
-        durations = ctx.durations(kernels)
-        for k, runs in enumerate(launch_runs(ctx, kernels, "kernel")):
-            for lo, hi in runs:
-                for name, dur in zip(map(_NAME, kernels[lo:hi]), durations[lo:hi]):
-                    row = time.get(name)
-                    if row is None:
-                        row = time[name] = [0.0] * n
-                        calls[name] = [0] * n
-                    row[k] += dur
-                    calls[name][k] += 1
-        found = ctx._columns[key] = (time, calls)
-    return found
+    n = len(ctx.steps)
+    time: dict[str, list[float]] = {}
+    calls: dict[str, list[int]] = {}
+    durations = ctx.durations(kernels)
+    for k, runs in enumerate(launch_runs(ctx, kernels, "kernel")):
+        for lo, hi in runs:
+            for name, dur in zip(map(_NAME, kernels[lo:hi]), durations[lo:hi]):
+                row = time.get(name)
+                if row is None:
+                    row = time[name] = [0.0] * n
+                    calls[name] = [0] * n
+                row[k] += dur
+                calls[name][k] += 1
+    return time, calls
 
 
 def top_kernels(ctx: Context, limit: int = TOP_KERNELS) -> list[KernelStat]:

@@ -80,7 +80,7 @@ def count_per_step(count: int, ctx: Context) -> str:
 
 # -- Columns cached on the context -------------------------------------------------------
 # Several rules need the same per-span column (names) or the same step slices; each is built
-# once per trace and kept in ``ctx._columns`` under a ``rules.``-prefixed key.
+# once per trace and kept by ``ctx.memo`` under a ``rules.``-prefixed key.
 
 _NAME = itemgetter(2)
 _LO = itemgetter(1)
@@ -107,41 +107,30 @@ def runtime_kinds(ctx: Context) -> bytearray:
     Reading a name means touching its event; sync, small-kernels and heavy-kernel all
     classify calls, and read this small-int column instead (a byte a call)."""
     runtime = ctx.trace.runtime
-    key = (id(runtime), "rules.kinds")
-    found: bytearray | None = ctx._columns.get(key)
-    if found is None:
-        kinds = ByName(_runtime_kind)
-        found = ctx._columns[key] = bytearray(map(kinds.__getitem__, map(_NAME, runtime)))
-    return found
+    return ctx.memo(
+        (id(runtime), "rules.kinds"),
+        lambda: bytearray(map(ByName(_runtime_kind).__getitem__, map(_NAME, runtime))),
+    )
 
 
 def gap_lengths(ctx: Context, timeline: Timeline) -> array[float]:
     """``starts[j + 1] - ends[j]`` of one of the context's timelines: the idle gap after
     each busy stretch (built once; gpu-idle and launch-delay both look for long ones)."""
-    key = (id(timeline), "rules.gaps")
-    found: array[float] | None = ctx._columns.get(key)
-    if found is None:
-        found = ctx._columns[key] = array("d", map(sub, timeline.starts[1:], timeline.ends))
-    return found
+    return ctx.memo(
+        (id(timeline), "rules.gaps"),
+        lambda: array("d", map(sub, timeline.starts[1:], timeline.ends)),
+    )
 
 
 def names(ctx: Context, spans: list[Span]) -> list[str]:
     """Names of one of the trace's span lists (built once per list)."""
-    key = (id(spans), "rules.names")
-    found: list[str] | None = ctx._columns.get(key)
-    if found is None:
-        found = ctx._columns[key] = list(map(_NAME, spans))
-    return found
+    return ctx.memo((id(spans), "rules.names"), lambda: list(map(_NAME, spans)))
 
 
 def distinct_names(ctx: Context, spans: list[Span]) -> set[str]:
     """The distinct names in one of the trace's span lists (built once per list): a rule
     tests a name property once per name, not once per span."""
-    key = (id(spans), "rules.distinct")
-    found: set[str] | None = ctx._columns.get(key)
-    if found is None:
-        found = ctx._columns[key] = set(names(ctx, spans))
-    return found
+    return ctx.memo((id(spans), "rules.distinct"), lambda: set(names(ctx, spans)))
 
 
 def positions(
@@ -173,22 +162,23 @@ def step_slices(
     ``step_of`` is the matching ``ctx.step_of_*`` list. The step ranges of the context are
     used when they agree with it (steps do not overlap: the usual case, checked in C);
     otherwise the slices are the runs of equal values in ``step_of``."""
-    key = (id(spans), "rules.step_slices")
-    found: list[tuple[int, int, int]] | None = ctx._columns.get(key)
-    if found is not None:
-        return found
+    return ctx.memo((id(spans), "rules.step_slices"), lambda: _step_slices(ctx, spans, step_of))
+
+
+def _step_slices(
+    ctx: Context, spans: list[Span], step_of: Sequence[int]
+) -> list[tuple[int, int, int]]:
     if ctx.ranges_hold_steps(spans, step_of):
         found = [(k, lo, hi) for k, (lo, hi) in enumerate(ctx.ranges(spans)) if hi > lo]
         found.sort(key=_LO)
-    else:
-        found = []
-        lo = 0
-        for k, run in groupby(step_of):
-            hi = lo + sum(1 for _ in run)
-            if k >= 0:
-                found.append((k, lo, hi))
-            lo = hi
-    ctx._columns[key] = found
+        return found
+    found = []
+    lo = 0
+    for k, run in groupby(step_of):
+        hi = lo + sum(1 for _ in run)
+        if k >= 0:
+            found.append((k, lo, hi))
+        lo = hi
     return found
 
 
