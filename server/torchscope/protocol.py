@@ -395,6 +395,12 @@ def spread(values: list[float]) -> float:
 #: What the line of an unstable verdict ends with.
 UNSTABLE_ADVICE = "rerun, or raise --timing-budget"
 
+MIN_FAULTS_PER_CALL = 64
+"""Fewer faults per call (256 KiB of fresh pages) are noise from the interpreter's own heap:
+on a 10 µs call a single stray fault would otherwise count as 10 %. Below it the faults are no
+``page-faults`` cause, no ``allocation-churn`` finding, and no heap probe
+(``worker/heap_state.py``)."""
+
 #: The profiled median must fall below the unprofiled one by more than this share (and below
 #: its lower quartile) for the passes to disagree: a percent or two is cache and clock noise.
 AGREE_SHARE = 0.05

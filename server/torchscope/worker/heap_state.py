@@ -24,23 +24,24 @@ changes the allocator's settings (``mallopt`` would, for every later job of this
 from __future__ import annotations
 
 import ctypes
+import mmap
 import platform
+import statistics
 import sys
 from typing import Any, Callable
 
+from torchscope.protocol import MIN_FAULTS_PER_CALL
 from torchscope.worker.page_faults import minor_faults
 from torchscope.worker.stability import duration_text as _us
+from torchscope.worker.timing import TimingSamples
 
 #: glibc's dynamic mmap threshold: it starts at the low end and never rises above the high end.
 MMAP_LOW, MMAP_HIGH = 128 * 1024, 32 * 1024 * 1024
 #: Faults another process may pay or skip, as a share of the call with them, that can flip the
 #: verdict (the page-faults cause against the call's next costliest one).
 FLIP_SHARE = 0.25
-#: Fewer faults per call are the interpreter's own heap (``analysis/verdict/causes.py``).
-MIN_FAULTS = 64
 #: Probing costs a few calls: not for calls this long.
 MAX_CALL_US = 1e6
-PAGE = 4096
 ADVICE = "keep the buffers across calls (`out=`, in-place ops) and every process pays the same"
 
 
@@ -82,19 +83,20 @@ def _temporary_blocks(invoke: Callable[[], Any]) -> list[int]:
     return sizes
 
 
-def heap_line(
-    invoke: Callable[[], Any], call_us: float, faults_per_call: float, fault_us: float
-) -> str:
+def heap_line(invoke: Callable[[], Any], samples: TimingSamples, fault_us: float) -> str:
     """Why the page-fault cost depends on the heap's history, one line ending in what to do;
-    "" when it does not (or it cannot be told: no glibc, a long call, a call that raised)."""
+    "" when it does not (or it cannot be told: no glibc, a long call, a call that raised).
+    ``samples``: the timing pass's, for the median call and its faults."""
+    call_us = statistics.median(samples.per_call_us)
+    faults_per_call = statistics.median(samples.page_faults) if samples.page_faults else 0.0
     libc = glibc()
     if libc is None or fault_us <= 0 or call_us <= 0 or call_us > MAX_CALL_US:
         return ""
     try:
-        if faults_per_call < MIN_FAULTS:
+        if faults_per_call < MIN_FAULTS_PER_CALL:
             fresh = _faults_after_trim(invoke, libc)
             cost = fresh * fault_us
-            if fresh < MIN_FAULTS or cost < FLIP_SHARE * (call_us + cost):
+            if fresh < MIN_FAULTS_PER_CALL or cost < FLIP_SHARE * (call_us + cost):
                 return ""
             why = (
                 f"this process's heap kept the call's temporaries ({faults_per_call:.0f} page "
@@ -104,7 +106,7 @@ def heap_line(
         else:
             cost = faults_per_call * fault_us
             blocks = [b for b in _temporary_blocks(invoke) if MMAP_LOW <= b <= MMAP_HIGH]
-            kept = min(sum(blocks) / PAGE, faults_per_call) * fault_us
+            kept = min(sum(blocks) / mmap.PAGESIZE, faults_per_call) * fault_us
             if not blocks or kept < FLIP_SHARE * max(call_us, cost):
                 return ""
             why = (

@@ -321,12 +321,7 @@ class ProfileJob:
         )
         fault_us = fault_cost_us()
         if not unstable and not self.use_cuda:
-            unstable = heap_line(
-                prepared.invoke,
-                statistics.median(samples.per_call_us),
-                statistics.median(samples.page_faults) if samples.page_faults else 0.0,
-                fault_us,
-            )
+            unstable = heap_line(prepared.invoke, samples, fault_us)
         return _Measured(samples, cuda_memory, attribution_note, machine, unstable, fault_us)
 
     def _profile(self, prepared: PreparedCall) -> str:

@@ -4,13 +4,13 @@ allocation view; the page-fault cost is calibrated by the worker on the machine 
 
 from __future__ import annotations
 
+from ...protocol import MIN_FAULTS_PER_CALL
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.columns import median
 from ..index.context import Context
 from ..measure.memory import page_fault_numbers
 from ..measure.stages import Metrics
 from ..results import Finding
-from ..verdict.causes import MIN_FAULTS_PER_CALL
 from .base import Rule
 
 FAULT_SHARE = 0.10

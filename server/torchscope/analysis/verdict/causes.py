@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import comb
 
+from ...protocol import MIN_FAULTS_PER_CALL
 from ..index.columns import median
 from ..index.context import Context
 from ..measure.efficiency import Efficiency
@@ -80,12 +81,6 @@ def ranked(costs: dict[str, float], total: float) -> list[Cause]:
     kept = [(c, us) for c, us in costs.items() if us > 0]
     kept.sort(key=lambda cu: (-cu[1], order[cu[0]]))
     return [Cause(c, us, min(1.0, us / total) if total > 0 else 0.0) for c, us in kept]
-
-
-MIN_FAULTS_PER_CALL = 64
-"""Fewer faults per call (256 KiB of fresh pages) are noise from the interpreter's own heap:
-on a 10 µs call a single stray fault would otherwise count as 10 %. Below it the faults are
-no ``page-faults`` cause and no ``allocation-churn`` finding."""
 
 
 THREADS_FASTER = 0.8
