@@ -395,6 +395,11 @@ def spread(values: list[float]) -> float:
 #: What the line of an unstable verdict ends with.
 UNSTABLE_ADVICE = "rerun, or raise --timing-budget"
 
+GLIBC_MMAP_MAX = 32 * 1024 * 1024
+"""glibc's ceiling for its dynamic mmap threshold on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX``):
+a block above it is mapped afresh (and faulted in) on every allocation, in every process; one
+below it may be kept by the heap, by the process's history (``worker/heap_state.py``)."""
+
 MIN_FAULTS_PER_CALL = 64
 """Fewer faults per call (256 KiB of fresh pages) are noise from the interpreter's own heap:
 on a 10 µs call a single stray fault would otherwise count as 10 %. Below it the faults are no

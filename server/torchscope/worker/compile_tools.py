@@ -11,7 +11,8 @@ import time
 from collections.abc import Iterable
 from typing import Any, Callable, Optional
 
-from torchscope.worker.heap_state import MMAP_HIGH, glibc
+from torchscope.protocol import GLIBC_MMAP_MAX
+from torchscope.worker.heap_state import glibc
 from torchscope.worker.timing import (
     FLOOR_BATCH,
     MIN_FLOOR_SAMPLES,
@@ -105,7 +106,7 @@ def steady_allocator() -> None:
         if libc is None or not hasattr(libc, "mallopt"):
             return
         libc.malloc_trim(0)
-        libc.mallopt(-3, MMAP_HIGH)  # M_MMAP_THRESHOLD: glibc's own maximum for it
+        libc.mallopt(-3, GLIBC_MMAP_MAX)  # M_MMAP_THRESHOLD: glibc's own maximum for it
         libc.mallopt(-1, GLIBC_NO_TRIM)  # M_TRIM_THRESHOLD
     except Exception:
         pass

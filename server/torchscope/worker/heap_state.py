@@ -30,13 +30,13 @@ import statistics
 import sys
 from typing import Any, Callable
 
-from torchscope.protocol import MIN_FAULTS_PER_CALL
+from torchscope.protocol import GLIBC_MMAP_MAX, MIN_FAULTS_PER_CALL
 from torchscope.worker.page_faults import minor_faults
 from torchscope.worker.stability import duration_text as _us
 from torchscope.worker.timing import TimingSamples
 
-#: glibc's dynamic mmap threshold: it starts at the low end and never rises above the high end.
-MMAP_LOW, MMAP_HIGH = 128 * 1024, 32 * 1024 * 1024
+#: glibc's dynamic mmap threshold starts here and rises up to ``GLIBC_MMAP_MAX``.
+MMAP_LOW = 128 * 1024
 #: Faults another process may pay or skip, as a share of the call with them, that can flip the
 #: verdict (the page-faults cause against the call's next costliest one).
 FLIP_SHARE = 0.25
@@ -105,7 +105,7 @@ def heap_line(invoke: Callable[[], Any], samples: TimingSamples, fault_us: float
             )
         else:
             cost = faults_per_call * fault_us
-            blocks = [b for b in _temporary_blocks(invoke) if MMAP_LOW <= b <= MMAP_HIGH]
+            blocks = [b for b in _temporary_blocks(invoke) if MMAP_LOW <= b <= GLIBC_MMAP_MAX]
             kept = min(sum(blocks) / mmap.PAGESIZE, faults_per_call) * fault_us
             if not blocks or kept < FLIP_SHARE * max(call_us, cost):
                 return ""

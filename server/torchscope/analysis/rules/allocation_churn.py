@@ -4,7 +4,7 @@ allocation view; the page-fault cost is calibrated by the worker on the machine 
 
 from __future__ import annotations
 
-from ...protocol import MIN_FAULTS_PER_CALL
+from ...protocol import GLIBC_MMAP_MAX, MIN_FAULTS_PER_CALL
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.columns import median
 from ..index.context import Context
@@ -17,7 +17,7 @@ FAULT_SHARE = 0.10
 """Page faults costing more than 10 % of the call: worth preallocating."""
 
 
-LARGE_TEMPORARY_BYTES = 32 * 1024 * 1024
+LARGE_TEMPORARY_BYTES = GLIBC_MMAP_MAX
 """A line that allocates and frees at least 32 MiB per call on the CPU: above every malloc
 threshold, so each call maps (and faults in) fresh pages."""
 
