@@ -7,32 +7,34 @@ of plugins is an explicit list; no other kind's code changes.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Callable
 
-from torchscope.protocol import JobError, JobRequest, Message
+from torchscope.protocol import (
+    CompareRequest,
+    DiffRequest,
+    JobError,
+    JobRequest,
+    Message,
+    ProfileRequest,
+    RunRequest,
+)
 
 Send = Callable[[Any], None]
 Handler = Callable[[Any, Send, bool], Message]
 
-_HANDLERS: dict[str, Handler] = {}
 
-
+@cache
 def _handlers() -> dict[str, Handler]:
     """Request type → the worker side of its kind (the modules import torch: on first use)."""
-    if not _HANDLERS:
-        from torchscope.protocol import CompareRequest, DiffRequest, ProfileRequest, RunRequest
+    from . import compare, diff, profile, run
 
-        from . import compare, diff, profile, run
-
-        _HANDLERS.update(
-            {
-                ProfileRequest.TYPE: profile.run_profile,
-                CompareRequest.TYPE: compare.run_compare,
-                DiffRequest.TYPE: diff.run_diff,
-                RunRequest.TYPE: run.run_program,
-            }
-        )
-    return _HANDLERS
+    return {
+        ProfileRequest.TYPE: profile.run_profile,
+        CompareRequest.TYPE: compare.run_compare,
+        DiffRequest.TYPE: diff.run_diff,
+        RunRequest.TYPE: run.run_program,
+    }
 
 
 def run_request(request: JobRequest, send: Send, cuda: bool) -> Message:
