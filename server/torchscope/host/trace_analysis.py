@@ -29,6 +29,9 @@ null, "inventory": bool}`` and answers each with one length-prefixed pickle,
 ``("ok", Analysed)`` or ``("error", message)``, on stdout (it refuses, before reading, a trace
 whose estimated need is over the limit: ``ingest/memory.py``). Only this module's parent reads
 those pickles, and only it writes the child's.
+
+Over 400 lines: the parent's side and the child's side of that one exchange stay together, so
+that what one writes and the other reads are changed in one place.
 """
 
 from __future__ import annotations
