@@ -72,7 +72,7 @@ def all_linked(ctx: Context, rts: Sequence[int]) -> bool:
 
 def column(ctx: Context, spans: list[Span], name: str) -> Any:
     """A per-list column cached on the context (``None`` until stored)."""
-    return ctx._columns.get((id(spans), name))
+    return ctx.memoised((id(spans), name))
 
 
 class Ids(dict[str, int]):

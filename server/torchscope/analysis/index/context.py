@@ -159,6 +159,10 @@ class Context:
         """A column or index of the trace under ``key``, made by ``make`` once."""
         return _memo(self._columns, key, make)
 
+    def memoised(self, key: Any) -> Any:
+        """What ``memo`` holds under ``key`` (None: nothing made yet)."""
+        return self._columns.get(key)
+
     def starts(self, spans: list[Span]) -> array[float]:
         """Start times of one of the trace's span lists (computed once per list), as doubles:
         8 bytes each, not a float object and a list slot (40)."""

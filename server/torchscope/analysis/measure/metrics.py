@@ -81,7 +81,7 @@ def _launch_delays(ctx: Context) -> list[array[float]]:
                 )
             )
     if aligned:  # one delay per kernel each step launched: the kernel table reuses them
-        ctx._columns[(id(kernels), "metrics.delays")] = out
+        ctx.memo((id(kernels), "metrics.delays"), lambda: out)
     return out
 
 
