@@ -82,6 +82,8 @@ export interface Cause {
   cause: string;
   us_per_call: number | null;
   share: number | null;
+  /** On an idle GPU: the device's own work, ranked after the causes of the idle time. */
+  hidden: boolean;
 }
 
 /** analysis.results.Borderline */
@@ -122,6 +124,8 @@ export interface Finding {
   details: Record<string, unknown>;
   /** Absent (or null) when no measured fix applies; see FixOffer. */
   fix?: FixOffer | null;
+  /** The rank it is about, in a multi-process report. */
+  rank?: number;
 }
 
 /** analysis.results.FixOffer: `rule` is the fix id (`torchscope fix --try RULE`). */
@@ -275,6 +279,9 @@ export interface SweepInfo {
   points: SweepPointInfo[];
   crossover: number | null;
   chart_path: string | null;
+  /** A sweep over a capture's batch dimension: the capture's own batch size and that dimension. */
+  captured_batch?: number;
+  batch_dim?: number | null;
 }
 
 /** analysis.multi.rank_model.RankSummary: one row of `report.ranks` (multi-process profiles, µs per step). */

@@ -35,7 +35,7 @@ from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
 from torchscope.host.session import JobService
-from torchscope.protocol import JobOptions, RunOptions
+from torchscope.protocol import JobOptions, RunOptions, to_builtins
 from torchscope.report.mcp_summary import (
     compare_summary,
     explain,
@@ -67,8 +67,6 @@ class JobOutcome(Protocol):
     """What every job kind's outcome offers the MCP tools."""
 
     output: list[str]
-
-    def to_json(self) -> dict[str, Any]: ...
 
 
 JobOutcomeT = TypeVar("JobOutcomeT", bound=JobOutcome)
@@ -120,7 +118,7 @@ async def _job(
     except ProfileFailure as failure:
         return _failure(target, failure)
     text = "\n\n".join(p for p in (summary(outcome), output_tail(outcome.output)) if p)
-    return _ok(outcome.to_json(), text)
+    return _ok(to_builtins(outcome), text)
 
 
 def _failure(target: Target, failure: ProfileFailure) -> CallToolResult:
@@ -225,7 +223,7 @@ def _add_fix_tool(server: MCPServer, jobs: JobService) -> None:
             return _error(str(exc))
         except ProfileFailure as failure:
             return _failure(target, failure)
-        data = {**trial.to_dict(), "applied": False}
+        data = {**to_builtins(trial), "applied": False}
         unchecked = "".join(f"\nnot checked: {item}" for item in trial.unchecked)
         return _ok(data, f"{trial.id} on {qualname}: {trial.summary}{unchecked}\n\n{trial.patch}")
 
@@ -243,7 +241,7 @@ async def _run_program(
     parts, texts = [], []
     for part in outcome.targets:
         if part.outcome is not None:
-            parts.append(outcome.to_json(part))
+            parts.append(to_builtins(outcome.shown(part)))
             texts.append(profile_summary(part.outcome))
             texts.append(f"calls seen: {part.calls_seen}, in-run cold {part.cold_us:.0f} µs")
             texts += [part.mode_note] if part.mode_note else []
@@ -307,7 +305,7 @@ def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
             report = await jobs.analyzer.analyze(str(trace))
         except TraceError as exc:
             return _error(str(exc))
-        data = report.to_dict()
+        data = to_builtins(report)
         data["trace_path"] = str(trace)
         return _ok(data, report_summary(report, str(trace)))
 

@@ -4,28 +4,32 @@ This is the only module both sides import: the daemon (which never imports torch
 worker (which never imports pygls). It depends on the standard library and msgpack only, and
 stays importable on the oldest Python a user's torch may run on (3.9).
 
-Framing: each message is one msgpack map prefixed by its length as a 4-byte big-endian
-unsigned integer. A map carries its kind under ``"type"``; ``decode`` turns it back into the
-dataclass of that kind.
+Framing: each message is one msgpack map (``to_builtins`` of it) prefixed by its length as a
+4-byte big-endian unsigned integer. A map carries its kind under ``"type"``; ``decode`` turns
+it back into the dataclass of that kind (``from_builtins``: nested results typed, each field
+checked).
 
 Over 400 lines on purpose: this file is the one contract between the two processes (every
-message, ``JobOptions`` and ``RunOptions`` with each option's one default, the wire constants,
-the framing), and the worker's bootstrap puts exactly this module on the user's interpreter's
-path; splitting it would make a second shared module that both sides must keep in step.
+message and the leaf types they carry, ``JobOptions`` and ``RunOptions`` with each option's one
+default, the wire constants, the framing, and the one codec every result is written and read
+with: ``to_builtins``, ``from_builtins``, ``json_as``), and the worker's bootstrap puts exactly
+this module on the user's interpreter's path; splitting it would make a second shared module
+that both sides must keep in step.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import platform
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Optional, TypeVar
 
-PROTOCOL_VERSION = 2  # 2: job options travel as one ``options`` map
+PROTOCOL_VERSION = 3  # 3: typed parts (``measured``, nested sides); 2: one ``options`` map
 
 #: Frames larger than this are refused: a corrupt length prefix (e.g. a stray ``print`` that
 #: slipped into the pipe) must fail loudly instead of making the reader wait for gigabytes.
@@ -43,6 +47,178 @@ class Message:
     """Base of all messages; ``TYPE`` is the tag written into the frame."""
 
     TYPE: ClassVar[str] = ""
+
+
+# -- one codec: every typed result to builtins (JSON, msgpack) and back ----------------------
+# Results, messages and reports are dataclasses. ``to_builtins`` turns any of them into dicts,
+# lists, str, int, float, bool and None; ``from_builtins`` rebuilds a typed value from those,
+# checking each field against its annotation. A field says how it shows in the JSON with
+# ``json_as`` metadata; nothing else writes a result out by hand.
+
+
+@dataclass(frozen=True)
+class FieldCodec:
+    """How one dataclass field is written: under ``name`` (else its own), left out when None
+    (``omit_none``) or always (``skip``), its dict merged into the parent's (``flatten``), or
+    first turned into another value by ``view`` (a field whose JSON is a summary of it)."""
+
+    name: str = ""
+    omit_none: bool = False
+    skip: bool = False
+    flatten: bool = False
+    view: Optional[Callable[[Any], Any]] = None
+
+
+_PLAIN = FieldCodec()
+
+
+def json_as(
+    *,
+    name: str = "",
+    omit_none: bool = False,
+    skip: bool = False,
+    flatten: bool = False,
+    view: Optional[Callable[[Any], Any]] = None,
+) -> dict[str, FieldCodec]:
+    """A field's JSON form, as its metadata: ``field(default=None, metadata=json_as(...))``."""
+    return {"codec": FieldCodec(name, omit_none, skip, flatten, view)}
+
+
+def _codecs(cls: type) -> list[tuple[str, FieldCodec]]:
+    found = _CODECS.get(cls)
+    if found is None:
+        found = [(f.name, f.metadata.get("codec", _PLAIN)) for f in dataclasses.fields(cls)]
+        _CODECS[cls] = found
+    return found
+
+
+_CODECS: dict[type, list[tuple[str, FieldCodec]]] = {}
+
+
+def to_builtins(value: Any, finite: bool = True) -> Any:
+    """``value`` as builtins: a dataclass as a dict of its fields (as ``json_as`` says),
+    tuples as lists, dict keys as text; with ``finite``, NaN and inf as None (JSON has
+    neither; a frame keeps them)."""
+    if isinstance(value, float):
+        return None if finite and not math.isfinite(value) else value
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out: dict[str, object] = {}
+        for name, codec in _codecs(type(value)):
+            item = getattr(value, name)
+            if codec.skip or (codec.omit_none and item is None):
+                continue
+            built = to_builtins(codec.view(item) if codec.view else item, finite)
+            if codec.flatten:
+                out.update(built or {})
+            else:
+                out[codec.name or name] = built
+        return out
+    if isinstance(value, Mapping):
+        return {str(k): to_builtins(v, finite) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_builtins(v, finite) for v in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def json_keys(cls: type) -> list[str]:
+    """The keys ``to_builtins`` may write for a ``cls``, in order (those left out when None
+    too): the schema the extension's ``types.ts`` is checked against. A flattened field adds
+    its type's keys (a ``view``'s: its return annotation's)."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    keys: list[str] = []
+    for name, codec in _codecs(cls):
+        if codec.skip:
+            continue
+        if not codec.flatten:
+            keys.append(codec.name or name)
+            continue
+        inner = typing.get_type_hints(codec.view)["return"] if codec.view else hints[name]
+        args = [a for a in typing.get_args(inner) if a is not type(None)]
+        keys += json_keys(args[0] if typing.get_origin(inner) is typing.Union else inner)
+    return keys
+
+
+T = TypeVar("T")
+
+
+def from_builtins(cls: type[T], data: Any) -> T:
+    """The ``cls`` that ``to_builtins`` wrote as ``data``; unknown keys are ignored (a newer
+    peer), a missing or mistyped field is a ``ProtocolError`` naming it."""
+    value: T = _decode(cls, data, cls.__name__)
+    return value
+
+
+def _decode(tp: Any, data: Any, where: str) -> Any:
+    import typing
+
+    if tp is Any:
+        return data
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union:
+        if data is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]  # only Optional[X] is used
+        return _decode(inner, data, where)
+    if dataclasses.is_dataclass(tp):
+        return _decode_dataclass(tp, data, where)
+    if origin in (list, tuple):
+        _expect(isinstance(data, (list, tuple)), "a list", data, where)
+        if origin is tuple and args and args[-1] is not Ellipsis:  # tuple[A, B, C]
+            _expect(len(args) == len(data), f"{len(args)} items", data, where)
+            return tuple(_decode(a, v, f"{where}[]") for a, v in zip(args, data))
+        items = [_decode(args[0] if args else Any, v, f"{where}[]") for v in data]
+        return tuple(items) if origin is tuple else items
+    if origin is dict or tp is dict:
+        _expect(isinstance(data, Mapping), "a map", data, where)
+        key_t, value_t = args or (Any, Any)
+        return {
+            (int(k) if key_t is int else k): _decode(value_t, v, f"{where}.{k}")
+            for k, v in data.items()
+        }
+    if tp is float:
+        if data is None:  # a NaN written to JSON
+            return math.nan
+        number = isinstance(data, (int, float)) and not isinstance(data, bool)
+        _expect(number, "a number", data, where)
+        return float(data)
+    if tp in (int, str, bool):  # a bool is an int to Python, not to a peer
+        plain = isinstance(data, tp) and (tp is bool or not isinstance(data, bool))
+        _expect(plain, tp.__name__, data, where)
+    return data
+
+
+def _decode_dataclass(cls: Any, data: Any, where: str) -> Any:
+    _expect(isinstance(data, Mapping), "a map", data, where)
+    hints = _HINTS.get(cls)
+    if hints is None:
+        import typing
+
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    values: dict[str, object] = {}
+    for name, codec in _codecs(cls):
+        key = codec.name or name
+        if codec.flatten:
+            values[name] = _decode(hints[name], data, f"{where}.{name}")
+        elif key in data and not codec.skip:
+            values[name] = _decode(hints[name], data[key], f"{where}.{key}")
+    try:
+        return cls(**values)
+    except TypeError as exc:
+        raise ProtocolError(f"{where} is missing fields: {exc}") from exc
+
+
+_HINTS: dict[type, dict[str, object]] = {}
+
+
+def _expect(ok: bool, what: str, data: Any, where: str) -> None:
+    if not ok:
+        raise ProtocolError(f"{where} should be {what}, not {type(data).__name__}")
 
 
 @dataclass
@@ -220,11 +396,8 @@ OptionsT = TypeVar("OptionsT", JobOptions, RunOptions)
 
 
 def _updated(options: OptionsT, values: Mapping[str, Any]) -> OptionsT:
-    changes: dict[str, Any] = {}
-    for spec in dataclasses.fields(options):
-        if spec.name in values and values[spec.name] is not None:
-            changes[spec.name] = _checked(spec, values[spec.name])
-    return dataclasses.replace(options, **changes)
+    given = [f for f in dataclasses.fields(options) if values.get(f.name) is not None]
+    return dataclasses.replace(options, **{f.name: _checked(f, values[f.name]) for f in given})
 
 
 def _checked(spec: dataclasses.Field[Any], value: Any) -> Any:
@@ -280,6 +453,24 @@ def parse_size(text: str, floor: int = MIN_MEMORY) -> int:
 
 
 @dataclass
+class Inputs:
+    """Where a job's call inputs come from (``JobRequest.inputs``, echoed in the result)."""
+
+    source: str = "call-expression"
+    """``call-expression`` | ``directive`` | ``capture`` | ``run``."""
+    path: Optional[str] = None
+    """A capture file, which the worker then loads instead of evaluating ``call``."""
+    captured_at: Optional[str] = None
+    # A batch sweep over a capture (``host/batch_sweep.py``): the batch size asked for (0: as
+    # captured; None: no sweep) and the batch dimension (None: the worker finds it); the worker
+    # fills in the captured size and how it chose the dimension.
+    batch: Optional[int] = field(default=None, metadata=json_as(omit_none=True))
+    batch_dim: Optional[int] = field(default=None, metadata=json_as(omit_none=True))
+    captured_batch: Optional[int] = field(default=None, metadata=json_as(omit_none=True))
+    batch_dim_from: Optional[str] = field(default=None, metadata=json_as(omit_none=True))
+
+
+@dataclass
 class JobRequest(Message):
     """Base of the requests that start a job; ``TYPE`` is the job kind (see ``JOB_KINDS``)."""
 
@@ -296,10 +487,8 @@ class JobRequest(Message):
     call: Optional[str]
     trace_path: str
     options: JobOptions = field(default_factory=JobOptions)
-    inputs: dict[str, Any] = field(default_factory=dict)
-    """Where the call's inputs come from: ``source`` ("call-expression" | "directive" |
-    "capture" | "run"), ``path`` (a capture file, which the worker then loads instead of
-    evaluating ``call``) and ``captured_at``; the worker echoes it in ``ProfileResult``."""
+    inputs: Inputs = field(default_factory=Inputs)
+    """Where the call's inputs come from; the worker echoes it in ``ProfileResult``."""
 
 
 @dataclass
@@ -335,43 +524,95 @@ class Output(Message):
     text: str
 
 
+@dataclass(frozen=True)
+class Peaks:
+    """What the device can do at best: matmul GFLOP/s per dtype and copy bandwidth (GB/s).
+
+    ``source`` is ``measured`` (calibrated on this machine: ``worker/calibrate.py``) or
+    ``spec-sheet`` (the vendor's numbers for a named device, for traces recorded elsewhere)."""
+
+    matmul_gflops: dict[str, float]
+    bandwidth_gbps: Optional[float]
+    source: str = "measured"
+    device: str = ""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """How busy the machine was during the job (``worker/stability.py``): other processes'
+    CPU time and the hypervisor's steal time."""
+
+    busy_share: float
+    """(Other processes' CPU time + steal time) over the job's wall time × ``cores``, 0-1."""
+    other_cores: float
+    """Other processes' CPU time over the job's wall time: 0.48 is 48 % of one core."""
+    steal_cores: float
+    cores: int
+    """The CPUs this process could run on."""
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """Numbers the worker measured with no profiler attached: the ground truth per call. The
+    worker fills it, ``ProfileResult`` carries it, the analysis reads it (one type, no copy).
+
+    ``call_us`` are wall times of steady-state calls (synchronised on CUDA),
+    ``dispatch_floor_us`` is the cost of one trivial op (a 1-element ``torch.add``) measured on
+    the same machine just before, so "N ops × floor" estimates pure dispatch cost.
+    """
+
+    cold_us: float
+    call_us: list[float]
+    dispatch_floor_us: float
+    device_kind: str = "cpu"
+    device_name: str = ""
+    calls: int = 0
+    """How many calls ``call_us`` stands for (a sample of a fast function is a batch's mean);
+    0 when unknown."""
+    peaks: Optional[Peaks] = None
+    """This machine's calibrated matmul FLOP/s and copy bandwidth (``worker/calibrate.py``)."""
+    threads: int = 0
+    """Intra-op threads the timing pass ran with (0: unknown)."""
+    single_thread_us: list[float] = field(default_factory=list)
+    """Samples at ``torch.set_num_threads(1)``, each taken right after the matching sample of
+    ``call_us`` (empty when only one thread was in use)."""
+    page_faults: list[float] = field(default_factory=list)
+    """Minor page faults per call, one value per timing sample (empty: not counted)."""
+    page_fault_us: float = 0.0
+    """The calibrated cost of one minor fault on the machine that ran the calls (0: not
+    measured)."""
+    wait_us: list[float] = field(default_factory=list)
+    """Per timing sample, µs per call the calling thread waited for a CPU: runnable while
+    another process held the core (empty: not measured). The causes share out the rest, the
+    time the call ran."""
+    single_wait_us: list[float] = field(default_factory=list)
+    """The same for each sample of ``single_thread_us``."""
+    cuda_memory: dict[str, Any] = field(default_factory=dict)
+    """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
+    line_us: dict[int, list[float]] = field(default_factory=dict)
+    """Per source line, its exclusive CPU µs in each call of the line-marked copy run without
+    the profiler (``worker/line_timing.py``); empty when not measured."""
+    machine: Optional[Machine] = None
+    """How busy the machine was during the job (None: not measured)."""
+    unstable: str = ""
+    """Why the timing cannot be trusted (the profiled and unprofiled passes disagreed twice,
+    the samples spread too wide, or the heap's state decides the faults), one line ending in
+    what to do; "" when stable."""
+
+
 @dataclass
 class ProfileResult(Message):
-    """What the worker measured: unprofiled timing and the path of the exported trace."""
+    """What the worker measured (``measured``) and the path of the exported trace."""
 
     TYPE: ClassVar[str] = "result"
     job_id: int
     trace_path: str
-    cold_us: float
-    call_us: list[float]
-    dispatch_floor_us: float
-    device_kind: str
-    device_name: str
+    measured: Measurements
     steps: int
     def_line: int = 0
     torch_version: str = ""
     attribution_note: str = ""  # why lines are not attributed ("" when they are)
-    timed_calls: int = 0  # calls behind ``call_us`` (fast functions are timed in batches)
-    peaks: dict[str, Any] = field(default_factory=dict)
-    """This machine's calibrated peaks (``worker/calibrate.py``); empty when not measured."""
-    threads: int = 0  # intra-op threads of the timing pass
-    single_thread_us: list[float] = field(default_factory=list)
-    """Timing samples at one intra-op thread, interleaved with ``call_us`` (CPU, threads > 1)."""
-    page_faults: list[float] = field(default_factory=list)  # minor faults per call, per sample
-    wait_us: list[float] = field(default_factory=list)  # µs per call waiting for a CPU, per sample
-    single_wait_us: list[float] = field(default_factory=list)  # the same, single_thread_us's
-    page_fault_us: float = 0.0  # calibrated cost of one minor fault (0: not measured)
-    cuda_memory: dict[str, Any] = field(default_factory=dict)  # CUDA cross-check (memory pass)
-    line_us: dict[str, list[float]] = field(default_factory=dict)
-    """Per line (its number as text), exclusive CPU µs in each call of the marked copy without
-    the profiler (``worker/line_timing.py``); empty when not measured."""
-    inputs: dict[str, Any] = field(default_factory=dict)  # the request's ``inputs``, echoed
-    machine: dict[str, Any] = field(default_factory=dict)
-    """How busy the machine was during the job (``worker/stability.py``): ``busy_share``,
-    ``other_cores``, ``steal_cores``, ``cores``, ``wall_s``; empty where ``/proc/stat`` is not."""
-    unstable: str = ""
-    """Why the timing cannot be trusted (the profiled and unprofiled passes disagreed twice, or
-    the samples spread too wide), one line ending in what to do; "" when stable."""
+    inputs: Inputs = field(default_factory=Inputs)  # the request's ``inputs``, echoed
 
 
 def spread(values: list[float]) -> float:
@@ -461,7 +702,7 @@ class CompareRequest(JobRequest):
 
 @dataclass
 class CompareResult(Message):
-    """Both sides of a compile comparison; ``eager``/``compiled`` are ``ProfileResult`` fields.
+    """Both sides of a compile comparison.
 
     ``compiled`` is None when compiling or running the compiled function failed:
     ``compile_error`` then holds the compiler's own message and the eager side still stands.
@@ -469,8 +710,8 @@ class CompareResult(Message):
 
     TYPE: ClassVar[str] = "compare_result"
     job_id: int
-    eager: dict[str, Any]
-    compiled: Optional[dict[str, Any]] = None
+    eager: ProfileResult
+    compiled: Optional[ProfileResult] = None
     mode: str = "default"
     compile_s: Optional[float] = None
     compile_error: str = ""
@@ -483,10 +724,10 @@ class CompareResult(Message):
     """Dynamo's own reasons for each graph break (with counts), as it words them."""
     graph_code: dict[str, str] = field(default_factory=dict)
     """FX graph cache key (the hash in ``## Call CompiledFxGraph <key> ##``) → generated code."""
-    kernel_sources: list[dict[str, Any]] = field(default_factory=list)
-    """``KernelSource`` fields per kernel of the profiled compiled pass (issue 42)."""
-    graph_break_sites: list[dict[str, Any]] = field(default_factory=list)
-    """``GraphBreakSite`` fields per graph break Dynamo logged with its line."""
+    kernel_sources: list[KernelSource] = field(default_factory=list)
+    """Each kernel of the profiled compiled pass with its lines (issue 42)."""
+    graph_break_sites: list[GraphBreakSite] = field(default_factory=list)
+    """Each graph break Dynamo logged with its line."""
     provenance_note: str = ""
     """Why the compiled side has no per-line times ('' when it has them)."""
 
@@ -554,13 +795,13 @@ class DiffRequest(JobRequest):
 
 @dataclass
 class DiffResult(Message):
-    """Both sides of a before/after comparison; ``before``/``after`` are ``ProfileResult``
-    fields. Their ``call_us`` are the interleaved rounds: index ``i`` of each is one round."""
+    """Both sides of a before/after comparison. Their ``measured.call_us`` are the interleaved
+    rounds: index ``i`` of each is one round."""
 
     TYPE: ClassVar[str] = "diff_result"
     job_id: int
-    before: dict[str, Any]
-    after: dict[str, Any]
+    before: ProfileResult
+    after: ProfileResult
     before_label: str = "HEAD"
     outputs: dict[str, Any] = field(default_factory=dict)
     """With ``check_outputs``: ``same`` (bool), ``compared`` (how many tensors and numbers)
@@ -607,8 +848,7 @@ class RunRequest(JobRequest):
     """Run a program (``entry_kind`` "script" | "module" | "pytest") in the worker and profile
     the targets on the arguments it really passes them (``worker/jobs/run.py``).
 
-    ``targets``: one map per target, ``file``, ``qualname``, ``trace_path`` and ``capture_path``
-    (where ``--capture`` writes its arguments; "" for none). ``calls``: calls of a target after
+    ``targets``: the functions to profile (``RunTarget``). ``calls``: calls of a target after
     which it is profiled; the program is stopped once every target was, unless ``let_finish``.
     ``cwd``: the program's working directory (a launch configuration's ``cwd``); "" keeps the
     worker's own, the workspace root.
@@ -618,7 +858,7 @@ class RunRequest(JobRequest):
     entry_kind: str = "script"
     entry_target: str = ""
     entry_args: list[str] = field(default_factory=list)
-    targets: list[dict[str, Any]] = field(default_factory=list)
+    targets: list[RunTarget] = field(default_factory=list)
     calls: int = RunOptions.calls
     let_finish: bool = RunOptions.let_finish
     capture_limit: int = parse_size(RunOptions.capture_limit, floor=0)  # bytes
@@ -626,15 +866,58 @@ class RunRequest(JobRequest):
     mode: str = RunOptions.mode  # one of ``RUN_MODES``: which calls count towards ``calls``
 
 
+@dataclass(frozen=True)
+class RunTarget:
+    """A function a ``RunRequest`` profiles in the running program."""
+
+    file: str
+    qualname: str
+    trace_path: str
+    capture_path: str = ""
+    """Where ``--capture`` writes its arguments ("" for none)."""
+
+
+@dataclass
+class Capture:
+    """A capture of a target's real arguments (``worker/captures.py``)."""
+
+    path: str
+    written: bool = False
+    bytes: int = 0
+    message: str = ""
+
+
+@dataclass
+class CallSeen:
+    """One call of a ``RunTarget`` in the program: µs, its mode and the caller's place."""
+
+    us: float = 0.0
+    training: Optional[bool] = None  # the module's ``.training`` (None: not a module's method)
+    grad_enabled: bool = True
+    caller: str = ""
+
+
+@dataclass
+class TargetReport:
+    """What the running program did with one ``RunTarget``."""
+
+    file: str
+    qualname: str
+    calls_seen: int = 0
+    callers: list[tuple[str, int, int]] = field(default_factory=list)  # file, line, calls
+    loaded: bool = False  # its file was imported
+    cold_us: Optional[float] = None  # the program's first call, unprofiled
+    in_run_us: list[float] = field(default_factory=list)  # the program's own calls, unprofiled
+    calls: list[CallSeen] = field(default_factory=list)  # those timed calls
+    other_calls: list[CallSeen] = field(default_factory=list)  # in another mode
+    profile: Optional[ProfileResult] = None
+    error: Optional[JobError] = None
+    capture: Optional[Capture] = None
+
+
 @dataclass
 class RunResult(Message):
-    """How the program ended and, per target (in ``RunRequest.targets``' order): ``calls_seen``,
-    ``callers`` (``[file, line, calls]``), ``loaded`` (its file was imported), ``cold_us`` and
-    ``in_run_us`` (the program's own calls, unprofiled), ``calls`` (those timed calls, each
-    ``{us, training, grad_enabled, caller}``), ``other_calls`` (calls in another mode, the
-    same), ``profile`` (``ProfileResult`` fields)
-    or ``error`` (``JobError`` fields), ``capture`` (``path``, ``written``, ``bytes``,
-    ``message``)."""
+    """How the program ended and, per target (in ``RunRequest.targets``' order), what it did."""
 
     TYPE: ClassVar[str] = "run_result"
     job_id: int
@@ -644,7 +927,7 @@ class RunResult(Message):
     traceback: str = ""  # that exception's traceback, the program's own frames only
     stderr_tail: list[str] = field(default_factory=list)
     test: Optional[str] = None  # pytest's outcome: "passed" | "failed" | …
-    targets: list[dict[str, Any]] = field(default_factory=list)
+    targets: list[TargetReport] = field(default_factory=list)
 
 
 @dataclass
@@ -659,9 +942,6 @@ JOB_KINDS: dict[str, type[JobRequest]] = {
 }
 """Job kind → its request type. The worker serves each kind with one module under
 ``worker/jobs/``; a sweep is not a kind (``host/sweep.py`` runs one profile job per size)."""
-
-#: Message fields that hold another dataclass, rebuilt from their map by ``decode``.
-_NESTED: dict[str, type[Any]] = {"options": JobOptions}
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
@@ -685,7 +965,7 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
 
 def encode(message: Message) -> bytes:
     """Serialise a message into one length-prefixed frame."""
-    payload: dict[str, Any] = dataclasses.asdict(message)
+    payload = to_builtins(message, finite=False)
     payload["type"] = message.TYPE
     import msgpack  # here, not at the top: ``torchscope analyze`` imports this module for its
     # constants and never frames a message (msgpack and the datetime it imports: ~3 ms)
@@ -709,20 +989,7 @@ def decode(body: bytes) -> Message:
     cls = MESSAGE_TYPES.get(payload.pop("type"))
     if cls is None:
         raise ProtocolError("frame has an unknown message type")
-    names = {f.name for f in dataclasses.fields(cls)}
-    try:
-        values = {k: _nested(k, v) for k, v in payload.items() if k in names}
-        return cls(**values)
-    except TypeError as exc:
-        raise ProtocolError(f"{cls.__name__} frame is missing fields: {exc}") from exc
-
-
-def _nested(name: str, value: Any) -> Any:
-    cls = _NESTED.get(name)
-    if cls is None or not isinstance(value, dict):
-        return value
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in value.items() if k in names})
+    return from_builtins(cls, payload)
 
 
 class FrameDecoder:

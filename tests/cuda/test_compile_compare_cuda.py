@@ -18,7 +18,7 @@ from torchscope.analysis.measure.launch import launch_steps
 from torchscope.host.compare_run import COMPARE
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.source.targets import function_named, read_source
 
 pytestmark = [pytest.mark.cuda, pytest.mark.slow]
@@ -40,7 +40,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         profiler = Profiler(sys.executable, TraceStore(traces))
         try:
             outcome = await profiler.run_job(COMPARE, target, CALL, JobOptions(timeout_s=600))
-            return outcome.compare.to_dict()
+            return to_builtins(outcome.compare)
         finally:
             await profiler.close()
 

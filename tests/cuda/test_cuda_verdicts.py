@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import EXAMPLES
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.cuda
@@ -38,7 +38,7 @@ def profile_fn(n: int, trace_dir: Path) -> ProfileOutcome:
 
 
 def test_64_is_overhead_bound_with_unprofiled_cpu_time(trace_dir: Path) -> None:
-    report = profile_fn(64, trace_dir).to_json()
+    report = to_builtins(profile_fn(64, trace_dir))
     verdict = report["verdict"]
     assert report["device"]["kind"] == "cuda"
     assert verdict["id"] == "overhead-bound", verdict
@@ -48,7 +48,7 @@ def test_64_is_overhead_bound_with_unprofiled_cpu_time(trace_dir: Path) -> None:
 
 
 def test_4096_is_compute_bound(trace_dir: Path) -> None:
-    report = profile_fn(4096, trace_dir).to_json()
+    report = to_builtins(profile_fn(4096, trace_dir))
     verdict = report["verdict"]
     assert verdict["id"] == "compute-bound", verdict
     assert verdict["device_us"] > 1000

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import FIXTURES
 from torchscope.host.profile_run import PROFILE, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.cuda
@@ -33,7 +33,7 @@ def profile_memory(trace_dir: Path) -> dict[str, Any]:
             outcome = await profiler.run_job(
                 PROFILE, target, CALL, JobOptions(steps=3, memory=True)
             )
-            return outcome.to_json()
+            return to_builtins(outcome)
         finally:
             await profiler.close()
 

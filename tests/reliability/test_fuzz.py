@@ -26,6 +26,7 @@ from torchscope.protocol import (
     Progress,
     ProtocolError,
     encode,
+    to_builtins,
 )
 
 FUZZ = settings(
@@ -148,7 +149,7 @@ documents = st.fixed_dictionaries(
 def _check(path: Path) -> None:
     try:
         load_trace(path)
-        analyze_trace(path).to_dict()
+        to_builtins(analyze_trace(path))
     except TraceError as exc:
         assert str(exc)  # every refusal says something
 

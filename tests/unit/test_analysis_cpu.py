@@ -17,6 +17,7 @@ import pytest
 from torchscope.analysis import Measurements, analyze_trace, load_trace
 from torchscope.analysis.index.nesting import build_nesting
 from torchscope.analysis.verdict.verdict import OVERHEAD_BOUND_DISPATCH_SHARE
+from torchscope.protocol import to_builtins
 from torchscope.report import render_report
 
 
@@ -269,7 +270,7 @@ def test_to_dict_schema_is_json_ready(cpu_traces: dict[str, Any]) -> None:
         device_kind="cpu",
         device_name="Xeon",
     )
-    d = analyze_trace(cpu_traces["fn8"], m).to_dict()
+    d = to_builtins(analyze_trace(cpu_traces["fn8"], m))
     json.dumps(d, allow_nan=False)
     assert d["device"] == {"kind": "cpu", "name": "Xeon"}
     assert set(d["verdict"]) >= {"id", "headline", "cpu_us", "device_us", "overhead_share"}

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from torchscope.analysis import TraceError
 from torchscope.analysis.engine import analyze
 from torchscope.ingest import load_trace
+from torchscope.protocol import to_builtins
 from torchscope.report import render_report
 
 SMALL = [
@@ -57,7 +58,7 @@ def survive(name: str, data: bytes) -> None:
         assert name in str(exc)
         return
     render_report(report)
-    json.dumps(report.to_dict(), allow_nan=False)
+    json.dumps(to_builtins(report), allow_nan=False)
     assert not [n for n in report.notes if n.startswith("rule ")], report.notes
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from torchscope.analysis import Report, load_trace
 from torchscope.analysis.engine import analyze
+from torchscope.protocol import to_builtins
 from torchscope.report import render_report
 
 ALL = [
@@ -100,7 +101,7 @@ def finding(report: Report, rule: str) -> Any:
 @pytest.mark.parametrize("name", ALL)
 def test_every_trace_renders_and_serialises(traces: Cache, name: str) -> None:
     report = traces.report(name)
-    d = report.to_dict()
+    d = to_builtins(report)
     json.dumps(d, allow_nan=False)
     times_are_floats(d)
     assert d["device"]["kind"] == "cuda"

@@ -11,6 +11,7 @@ from torchscope.analysis import Measurements, Report, TraceError, analyze_trace
 from torchscope.analysis.results import Peaks
 from torchscope.analysis.verdict.consistency import contradictions
 from torchscope.analysis.verdict.verdict import COMPUTE_BOUND_BUSY, SYNC_BOUND_SHARE
+from torchscope.protocol import to_builtins
 
 from .conftest import KinetoBuilder
 
@@ -98,7 +99,7 @@ def test_overhead_bound_cuda_uses_unprofiled_cpu_time(kineto: Any, tmp_path: Pat
     assert not v.stable
     assert v.unstable_reason.startswith("unstable: the profiled steps ran faster")
     assert v.unstable_reason.endswith("rerun, or raise --timing-budget")
-    assert report.to_dict()["verdict"]["stable"] is False
+    assert to_builtins(report)["verdict"]["stable"] is False
 
 
 def test_device_time_counts_work_launched_in_the_step(kineto: Any, tmp_path: Path) -> None:

@@ -52,7 +52,9 @@ from torchscope.protocol import (
     CompareResult,
     FrameDecoder,
     JobOptions,
+    ProfileResult,
     encode,
+    to_builtins,
 )
 from torchscope.report.compare import (
     comparison_markdown,
@@ -128,7 +130,7 @@ def gpu_compare(kineto: Any, tmp_path: Path) -> Comparison:
 def test_the_gpu_compare_finds_the_dtod_bias_copy_before_the_gemm(
     gpu_compare: Comparison,
 ) -> None:
-    data = gpu_compare.to_dict()
+    data = to_builtins(gpu_compare)
     eager, compiled = data["eager"], data["compiled"]
     assert eager["copies"] == []
     [copy] = compiled["copies"]
@@ -184,7 +186,7 @@ def test_a_failed_compile_keeps_the_eager_side(kineto: Any, tmp_path: Path) -> N
         None,
         meta,
     )
-    data = out.to_dict()
+    data = to_builtins(out)
     assert data["compiled"] is None and data["verdict"] is None
     assert data["error"] == {"kind": "compile-failed", "message": meta.error}
     assert data["eager"]["median_us"] == 600.0
@@ -289,7 +291,7 @@ def test_compare_messages_survive_the_pipe() -> None:
     )
     result = CompareResult(
         1,
-        eager={"trace_path": "/t/e.json.gz", "call_us": [1.0, 2.0]},
+        eager=ProfileResult(1, "/t/e.json.gz", Measurements(0.0, [1.0, 2.0], 0.0), 2),
         compiled=None,
         compile_error="InductorError: no compiler",
         compile_error_kind="compile-failed",

@@ -21,13 +21,14 @@ from torchscope.analysis.measure.work import (
     out_count,
 )
 from torchscope.analysis.results import Measurements
+from torchscope.protocol import to_builtins
 
 TRACES = Path(__file__).resolve().parents[2] / "tests" / "data" / "traces"
 BERT = TRACES / "tracelens_bert_small_h100_torch26.json.gz"
 
 
 def test_gemm_kernels_get_tflops_against_the_spec_sheet() -> None:
-    report = analyze(load_trace(BERT)).to_dict()
+    report = to_builtins(analyze(load_trace(BERT)))
     assert report["peaks"]["source"] == "spec-sheet"
     gemms = [o for o in report["top_ops"] if o["name"] in ("aten::addmm", "aten::mm", "aten::bmm")]
     assert gemms and all(o["gflops"] and 0 < o["efficiency"] <= 1 for o in gemms)

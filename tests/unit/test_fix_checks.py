@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.conftest import FIXTURES
 from torchscope.analysis.multi.diff import DiffVerdict
-from torchscope.protocol import CHANGES_AUTOGRAD, NO_EVIDENCE
+from torchscope.protocol import CHANGES_AUTOGRAD, NO_EVIDENCE, to_builtins
 from torchscope.source.fixes import fix_by_id, offered_anywhere
 from torchscope.source.fixes.trial import NOT_FASTER, measured_trial
 
@@ -90,7 +90,7 @@ def test_a_trial_says_what_it_checked_and_names_the_refusal() -> None:
         "(the two draw different masks), same grads and buffers"
     )
     assert trial.summary == f"{trial.message} · checked: {', '.join(checks)} · assumes: it holds"
-    data = trial.to_dict()
+    data = to_builtins(trial)
     assert data["checks"] == checks and data["unchecked"] == ["x: y"]
     assert data["assumes"] == "it holds"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from torchscope.analysis.multi.diff import DiffVerdict
 from torchscope.analysis.results import Device, Finding, Report, Verdict
+from torchscope.protocol import to_builtins
 from torchscope.source.fixes import FIXES, ORDER, fix_by_id, offered
 from torchscope.source.fixes.offers import attach_fixes
 from torchscope.source.fixes.trial import CHANGES_OUTPUTS, NOT_FASTER, measured_trial
@@ -120,7 +121,7 @@ def test_a_finding_that_has_a_fix_says_so_and_others_are_unchanged() -> None:
     elsewhere = Finding("zero-grad", "info", "zeroing", 10.0, line=2)
     other = Finding("sync", "warning", "sync", 5.0)
     report = attach_fixes(_report(zero, elsewhere, other), source, "f", "cpu")
-    data = report.to_dict()["findings"]
+    data = to_builtins(report)["findings"]
     assert data[0]["fix"] == {
         "rule": "zero-grad-none",
         "title": "zero_grad(set_to_none=True)",
@@ -144,7 +145,7 @@ def test_a_tried_fix_says_what_it_measured_in_the_json_and_the_diagnostic() -> N
     trial = measured_trial("zero-grad-none", _verdict("faster", 0.4, 0.35, 0.5), {"same": True}, "")
     tried = with_measured(report, "zero-grad-none", trial.measured())
     assert report.findings[0].fix is not None and report.findings[0].fix.measured is None
-    measured = tried.to_dict()["findings"][0]["fix"]["measured"]
+    measured = to_builtins(tried)["findings"][0]["fix"]["measured"]
     assert measured["verdict"] == "faster" and measured["same_outputs"] is True
     message = finding_diagnostic(tried.findings[0], where).message
     assert message == f"zeroing · fix zero-grad-none: {trial.message}"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -241,3 +243,66 @@ def test_no_import_circle_not_even_for_types() -> None:
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+#: What code outside ``analysis/`` may import of it: the package (its face), the engine, the
+#: result types and the units.
+ANALYSIS_FACE = {
+    "torchscope.analysis",
+    "torchscope.analysis.engine",
+    "torchscope.analysis.results",
+    "torchscope.analysis.formatting",
+}
+
+
+def _in_analysis(module: str) -> bool:
+    return module == "torchscope.analysis" or module.startswith("torchscope.analysis.")
+
+
+def test_outside_code_reaches_the_analysis_through_its_face() -> None:
+    """Outside ``analysis/``, a module imports only ``ANALYSIS_FACE`` of it (at any depth,
+    ``TYPE_CHECKING`` included); what it needs of a stage is re-exported by the package."""
+    graph = _module_graph()
+    crossing = sorted(
+        (module, target)
+        for module, targets in graph.items()
+        if not _in_analysis(module)
+        for target in targets
+        if _in_analysis(target) and target not in ANALYSIS_FACE
+    )
+    assert not crossing, crossing
+
+
+def test_the_face_re_exports_lazily_what_it_declares() -> None:
+    """``analysis/__init__.py``'s ``_LAZY`` table names what its ``TYPE_CHECKING`` block
+    imports (for mypy), each name resolves to its stage's object and is in ``__all__``."""
+    import importlib
+
+    import torchscope.analysis as face
+
+    declared: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(_tree(PACKAGE / "analysis" / "__init__.py")):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom):
+                    module = "." * inner.level + (inner.module or "")
+                    for alias in inner.names:
+                        declared[alias.asname or alias.name] = (module, alias.name)
+    lazy: dict[str, tuple[str, str]] = face._LAZY
+    assert declared == lazy
+    assert set(lazy) <= set(face.__all__)
+    for name, (module, attribute) in lazy.items():
+        stage = importlib.import_module(module, face.__name__)
+        assert getattr(face, name) is getattr(stage, attribute), name
+
+
+def test_importing_the_analysis_loads_no_multi_trace_machinery() -> None:
+    """``torchscope analyze`` imports the package: the rank pool and the comparison of two
+    runs load only when a name of theirs is asked for."""
+    code = "import sys, torchscope.analysis; print(*sorted(sys.modules))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    modules = set(done.stdout.split())
+    assert "torchscope.analysis.engine" in modules
+    assert not modules & {"torchscope.analysis.multi.ranks", "torchscope.analysis.multi.compare"}

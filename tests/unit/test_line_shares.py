@@ -81,9 +81,9 @@ def test_line_clock_keeps_exclusive_time_per_line(monkeypatch: pytest.MonkeyPatc
     copy = instrument(nested)
     first = nested.__code__.co_firstlineno
     times = line_timing.time_lines(lambda: copy(3), nested, 2, use_cuda=False)
-    header, body, branch, result = (str(first + k) for k in (2, 3, 4, 6))
-    assert set(times) == {str(first + 1), header, body, branch, result}
-    assert str(first + 5) not in times  # `total = -1` never ran
+    header, body, branch, result = (first + k for k in (2, 3, 4, 6))
+    assert set(times) == {first + 1, header, body, branch, result}
+    assert first + 5 not in times  # `total = -1` never ran
     assert times[body] == [3.0, 3.0]  # three iterations of 1 µs each
     # The header's span runs from reading 0 to reading 7 (the body's six readings inside):
     # 7 µs, less the body's 3 µs, leaves the header the 4 µs between the body's spans.

@@ -32,6 +32,7 @@ from torchscope.analysis.multi.rank_model import RankDigest
 from torchscope.analysis.multi.rank_rules import RANK_RULES
 from torchscope.analysis.multi.rank_stats import measure_rank_file
 from torchscope.analysis.multi.ranks import RanksReport, analyze_folder, analyze_ranks
+from torchscope.protocol import to_builtins
 from torchscope.report import render_report
 from torchscope.report.ranks import render_ranks
 
@@ -93,7 +94,7 @@ def client(scheduler_file: Path) -> Iterator[Client]:
 
 
 def _same(local: RanksReport, remote: RanksReport) -> None:
-    assert json.dumps(remote.to_dict()) == json.dumps(local.to_dict())
+    assert json.dumps(to_builtins(remote.shown)) == json.dumps(to_builtins(local.shown))
     assert render_ranks(remote) == render_ranks(local)
     slow = local.slowest
     assert render_report(remote.reports[slow]) == render_report(local.reports[slow])

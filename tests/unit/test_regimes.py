@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from torchscope.analysis import Report, analyze_trace
+from torchscope.protocol import to_builtins
 
 from .conftest import KinetoBuilder
 
@@ -79,14 +80,14 @@ def test_borderline_names_the_runner_up_on_the_issue_trace() -> None:
     assert (v.borderline.runner_up, v.borderline.steps, v.borderline.of) == ("overhead-bound", 2, 6)
     assert 0 < v.borderline.margin < 0.01
     assert v.headline.startswith("compute-bound (borderline: overhead-bound on 2 of 6 steps): ")
-    assert report.to_dict()["verdict"]["borderline"]["runner_up"] == "overhead-bound"
+    assert to_builtins(report)["verdict"]["borderline"]["runner_up"] == "overhead-bound"
 
 
 def test_a_clear_verdict_is_not_borderline() -> None:
     report = analyze_trace(TRACES / "hta_resnet_v100_ns_units.json.gz")
     assert report.verdict.id == "compute-bound"
     assert report.verdict.borderline is None
-    assert report.to_dict()["verdict"]["borderline"] is None
+    assert to_builtins(report)["verdict"]["borderline"] is None
 
 
 def test_a_step_opening_with_python_names_the_functions(tmp_path: Path) -> None:

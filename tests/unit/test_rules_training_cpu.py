@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from torchscope.analysis import Measurements, Report
+from torchscope.protocol import to_builtins
 
 from .conftest import CPU_PID, CPU_TID, V100, KinetoBuilder
 from .rule_helpers import NCCL, only, rules, run
@@ -46,7 +47,7 @@ def test_fp32_matmul_skipped_before_ampere(kineto: Any, tmp_path: Path) -> None:
         matmul(kineto(V100), ["float", "float"], SQUARE, "volta_sgemm_128x64_nn"), tmp_path
     )
     assert report.rules_skipped["fp32-matmul"] == "the GPU (sm_70) has no TF32 tensor cores"
-    assert report.to_dict()["rules_skipped"]["fp32-matmul"].startswith("the GPU")
+    assert to_builtins(report)["rules_skipped"]["fp32-matmul"].startswith("the GPU")
     assert "fp32-matmul" not in rules(
         run(matmul(kineto(V100), ["float", "float"], SQUARE, "volta_sgemm_128x64_nn"), tmp_path)
     )

@@ -12,7 +12,7 @@ import pytest
 from torchscope.analysis import analyze_trace
 from torchscope.analysis.results import Machine, Measurements
 from torchscope.host.call_modes import mode_note
-from torchscope.protocol import passes_disagree, spread
+from torchscope.protocol import CallSeen, passes_disagree, spread, to_builtins
 from torchscope.report import render_report
 from torchscope.report.hovers import def_markdown
 from torchscope.report.html import HtmlView, render_html
@@ -48,13 +48,13 @@ def test_the_timing_pass_stops_once_the_median_is_known_or_the_budget_is_spent()
 
 def test_the_unstable_line_names_the_load_or_the_disagreement() -> None:
     calls = [100.0, 101.0, 99.0, 100.0]
-    quiet: dict[str, Any] = {"other_cores": 0.02, "steal_cores": 0.0}
+    quiet = Machine(0.01, 0.02, 0.0, 2)
     assert unstable_line(calls, [150.0], quiet, disagree=False) == ""
-    busy = {"other_cores": 0.48, "steal_cores": 0.0}
+    busy = Machine(0.24, 0.48, 0.0, 2)
     assert unstable_line(calls, [60.0], busy, disagree=True) == (
         "unstable: another process held 48 % of a core during the job" + ADVICE
     )
-    stolen = {"other_cores": 0.0, "steal_cores": 0.3}
+    stolen = Machine(0.15, 0.0, 0.3, 2)
     assert "the hypervisor took 30 % of a core (steal time)" in unstable_line(
         calls, [60.0], stolen, disagree=True
     )
@@ -85,7 +85,7 @@ def test_every_face_shows_the_unstable_line_and_no_negative_overhead(
     )
     report = analyze_trace(cpu_traces["fn8"], m)
     assert not report.verdict.stable and report.verdict.unstable_reason == line
-    data = report.to_dict()
+    data = to_builtins(report)
     assert data["verdict"]["stable"] is False and data["machine"]["busy_share"] == 0.24
     assert data["timing"]["samples"] == 3 and data["timing"]["spread"] > 0
     text = render_report(report)
@@ -105,8 +105,8 @@ def test_every_face_shows_the_unstable_line_and_no_negative_overhead(
     assert "Profiler overhead" not in def_markdown(disagreeing, "fn", "", 0, False)
 
 
-def _call(us: float, training: bool, grad: bool, caller: str) -> dict[str, Any]:
-    return {"us": us, "training": training, "grad_enabled": grad, "caller": caller}
+def _call(us: float, training: bool, grad: bool, caller: str) -> CallSeen:
+    return CallSeen(us, training, grad, caller)
 
 
 def test_the_mode_sentence_names_the_calls_profiled_and_the_others() -> None:

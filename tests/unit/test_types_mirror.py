@@ -1,79 +1,47 @@
 """The extension's result types (extension/src/types.ts) name the same JSON fields as the
-Python model that produces them: a field renamed, added or dropped on one side fails here."""
+Python types that produce them. Each result interface names its Python class in the comment
+above it (``/** analysis.results.Device */``); the keys come from ``protocol.json_keys``, the
+schema of the one codec (``to_builtins``), so a field renamed, added, dropped or inlined on one
+side fails here, with no second list of names to keep in step."""
 
 from __future__ import annotations
 
-import dataclasses
+import importlib
 import re
 from pathlib import Path
 
 import pytest
 
-from torchscope.analysis import Device, Finding, Timing, Verdict
-from torchscope.analysis.multi.comparison import (
-    CompareError,
-    CompareSide,
-    CompareVerdict,
-    Comparison,
-    CompiledInfo,
-    CopyRow,
-    Graph,
-    OpChange,
-    OpChanges,
-    OpRow,
-)
-from torchscope.analysis.multi.compiled_lines import CompiledKernel, CompiledLine
-from torchscope.analysis.multi.rank_model import RankSummary
-from torchscope.analysis.multi.sweep import Sweep, SweepPoint
-from torchscope.analysis.results import Borderline, FixOffer
+from torchscope.protocol import json_keys
 
 TYPES_TS = Path(__file__).resolve().parents[2] / "extension" / "src" / "types.ts"
-_INTERFACE = re.compile(r"export interface (\w+) \{\n(.*?)\n\}", re.S)
+_INTERFACE = re.compile(
+    r"/\*\* (analysis\.[\w.]+)[^\n]*\*/\nexport interface (\w+) \{\n(.*?)\n\}", re.S
+)
 _FIELD = re.compile(r"^  (\w+)\??:", re.M)
 
 
-def _fields(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
-
-
-# Interface → the keys of the JSON object the Python side writes for it.
-MIRRORS: dict[str, set[str]] = {
-    "Device": _fields(Device),
-    "Verdict": _fields(Verdict),
-    "Borderline": _fields(Borderline),
-    "Timing": _fields(Timing),
-    "Finding": _fields(Finding),
-    "FixOffer": _fields(FixOffer),
-    "CompareCopy": _fields(CopyRow),
-    "CompareOp": _fields(OpRow),
-    "CompareGraph": _fields(Graph),
-    # CompareSide.to_dict inlines CompiledInfo's fields and drops the ``compiled`` holder;
-    # Comparison.to_dict adds the compiled side's ``kernels`` when it has per-line times.
-    "CompareSide": (_fields(CompareSide) - {"compiled"}) | _fields(CompiledInfo) | {"kernels"},
-    "CompiledKernelInfo": _fields(CompiledKernel),
-    "CompiledLineInfo": _fields(CompiledLine),
-    "CompareVerdict": _fields(CompareVerdict),
-    "CompareError": _fields(CompareError),
-    "OpChange": _fields(OpChange),
-    "OpChanges": _fields(OpChanges),
-    # rules_skipped is not part of the JSON; lines_note comes with ``lines`` (CompiledLines.note).
-    "Comparison": (_fields(Comparison) - {"rules_skipped"}) | {"lines_note"},
-    "SweepPointInfo": (_fields(SweepPoint) - {"n"}) | {"N"},  # SweepPoint.to_dict
-    "SweepInfo": _fields(Sweep),
-    "RankRow": _fields(RankSummary),
-}
-
-
-def _interfaces() -> dict[str, set[str]]:
+def _mirrors() -> dict[str, tuple[str, set[str]]]:
+    """Interface → (the Python class it mirrors, the fields types.ts declares)."""
     text = TYPES_TS.read_text(encoding="utf-8")
-    return {name: set(_FIELD.findall(body)) for name, body in _INTERFACE.findall(text)}
+    return {name: (path, set(_FIELD.findall(body))) for path, name, body in _INTERFACE.findall(text)}
 
 
-@pytest.mark.parametrize("name", sorted(MIRRORS))
+def _python_class(path: str) -> type:
+    module, _, name = f"torchscope.{path}".rpartition(".")
+    cls: type = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def test_every_result_interface_names_its_python_type() -> None:
+    assert len(_mirrors()) >= 20
+
+
+@pytest.mark.parametrize("name", sorted(_mirrors()))
 def test_types_ts_mirrors_the_python_model(name: str) -> None:
-    interfaces = _interfaces()
-    assert name in interfaces, f"extension/src/types.ts lacks `export interface {name}`"
-    ts, py = interfaces[name], MIRRORS[name]
+    path, ts = _mirrors()[name]
+    py = set(json_keys(_python_class(path)))
     assert ts == py, (
-        f"{name}: only in types.ts {sorted(ts - py)}, only in the Python model {sorted(py - ts)}"
+        f"{name} ({path}): only in types.ts {sorted(ts - py)}, "
+        f"only in the JSON of the Python type {sorted(py - ts)}"
     )

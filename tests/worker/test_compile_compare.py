@@ -34,7 +34,7 @@ from torchscope.analysis.results import Cause
 from torchscope.host.compare_run import COMPARE, CompareOutcome
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.source.targets import function_named, read_source
 
 pytestmark = pytest.mark.slow
@@ -92,7 +92,7 @@ def names(side: dict[str, Any]) -> set[str]:
 
 
 def test_compiled_dispatches_addmm_instead_of_mm_and_add(compared: dict[Any, Any]) -> None:
-    compare = compared[64].compare.to_dict()
+    compare = to_builtins(compared[64].compare)
     eager, compiled = compare["eager"], compare["compiled"]
     assert {"aten::mm", "aten::add"} <= names(eager)
     assert "aten::addmm" not in names(eager)
@@ -106,7 +106,7 @@ def test_compiled_dispatches_addmm_instead_of_mm_and_add(compared: dict[Any, Any
 
 
 def test_compiled_adds_a_copy_of_the_bias(compared: dict[Any, Any]) -> None:
-    compare = compared[64].compare.to_dict()
+    compare = to_builtins(compared[64].compare)
     assert compare["eager"]["copies"] == []
     [copy] = compare["compiled"]["copies"]
     assert copy["op"] == "aten::copy_"
@@ -136,7 +136,7 @@ def assert_names_the_costliest_cause(vid: str, cause: str, causes: list[Cause]) 
 
 @pytest.mark.parametrize("n", [8, 64])
 def test_small_sizes_are_slower_compiled_and_keep_eager(compared: dict[Any, Any], n: int) -> None:
-    compare = compared[n].compare.to_dict()
+    compare = to_builtins(compared[n].compare)
     eager, compiled = compare["eager"], compare["compiled"]
     assert compiled["median_us"] > eager["median_us"], compare["verdict"]
     assert compare["verdict"]["id"] == "keep-eager", compare["verdict"]
@@ -152,7 +152,7 @@ def test_small_sizes_are_slower_compiled_and_keep_eager(compared: dict[Any, Any]
 
 
 def test_large_size_is_no_difference(compared: dict[Any, Any]) -> None:
-    compare = compared[1024].compare.to_dict()
+    compare = to_builtins(compared[1024].compare)
     verdict = compare["verdict"]
     assert verdict["id"] == "no-difference", (
         verdict,
@@ -165,7 +165,7 @@ def test_large_size_is_no_difference(compared: dict[Any, Any]) -> None:
 
 
 def test_compile_time_is_reported_separately(compared: dict[Any, Any]) -> None:
-    compiled = compared[64].compare.to_dict()["compiled"]
+    compiled = to_builtins(compared[64].compare)["compiled"]
     assert compiled["compile_s"] > 0
     assert compiled["cold_us"] == pytest.approx(compiled["compile_s"] * 1e6)
     assert compiled["compile_s"] * 1e6 > 10 * compiled["median_us"]
@@ -176,19 +176,19 @@ def test_compile_time_is_reported_separately(compared: dict[Any, Any]) -> None:
 def test_the_compiled_graph_links_to_its_generated_code(
     compared: dict[Any, Any], inductor_cache: Path
 ) -> None:
-    [graph] = compared[64].compare.to_dict()["compiled"]["graphs"]
+    [graph] = to_builtins(compared[64].compare)["compiled"]["graphs"]
     code = Path(graph["code_path"])
     assert code.is_file() and code.suffix == ".py"
     assert inductor_cache in code.parents
     assert "addmm" in code.read_text()
     # the profiled pass recompiled with provenance and the FX graph cache off (its trace says
     # ``CompiledFxGraph None``): the graph named is the timed one
-    with gzip.open(compared[64].compare.to_dict()["compiled"]["trace_path"], "rt") as trace:
+    with gzip.open(to_builtins(compared[64].compare)["compiled"]["trace_path"], "rt") as trace:
         assert "## Call CompiledFxGraph None ##" in trace.read()
 
 
 def test_graph_breaks_are_reported_in_dynamo_s_words(compared: dict[Any, Any]) -> None:
-    compare = compared["breaks"].compare.to_dict()
+    compare = to_builtins(compared["breaks"].compare)
     assert compare["compiled"] is not None
     assert any("print" in reason for reason in compare["compiled"]["graph_breaks"])
     [finding] = [f for f in compare["findings"] if f["rule"] == "graph-break"]
@@ -276,7 +276,7 @@ def test_with_stack_reaches_both_sides_of_a_comparison(compared: dict[Any, Any])
     comparison: the eager report totals the workspace callee, and the compiled trace holds
     Python frames too."""
     outcome = compared["stack"]
-    callees = outcome.profile.to_json()["callees"]
+    callees = to_builtins(outcome.profile)["callees"]
     assert [c for c in callees if c["name"] == "scale_up" and c["file"].endswith("helpers.py")]
     assert outcome.compare.compiled is not None, outcome.compare.error
     compiled_path = outcome.compare.compiled.trace_path

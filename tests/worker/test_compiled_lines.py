@@ -22,7 +22,7 @@ from tests.conftest import FIXTURES, REPO
 from torchscope.host.compare_run import COMPARE, CompareOutcome
 from torchscope.host.profile_run import Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.report.compare import render_comparison
 from torchscope.source.targets import function_named, read_source
 
@@ -123,7 +123,7 @@ def test_the_fused_kernel_names_its_lines_and_the_mm_keeps_its_own(
 
 
 def test_json_lines_carry_compiled_us_and_fused_with(compared: dict[str, CompareOutcome]) -> None:
-    data = compared["head"].to_json()
+    data = to_builtins(compared["head"])
     relu = line_of("y = torch.relu(y)")
     [entry] = [e for e in data["lines"] if e["line"] == relu]
     assert entry["compiled_us"] > 0

@@ -25,7 +25,7 @@ from tests.conftest import EXAMPLES
 from torchscope.analysis.verdict.causes import COMPUTE_FLOOR
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.source.targets import function_named, read_source
 from torchscope.worker.call_expression import run_to_completion
 
@@ -114,7 +114,7 @@ def check_causes(report: dict[str, Any]) -> dict[str, float]:
 def test_small_matmul_is_overhead_bound_with_an_honest_share(trace_dir: Path) -> None:
     before = independent_overhead_share(8)
     outcome = profile_fn(8, trace_dir)
-    report = outcome.to_json()
+    report = to_builtins(outcome)
     verdict = report["verdict"]
     assert verdict["id"] == "overhead-bound", verdict
     costs = check_causes(report)
@@ -152,7 +152,7 @@ def test_48_is_never_compute_bound_and_names_the_threads_when_one_is_faster(
     trace_dir: Path,
 ) -> None:
     one, many = benchmark_threads(48)
-    report = profile_fn(48, trace_dir).to_json()
+    report = to_builtins(profile_fn(48, trace_dir))
     verdict = report["verdict"]
     after_one, after_many = benchmark_threads(48)
     assert verdict["id"] != "compute-bound", verdict
@@ -173,7 +173,7 @@ def test_48_is_never_compute_bound_and_names_the_threads_when_one_is_faster(
 
 def test_large_matmul_is_compute_bound_in_mm(trace_dir: Path) -> None:
     outcome = profile_fn(1024, trace_dir)
-    report = outcome.to_json()
+    report = to_builtins(outcome)
     verdict = report["verdict"]
     costs = check_causes(report)
     floor = COMPUTE_FLOOR[("cpu", "measured")]

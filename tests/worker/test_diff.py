@@ -34,7 +34,7 @@ from torchscope.host.diff_run import DiffJobKind, DiffOutcome
 from torchscope.host.git_source import source_at
 from torchscope.host.profile_run import ProfileFailure, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import DiffResult, JobOptions
+from torchscope.protocol import DiffResult, JobOptions, to_builtins
 from torchscope.source.targets import Target, function_named, read_source
 
 pytestmark = pytest.mark.slow
@@ -49,6 +49,7 @@ count."""
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", str(THREADS))
+
 
 @pytest.fixture
 def worker_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -143,9 +144,7 @@ def benchmark_ratio(before: Path, after: Path, rounds: int = 20) -> float:
         torch.manual_seed(0)
         x = torch.randn(16)
         timers.append(
-            benchmark.Timer(
-                "fn(x)", globals={"fn": module.fn, "x": x}, num_threads=THREADS
-            )
+            benchmark.Timer("fn(x)", globals={"fn": module.fn, "x": x}, num_threads=THREADS)
         )
     samples: list[list[float]] = [[], []]
     for r in range(rounds):
@@ -161,7 +160,7 @@ def test_vectorised_loop_is_faster_and_agrees_with_torch_benchmark(
 ) -> None:
     file = make_repo(tmp_path / "repo", LOOP, VECTORISED)
     outcome = _diff(file, trace_dir)
-    diff = outcome.to_json()["diff"]
+    diff = to_builtins(outcome)["diff"]
     verdict = diff["verdict"]
     assert verdict["id"] == "faster", verdict
     assert verdict["ci_low"] <= verdict["ratio"] <= verdict["ci_high"] < 1
@@ -201,7 +200,9 @@ class _KeptRounds(DiffJobKind):
     def outcome(
         self, target: Target, call: Optional[str], reply: DiffResult, *rest: Any
     ) -> DiffOutcome:
-        self.rounds.append((list(reply.before["call_us"]), list(reply.after["call_us"])))
+        self.rounds.append(
+            (list(reply.before.measured.call_us), list(reply.after.measured.call_us))
+        )
         return super().outcome(target, call, reply, *rest)
 
 
@@ -259,11 +260,13 @@ def test_comment_only_edit_is_no_difference(tmp_path: Path, trace_dir: Path) -> 
 
 def _pyproject(repo: Path, functions: str) -> Path:
     path = repo / "pyproject.toml"
-    path.write_text(f"[tool.torchscope.check]\nbase = \"HEAD\"\nfunctions = {functions}\n")
+    path.write_text(f'[tool.torchscope.check]\nbase = "HEAD"\nfunctions = {functions}\n')
     return path
 
 
-def _check(repo: Path, tmp_path: Path, *extra: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _check(
+    repo: Path, tmp_path: Path, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     summary = tmp_path / "summary.md"
     env = {**os.environ, "PYTHONPATH": str(REPO / "server"), "GITHUB_STEP_SUMMARY": str(summary)}
     done = subprocess.run(

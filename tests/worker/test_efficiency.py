@@ -24,7 +24,7 @@ import torch.utils.benchmark as benchmark
 from tests.conftest import EXAMPLES, REPO
 from torchscope.host.profile_run import PROFILE, ProfileOutcome, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions, Progress
+from torchscope.protocol import JobOptions, Progress, to_builtins
 from torchscope.source.targets import function_named, read_source
 from torchscope.worker import calibrate
 
@@ -74,7 +74,7 @@ def test_seed_function_mm_rate_and_calibrated_peak(tmp_path: Path) -> None:
     n = 1024
     call = f"fn(torch.randn({n}, {n}), torch.randn({n}, {n}), torch.randn({n}, {n}))"
     outcome, said = profile(EXAMPLES / "matmul_add.py", "fn", call, tmp_path)
-    data = outcome.to_json()
+    data = to_builtins(outcome)
     assert any(s.startswith("calibrate: calibrating") for s in said), said
     assert data["peaks"]["source"] == "measured"
     mm = op(data, "aten::mm")
@@ -120,7 +120,7 @@ def test_thin_gemm_is_flagged_and_square_is_not(tmp_path: Path) -> None:
     thin, _ = profile(
         SAMPLES, "thin_gemm", "thin_gemm(torch.randn(4096, 8), torch.randn(8, 4096))", tmp_path
     )
-    data = thin.to_json()
+    data = to_builtins(thin)
     assert "low-efficiency-gemm" in rules(data) or data["verdict"]["id"] == "memory-bound"
     square, _ = profile(
         SAMPLES,
@@ -128,7 +128,7 @@ def test_thin_gemm_is_flagged_and_square_is_not(tmp_path: Path) -> None:
         "square_gemm(torch.randn(1024, 1024), torch.randn(1024, 1024))",
         tmp_path,
     )
-    data = square.to_json()
+    data = to_builtins(square)
     assert "low-efficiency-gemm" not in rules(data)
     assert data["verdict"]["id"] != "memory-bound"
     assert data["verdict"]["id"] == "compute-bound"
@@ -146,7 +146,7 @@ def chain_round(tmp_path: Path) -> tuple[float, float, str]:
         "chain_then_copy(torch.rand(4096, 4096), torch.empty(4096, 4096))",
         tmp_path,
     )
-    data = outcome.to_json()
+    data = to_builtins(outcome)
     chain = next((f for f in data["findings"] if f["rule"] == "memory-bound-chain"), None)
     copy = next((op for op in data["top_ops"] if op["name"] == "aten::copy_"), None)
     numbers = (

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import EXAMPLES
 from torchscope.host.profile_run import PROFILE, Profiler
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions
+from torchscope.protocol import JobOptions, to_builtins
 from torchscope.source.targets import function_named, read_source
 
 LINES = EXAMPLES / "lines.py"
@@ -42,7 +42,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
                 outcome = await profiler.run_job(
                     PROFILE, target, None, JobOptions(steps=5, warmup=2)
                 )
-                out[name] = outcome.to_json()
+                out[name] = to_builtins(outcome)
             return out
         finally:
             await profiler.close()
@@ -123,7 +123,7 @@ def test_with_stack_gives_callees_a_total_of_their_own(tmp_path: Path) -> None:
         profiler = Profiler(sys.executable, TraceStore(tmp_path), cwd=str(EXAMPLES))
         try:
             options = JobOptions(steps=3, warmup=1, with_stack=True)
-            return (await profiler.run_job(PROFILE, target, None, options)).to_json()
+            return to_builtins(await profiler.run_job(PROFILE, target, None, options))
         finally:
             await profiler.close()
 

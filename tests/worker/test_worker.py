@@ -87,9 +87,10 @@ def trace_names(path: str) -> list[str]:
 async def test_module_level_function_gives_timing_and_a_trace(worker, recorder, tmp_path) -> None:
     result = await run(worker, recorder, tmp_path, EXAMPLES / "matmul_add.py", "fn", MATMUL_8)
     assert isinstance(result, ProfileResult), result
-    assert result.device_kind == "cpu" and result.cold_us > 0
-    assert len(result.call_us) >= 3 and all(t > 0 for t in result.call_us)
-    assert 0.05 < result.dispatch_floor_us < 100
+    measured = result.measured
+    assert measured.device_kind == "cpu" and measured.cold_us > 0
+    assert len(measured.call_us) >= 3 and all(t > 0 for t in measured.call_us)
+    assert 0.05 < measured.dispatch_floor_us < 100
     names = trace_names(result.trace_path)
     assert [n for n in names if n.startswith("ProfilerStep#")] == [
         "ProfilerStep#1",

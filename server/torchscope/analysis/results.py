@@ -1,91 +1,25 @@
 """The analysis result: plain dataclasses that the CLI, the LSP layer and the tests read.
 
-``Report.to_dict()`` is the wire and ``--json`` format: only dicts, lists, str, float, int,
-bool and None, so it serialises with ``json`` and ``msgpack`` alike.
+``protocol.to_builtins(report)`` is the wire and ``--json`` format (``json_as`` says where a
+field differs from its name and value): only dicts, lists, str, float, int, bool and None, so
+it serialises with ``json`` and ``msgpack`` alike.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+# The worker's measurements, as the protocol carries them: read here, not copied.
+from ..protocol import Machine as Machine
+from ..protocol import Measurements as Measurements
+from ..protocol import Peaks as Peaks
+from ..protocol import json_as
 
 if TYPE_CHECKING:
     from .measure.parts import CalleeStats, LineStats, MemorySummary
 
 SEVERITIES = ("error", "warning", "information", "hint")
-
-
-@dataclass(frozen=True)
-class Measurements:
-    """Numbers the worker measured with no profiler attached: the ground truth per call.
-
-    ``call_us`` are wall times of steady-state calls (synchronised on CUDA),
-    ``dispatch_floor_us`` is the cost of one trivial op (a 1-element ``torch.add``) measured on
-    the same machine just before, so "N ops × floor" estimates pure dispatch cost.
-    """
-
-    cold_us: float
-    call_us: list[float]
-    dispatch_floor_us: float
-    device_kind: str = "cpu"
-    device_name: str = ""
-    calls: int = 0
-    """How many calls ``call_us`` stands for (a sample of a fast function is a batch's mean);
-    0 when unknown."""
-    peaks: Peaks | None = None
-    """This machine's calibrated matmul FLOP/s and copy bandwidth (``worker/calibrate.py``)."""
-    threads: int = 0
-    """Intra-op threads the timing pass ran with (0: unknown)."""
-    single_thread_us: list[float] = field(default_factory=list)
-    """Samples at ``torch.set_num_threads(1)``, each taken right after the matching sample of
-    ``call_us`` (empty when only one thread was in use)."""
-    page_faults: list[float] = field(default_factory=list)
-    """Minor page faults per call, one value per timing sample (empty: not counted)."""
-    page_fault_us: float = 0.0
-    """The calibrated cost of one minor fault on the machine that ran the calls."""
-    wait_us: list[float] = field(default_factory=list)
-    """Per timing sample, µs per call the calling thread waited for a CPU: runnable while
-    another process held the core (empty: not measured). The causes share out the rest, the
-    time the call ran."""
-    single_wait_us: list[float] = field(default_factory=list)
-    """The same for each sample of ``single_thread_us``."""
-    cuda_memory: dict[str, Any] = field(default_factory=dict)
-    """The CUDA allocator's numbers from the memory pass (see ``worker/cuda_memory.py``)."""
-    line_us: dict[int, list[float]] = field(default_factory=dict)
-    """Per source line, its exclusive CPU µs in each call of the line-marked copy run without
-    the profiler (``worker/line_timing.py``); empty when not measured."""
-    machine: Machine | None = None
-    """How busy the machine was during the job (None: not measured)."""
-    unstable: str = ""
-    """The worker's line on why its timing cannot be trusted ("" when it can)."""
-
-
-@dataclass(frozen=True)
-class Machine:
-    """How busy the machine was during the job (``worker/stability.py``): other processes'
-    CPU time and the hypervisor's steal time."""
-
-    busy_share: float
-    """(Other processes' CPU time + steal time) over the job's wall time × ``cores``, 0-1."""
-    other_cores: float
-    """Other processes' CPU time over the job's wall time: 0.48 is 48 % of one core."""
-    steal_cores: float
-    cores: int
-    """The CPUs this process could run on."""
-
-
-@dataclass(frozen=True)
-class Peaks:
-    """What the device can do at best: matmul GFLOP/s per dtype and copy bandwidth (GB/s).
-
-    ``source`` is ``measured`` (calibrated on this machine) or ``spec-sheet`` (the vendor's
-    numbers for a named device, for traces recorded elsewhere)."""
-
-    matmul_gflops: dict[str, float]
-    bandwidth_gbps: float | None
-    source: str
-    device: str = ""
 
 
 @dataclass(frozen=True)
@@ -215,9 +149,11 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict)
     """Rule-specific numbers; ``once: True`` marks a one-time cost (cold start) rather than
     a cost per step."""
-    fix: FixOffer | None = None
+    fix: FixOffer | None = field(default=None, metadata=json_as(omit_none=True))
     """A measured fix whose rewrite applies to the profiled function (``source/fixes/``);
     left out of the report's JSON when None."""
+    rank: int | None = field(default=None, metadata=json_as(omit_none=True))
+    """The rank it is about, in a multi-process report (``RanksReport.merged``)."""
 
 
 @dataclass(frozen=True)
@@ -332,33 +268,7 @@ class Report:
     """Per-line numbers from the worker's line markers, hottest first (see ``lines``)."""
     peaks: Peaks | None = None
     """The peaks efficiencies are measured against (None: none known for this device)."""
-    memory: MemorySummary | None = None
+    memory: MemorySummary | None = field(default=None, metadata=json_as(omit_none=True))
     """Peak and page faults (see ``memory``); None for a bare trace without memory events."""
-    machine: Machine | None = None
+    machine: Machine | None = field(default=None, metadata=json_as(omit_none=True))
     """How busy the machine was during the job (a profile on Linux; None otherwise)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict (no NaN/inf: those become None). ``memory`` keys appear only
-        where there is something to say (a profile, or a trace with memory events)."""
-        out: dict[str, Any] = _clean(asdict(self))
-        if out["memory"] is None:
-            del out["memory"]
-        if out["machine"] is None:  # a bare trace: no job to have watched
-            del out["machine"]
-        for line in out["lines"]:
-            if line.get("memory") is None:
-                line.pop("memory", None)
-        for finding in out["findings"]:  # only findings with a fix say so
-            if finding.get("fix") is None:
-                finding.pop("fix", None)
-        return out
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value

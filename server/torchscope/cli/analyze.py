@@ -26,11 +26,12 @@ from torchscope.cli.common import (
     open_command,
     open_in_perfetto,
 )
+from torchscope.protocol import to_builtins
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from torchscope.analysis.multi.ranks import RanksReport
+    from torchscope.analysis import RanksReport
     from torchscope.analysis.results import Report
     from torchscope.cli.common import Commands
 
@@ -86,9 +87,8 @@ def parse_steps(text: str) -> tuple[int, int]:
 
 
 def _analyze_steps(trace: Path, steps: str) -> Report:
-    from torchscope.analysis import TraceError
+    from torchscope.analysis import LocalMachine, TraceError
     from torchscope.analysis.engine import analyze
-    from torchscope.analysis.measure.machine import LocalMachine
     from torchscope.ingest import load_trace
 
     try:
@@ -104,8 +104,7 @@ def _open(trace: Path, args: argparse.Namespace, link_out: TextIO) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from torchscope.analysis import TraceError, analyze_trace
-    from torchscope.analysis.measure.machine import LocalMachine
+    from torchscope.analysis import LocalMachine, TraceError, analyze_trace
     from torchscope.report import render_report
 
     items: list[str] = args.trace
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if as_json:
-        data = report.to_dict()
+        data = to_builtins(report)
         data["trace_path"] = str(trace)
         print(json.dumps(data, ensure_ascii=False))
     else:
@@ -149,14 +148,14 @@ def _cluster(args: argparse.Namespace) -> tuple[str | None, str | None] | None:
 
 
 def _ranks_view(items: Sequence[str], cluster: tuple[str | None, str | None] | None) -> RanksReport:
-    from torchscope.analysis.multi.ranks import analyze_ranks, rank_paths
+    from torchscope.analysis import analyze_ranks, rank_paths
 
     paths = rank_paths(items)
     if cluster is None:
         return analyze_ranks(paths)
-    from torchscope.analysis.multi.rank_cluster import analyze_ranks_on, connect
+    from torchscope.analysis import analyze_ranks_on, connect_cluster
 
-    with connect(*cluster) as client:
+    with connect_cluster(*cluster) as client:
         return analyze_ranks_on(client, paths)
 
 
@@ -173,7 +172,7 @@ def analyze_ranks_command(args: argparse.Namespace) -> int:
     cluster = _cluster(args)
     failures: tuple[type[Exception], ...] = (TraceError,)
     if cluster is not None:
-        from torchscope.analysis.multi.rank_cluster import ClusterError
+        from torchscope.analysis import ClusterError
 
         failures = (TraceError, ClusterError)
     try:
@@ -182,7 +181,7 @@ def analyze_ranks_command(args: argparse.Namespace) -> int:
         print(f"torchscope: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if as_json:
-        data = view.to_dict()
+        data = to_builtins(view.shown)
         data["trace_path"] = str(Path(items[0])) if len(items) == 1 else " ".join(items)
         print(json.dumps(data, ensure_ascii=False))
     else:

@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchscope.cli.common import add_common_arguments, open_service, progress_printer
+from torchscope.protocol import to_builtins
 
 if TYPE_CHECKING:  # the profiling machinery is imported where it runs (the parser stays cheap)
-    from torchscope.analysis.multi.diff import Diff
+    from torchscope.analysis import Diff
     from torchscope.cli.common import Commands
 
 EXIT_OK, EXIT_REGRESSED, EXIT_ERROR = 0, 1, 2
@@ -168,7 +169,7 @@ def _row_json(row: CheckRow) -> dict[str, Any]:
         "target": row.entry.target,
         "status": row.status,
         "message": row.message,
-        "diff": row.diff.to_dict() if row.diff is not None else None,
+        "diff": to_builtins(row.diff),
     }
 
 

@@ -28,6 +28,7 @@ from torchscope.cli.common import (
     read_target,
 )
 from torchscope.flags import add_compare_arguments as add_compare_arguments
+from torchscope.protocol import to_builtins
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,7 +75,7 @@ async def run_sweep_command(args: argparse.Namespace) -> int:
     finally:
         await service.close()
     if args.json:
-        print(json.dumps(outcome.to_json(), ensure_ascii=False), flush=True)
+        print(json.dumps(to_builtins(outcome), ensure_ascii=False), flush=True)
     else:
         print(outcome.render(), flush=True)
     failed = [p for p in outcome.points if p.error is not None]

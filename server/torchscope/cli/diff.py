@@ -21,6 +21,7 @@ from torchscope.cli.common import (
     progress_printer,
     read_target,
 )
+from torchscope.protocol import to_builtins
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
@@ -66,7 +67,7 @@ async def run_diff_command(args: argparse.Namespace) -> int:
     finally:
         await service.close()
     if args.json:
-        print(json.dumps(outcome.to_json(), ensure_ascii=False), flush=True)
+        print(json.dumps(to_builtins(outcome), ensure_ascii=False), flush=True)
     else:
         print(f"== {target.qualname} ({target.file}:{target.def_line}) against {args.rev}")
         print(render_diff(outcome.diff))

@@ -26,6 +26,7 @@ from torchscope.cli.common import (
     progress_printer,
     read_target,
 )
+from torchscope.protocol import to_builtins
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
@@ -120,7 +121,9 @@ async def _try(service: JobService, args: argparse.Namespace, target: Target) ->
         return EXIT_FAILED
     applied = args.apply and apply_rewrite(target, rewrite, trial)
     if args.json:
-        print(json.dumps({**trial.to_dict(), "applied": applied}, ensure_ascii=False), flush=True)
+        print(
+            json.dumps({**to_builtins(trial), "applied": applied}, ensure_ascii=False), flush=True
+        )
     else:
         print(render_trial(trial, applied, args.apply))
     return EXIT_OK if trial.offered and (applied or not args.apply) else EXIT_FAILED

@@ -30,6 +30,7 @@ from torchscope.cli.common import (
     render_text,
     say,
 )
+from torchscope.protocol import to_builtins
 
 # The profiling machinery is imported where it runs: building the parser must stay cheap.
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def cli_report(outcome: Any, verbose: bool) -> CliReport:
     if not isinstance(outcome, CompareOutcome):
         return CliReport(outcome)
     text, stderr = comparison_outcome_text(outcome.compare, outcome.compile_traceback, verbose)
-    return CliReport(outcome.profile, "compare", outcome.compare.to_dict, text, stderr)
+    return CliReport(outcome.profile, "compare", lambda: to_builtins(outcome.compare), text, stderr)
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -90,7 +91,7 @@ def _print_outcome(args: argparse.Namespace, source: str, target: Target, job: C
     for line in job.stderr:
         print(line, file=sys.stderr)
     if args.json:
-        data = outcome.to_json()
+        data = to_builtins(outcome)
         if job.key is not None and job.extra is not None:
             data[job.key] = job.extra()
         print(json.dumps(data, ensure_ascii=False), flush=True)
@@ -203,7 +204,7 @@ async def profile_ranks_command(
     except ProfileFailure as failure:
         return print_failure(target.file, failure)
     if args.json:
-        print(json.dumps(done.to_json(), ensure_ascii=False), flush=True)
+        print(json.dumps(to_builtins(done), ensure_ascii=False), flush=True)
         return 0
     view = done.view
     print(f"== {target.qualname} ({target.file}:{target.def_line}) on {nproc} ranks")

@@ -29,7 +29,7 @@ from torchscope.cli.common import (
     run_options,
     say,
 )
-from torchscope.protocol import RunOptions
+from torchscope.protocol import RunOptions, to_builtins
 
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
@@ -112,14 +112,14 @@ def _print_run(
 ) -> int:
     status = EXIT_OK
     for part in outcome.targets:
-        if part.capture and part.capture.get("message"):
-            print(f"torchscope: {part.capture['message']}", file=sys.stderr)
+        if part.capture and part.capture.message:
+            print(f"torchscope: {part.capture.message}", file=sys.stderr)
         if part.outcome is None:
             assert part.failure is not None
             status = print_failure(part.target.file, part.failure)
             continue
         if args.json:
-            print(json.dumps(outcome.to_json(part), ensure_ascii=False), flush=True)
+            print(json.dumps(to_builtins(outcome.shown(part)), ensure_ascii=False), flush=True)
             continue
         from torchscope.report import source_with_margin
 

@@ -11,12 +11,13 @@ its batch size.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Optional
 
 from torchscope.host.captures import capture_path, find_capture
 from torchscope.host.profile_run import ProfileFailure, ProfileJobKind
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import JobOptions, JobRequest, ProfileRequest
+from torchscope.protocol import Inputs, JobOptions, JobRequest, ProfileRequest
 from torchscope.source.targets import Target
 
 #: The reserved sweep name: ``--sweep batch=…`` replays the capture.
@@ -29,7 +30,7 @@ class CaptureAtBatch(ProfileJobKind):
     chooses_call = False  # the capture, whatever directive applies
 
     def __init__(
-        self, capture: dict[str, Any], batch: Optional[int], batch_dim: Optional[int] = None
+        self, capture: Inputs, batch: Optional[int], batch_dim: Optional[int] = None
     ) -> None:
         self.capture = capture
         self.batch = batch
@@ -37,7 +38,7 @@ class CaptureAtBatch(ProfileJobKind):
         """The batch dimension asked for (``--batch-dim``; None: the worker chooses)."""
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
-        inputs = {**self.capture, "batch": self.batch, "batch_dim": self.batch_dim}
+        inputs = replace(self.capture, batch=self.batch or 0, batch_dim=self.batch_dim)
         return ProfileRequest(**{**fields, "inputs": inputs})
 
 
@@ -52,7 +53,7 @@ def template(target: Target) -> str:
     return f"{target.qualname}(<captured inputs at batch {{{BATCH}}}>)"
 
 
-def batch_capture(target: Target, call: Optional[str], options: JobOptions) -> dict[str, Any]:
+def batch_capture(target: Target, call: Optional[str], options: JobOptions) -> Inputs:
     """The capture to replay (``inputs`` of the requests); a clear failure without one, or when
     a call expression without ``{batch}`` was given as well."""
     if call and call.strip():

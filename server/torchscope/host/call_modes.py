@@ -7,22 +7,20 @@ from __future__ import annotations
 
 import collections
 from statistics import median
-from typing import Any, Optional
 
-from torchscope.protocol import is_train_call
+from torchscope.protocol import CallSeen, is_train_call
 
 #: Ratios of median call times within this band read "about as long".
 SAME_BAND = (0.8, 1.25)
 
 
-def _is_train(call: dict[str, Any]) -> bool:
-    return is_train_call(call.get("training"), bool(call.get("grad_enabled")))
+def _is_train(call: CallSeen) -> bool:
+    return is_train_call(call.training, call.grad_enabled)
 
 
-def _kind(call: dict[str, Any]) -> str:
+def _kind(call: CallSeen) -> str:
     """``training calls``, ``eval calls (no grad)``, ``calls (no grad)``…"""
-    training: Optional[bool] = call.get("training")
-    grad = bool(call.get("grad_enabled"))
+    training, grad = call.training, call.grad_enabled
     if training is None:
         return "calls with grad" if grad else "calls (no grad)"
     if training:
@@ -30,19 +28,19 @@ def _kind(call: dict[str, Any]) -> str:
     return "eval calls (grad on)" if grad else "eval calls (no grad)"
 
 
-def _where(calls: list[dict[str, Any]]) -> str:
+def _where(calls: list[CallSeen]) -> str:
     """The most common caller: its function (``estimate_loss``), or ``train.py:300`` for a
     script's top level."""
-    caller = collections.Counter(str(c.get("caller", "")) for c in calls).most_common(1)[0][0]
+    caller = collections.Counter(c.caller for c in calls).most_common(1)[0][0]
     function, _, place = caller.partition(" (")
     if function.startswith("<") or not place:
         return place.rstrip(")") or caller
     return function
 
 
-def mode_label(calls: list[dict[str, Any]]) -> str:
+def mode_label(calls: list[CallSeen]) -> str:
     """``3 eval calls (no grad) from estimate_loss`` and the other groups, comma-separated."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[CallSeen]] = {}
     for call in calls:
         groups.setdefault(_kind(call), []).append(call)
     if not groups:
@@ -50,9 +48,9 @@ def mode_label(calls: list[dict[str, Any]]) -> str:
     return ", ".join(f"{len(g)} {kind} from {_where(g)}" for kind, g in groups.items())
 
 
-def _ratio_text(other: list[dict[str, Any]], profiled: list[dict[str, Any]]) -> str:
-    ours = median(float(c["us"]) for c in profiled)
-    theirs = median(float(c["us"]) for c in other)
+def _ratio_text(other: list[CallSeen], profiled: list[CallSeen]) -> str:
+    ours = median(c.us for c in profiled)
+    theirs = median(c.us for c in other)
     if ours <= 0:
         return "were seen"
     ratio = theirs / ours
@@ -61,7 +59,7 @@ def _ratio_text(other: list[dict[str, Any]], profiled: list[dict[str, Any]]) -> 
     return f"took {ratio:.2g}× longer" if ratio > 1 else f"took {ratio:.2g}× as long"
 
 
-def mode_note(calls: list[dict[str, Any]], other_calls: list[dict[str, Any]]) -> str:
+def mode_note(calls: list[CallSeen], other_calls: list[CallSeen]) -> str:
     """The sentence about the modes of the calls profiled and seen ("" when all profiled calls
     are training calls and no other was seen)."""
     if not calls:

@@ -13,7 +13,9 @@ import contextlib
 import datetime
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
+
+from torchscope.protocol import Inputs
 
 INPUTS_DIR = Path(".torchscope") / "inputs"
 
@@ -53,11 +55,11 @@ def _iso(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds).astimezone().isoformat(timespec="seconds")
 
 
-def find_capture(workspace: Optional[str], file: str, qualname: str) -> Optional[dict[str, Any]]:
+def find_capture(workspace: Optional[str], file: str, qualname: str) -> Optional[Inputs]:
     """The ``inputs`` object of a replay (``source: capture``), or None without a capture."""
     path = capture_path(workspace, file, qualname)
     try:
         stamp = path.stat().st_mtime
     except OSError:
         return None
-    return {"source": "capture", "path": str(path), "captured_at": _iso(stamp)}
+    return Inputs("capture", str(path), _iso(stamp))

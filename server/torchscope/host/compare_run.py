@@ -2,7 +2,7 @@
 
 The eager side is a complete profile (the same passes, line markers and report as
 **Profile this function**), so a failed compile still leaves the user a profile; the compiled
-side adds its own trace, and ``analysis.multi.compare`` puts the two side by side.
+side adds its own trace, and ``analysis.compare_runs`` puts the two side by side.
 """
 
 from __future__ import annotations
@@ -11,64 +11,62 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from torchscope.analysis import Report, TraceError
-from torchscope.analysis.multi.compare import compare_runs
-from torchscope.analysis.multi.comparison import Comparison, CompileMeta
-from torchscope.analysis.multi.compiled_lines import CompiledLines, KernelLines
-from torchscope.analysis.multi.inventory import Inventory
-from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
+from torchscope.analysis import (
+    Comparison,
+    CompiledLines,
+    CompiledOnLine,
+    CompileMeta,
+    Inventory,
+    KernelLines,
+    Report,
+    TraceError,
+    compare_runs,
+)
+from torchscope.host.profile_run import HostJob, ProfileOutcome
 from torchscope.host.trace_analysis import Analyse, Analysed, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     CompareRequest,
     CompareResult,
-    GraphBreakSite,
     JobRequest,
-    KernelSource,
     ProfileResult,
+    json_as,
 )
 from torchscope.source.targets import Target
 
 
 @dataclass
 class CompareOutcome:
-    """The eager profile plus the comparison; ``to_json`` is ``profile --json`` + ``compare``."""
+    """The eager profile plus the comparison; ``to_builtins`` of it is ``profile --json``'s
+    object plus ``compare``."""
 
-    profile: ProfileOutcome
-    compare: Comparison
-    compiled_report: Optional[Report] = None
-    compile_traceback: str = ""
-    output: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = self.profile.to_json()
-        data["compare"] = self.compare.to_dict()
-        return data
+    profile: ProfileOutcome = field(metadata=json_as(flatten=True))
+    compare: Comparison = field(metadata=json_as())
+    compiled_report: Optional[Report] = field(default=None, metadata=json_as(skip=True))
+    compile_traceback: str = field(default="", metadata=json_as(skip=True))
+    output: list[str] = field(default_factory=list, metadata=json_as(skip=True))
 
 
-@dataclass
-class EagerProfile(ProfileOutcome):
-    """The eager profile of a comparison: each entry of its JSON ``lines`` gains
-    ``compiled_us`` and ``fused_with`` (None and [] where the compiled side has no per-line
-    times: no provenance, or no kernel on that line)."""
+def with_compiled_lines(report: Report, compiled: Optional[CompiledLines]) -> Report:
+    """The eager report of a comparison: each line with its compiled time and the lines
+    fused with it (None and [] where the compiled side has no per-line times: no
+    provenance, or no kernel on that line)."""
+    by_line = {c.line: c for c in (compiled.lines if compiled else [])}
 
-    compiled_lines: Optional[CompiledLines] = None
+    def on(line: int) -> CompiledOnLine:
+        found = by_line.get(line)
+        if found is None:
+            return CompiledOnLine(None)
+        return CompiledOnLine(found.compiled_us, list(found.fused_with))
 
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        lines = self.compiled_lines.lines if self.compiled_lines else []
-        compiled = {c.line: c for c in lines}
-        for entry in data.get("lines", []):
-            line = compiled.get(entry.get("line"))
-            entry["compiled_us"] = line.compiled_us if line else None
-            entry["fused_with"] = list(line.fused_with) if line else []
-        return data
+    lines = [replace(s, compiled=on(s.line)) for s in report.lines]
+    return replace(report, lines=lines)
 
 
 def _analyze(
     result: ProfileResult, analyse: Analyse, kernels: Optional[KernelLines] = None
 ) -> tuple[Analysed, Inventory]:
-    done = analyse(result.trace_path, measurements_of(result), True, kernels)
+    done = analyse(result.trace_path, result.measured, True, kernels)
     assert done.inventory is not None
     return done, done.inventory
 
@@ -77,10 +75,10 @@ def _kernel_lines(reply: CompareResult, file: str, eager: Report) -> KernelLines
     """What the compiled side's per-line times (issue 42) are computed from in the analysis
     child, beside its trace: the worker's provenance and the graph breaks in ``file``."""
     here = os.path.realpath(file)
-    breaks = [GraphBreakSite(**b) for b in reply.graph_break_sites]
+    breaks = reply.graph_break_sites
     # profiled against profiled: the compiled kernels' times carry the profiler's cost too
     return KernelLines(
-        [KernelSource(**k) for k in reply.kernel_sources],
+        list(reply.kernel_sources),
         [b for b in breaks if os.path.realpath(b.file) == here],
         {s.line: s.device_us or s.profiled_cpu_us or s.cpu_us for s in eager.lines},
         reply.provenance_note,
@@ -110,8 +108,7 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
         output: list[str],
         analyse: Analyse = analyse_here,
     ) -> CompareOutcome:
-        eager = profile_result(reply.eager)
-        compiled = profile_result(reply.compiled) if reply.compiled else None
+        eager, compiled = reply.eager, reply.compiled
         meta = CompileMeta(
             mode=reply.mode,
             compile_s=reply.compile_s,
@@ -121,8 +118,8 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             graph_breaks=list(reply.graph_breaks),
             graph_code=dict(reply.graph_code),
             # the timing's interleaved rounds: call_us of both sides pair by index
-            eager_us=list(eager.call_us),
-            compiled_us=list(compiled.call_us) if compiled else [],
+            eager_us=list(eager.measured.call_us),
+            compiled_us=list(compiled.measured.call_us) if compiled else [],
         )
         eager_done, eager_inv = _analyze(eager, analyse)  # a TraceError fails the job
         eager_report = eager_done.report
@@ -156,8 +153,9 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             ),
         )
         if lines is not None and compare.compiled is not None:
-            compare = replace(compare, lines=lines)
-        profile = EagerProfile(target, call, eager, eager_report, output, compare.lines)
+            compare = compare.with_lines(lines)
+        shown = with_compiled_lines(eager_report, compare.lines)
+        profile = ProfileOutcome(target, call, eager, shown, output)
         return CompareOutcome(profile, compare, compiled_report, reply.compile_traceback, output)
 
 

@@ -12,40 +12,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from torchscope.analysis.multi.diff import Diff, DiffSide, diff_runs
-from torchscope.host.profile_run import HostJob, ProfileOutcome, measurements_of, profile_result
+from torchscope.analysis import Diff, DiffSide, diff_runs
+from torchscope.host.profile_run import HostJob, ProfileOutcome, where
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
-from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult
+from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult, json_as
 from torchscope.source.targets import Target
+
+
+def _header(profile: ProfileOutcome) -> dict[str, Any]:
+    return {"target": where(profile.target), "call": profile.call}
 
 
 @dataclass
 class DiffOutcome:
-    """The current version's profile plus the comparison; ``to_json`` is ``diff --json``."""
+    """The current version's profile plus the comparison; ``to_builtins`` of it is
+    ``diff --json``'s object: the target, the call and ``diff``."""
 
-    profile: ProfileOutcome
-    diff: Diff
-    output: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": {
-                "file": self.profile.target.file,
-                "qualname": self.profile.target.qualname,
-                "line": self.profile.target.def_line,
-            },
-            "call": self.profile.call,
-            "diff": self.diff.to_dict(),
-        }
+    profile: ProfileOutcome = field(metadata=json_as(view=_header, flatten=True))
+    diff: Diff = field(metadata=json_as())
+    output: list[str] = field(default_factory=list, metadata=json_as(skip=True))
 
 
 def _side(result: ProfileResult, label: str, source: str, analyse: Analyse) -> DiffSide:
-    done = analyse(result.trace_path, measurements_of(result), True)
+    done = analyse(result.trace_path, result.measured, True)
     assert done.inventory is not None
-    return DiffSide(
-        label, list(result.call_us), done.report, done.inventory, source, result.trace_path
-    )
+    call_us = list(result.measured.call_us)
+    return DiffSide(label, call_us, done.report, done.inventory, source, result.trace_path)
 
 
 @dataclass(frozen=True)
@@ -80,7 +73,7 @@ class DiffJobKind(HostJob[DiffResult, DiffOutcome]):
         output: list[str],
         analyse: Analyse = analyse_here,
     ) -> DiffOutcome:
-        after, before = profile_result(reply.after), profile_result(reply.before)
+        after, before = reply.after, reply.before
         after_source = Path(target.file).read_text(encoding="utf-8")
         after_side = _side(after, "now", after_source, analyse)
         before_side = _side(before, reply.before_label, self.before_source, analyse)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from torchscope.analysis.multi.diff import decide
-from torchscope.analysis.multi.interval import ratio_interval, undecided
+from torchscope.analysis import decide_diff as decide
+from torchscope.analysis import ratio_interval, undecided
 from torchscope.host.diff_run import DiffJobKind
-from torchscope.host.profile_run import HostJob, ProfileFailure, profile_result
+from torchscope.host.profile_run import HostJob, ProfileFailure
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.protocol import DiffRequest, DiffResult, JobOptions, JobRequest, Progress
 from torchscope.source.fixes import Rewrite, fix_by_id
@@ -166,8 +166,8 @@ async def measure_rewrite(
         if reply.outputs.get("refusal"):  # refused by the check: the worker timed nothing
             return checked_trial(rewrite.fix, reply.outputs, _patch(target, rewrite),
                                  rewrite.assumes), rewrite  # fmt: skip
-        original_us += profile_result(reply.after).call_us
-        rewritten_us += profile_result(reply.before).call_us
+        original_us += reply.after.measured.call_us
+        rewritten_us += reply.before.measured.call_us
         interval = ratio_interval(original_us, rewritten_us)
         if not undecided(interval):
             break

@@ -6,15 +6,11 @@ editor's **Profile this function** give the same numbers. A job kind's host side
 ``COMPARE`` in ``compare_run``). Every trace a job exports is analysed in the analysis child
 (``host/trace_analysis.py``), under the job's memory limit: a kind's ``outcome`` runs in a thread
 and is handed ``analyse``, which waits for the child.
-
-Over 400 lines until issue 43's one codec: ``profile_result``, ``measurements_of`` and
-``peaks_of`` copy the worker's reply into the analysis's types by hand, and go with it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -22,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError
-from torchscope.analysis.results import Peaks
 from torchscope.host.trace_analysis import Analyse, TraceAnalyzer, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
@@ -33,6 +28,7 @@ from torchscope.host.worker_process import (
 )
 from torchscope.protocol import (
     Hello,
+    Inputs,
     JobError,
     JobOptions,
     JobRequest,
@@ -42,11 +38,12 @@ from torchscope.protocol import (
     ProfileResult,
     Progress,
     call_expression_problem,
+    json_as,
 )
 from torchscope.source.targets import Target, call_example
 
 if TYPE_CHECKING:
-    from torchscope.analysis.multi.compiled_lines import KernelLines
+    from torchscope.analysis import KernelLines
 
 log = logging.getLogger(__name__)
 
@@ -71,38 +68,32 @@ class ProfileFailure(Exception):
         return f"{file}:{self.line}" if self.line else file
 
 
+def where(target: Target) -> dict[str, Any]:
+    """The function as every ``--json`` object names it."""
+    return {"file": target.file, "qualname": target.qualname, "line": target.def_line}
+
+
+def _beside_report(result: ProfileResult) -> dict[str, Any]:
+    """What the ``--json`` object says of the worker's reply beside the report."""
+    return {
+        "inputs": result.inputs,
+        "trace_path": result.trace_path,
+        "dispatch_floor_us": result.measured.dispatch_floor_us,
+        "torch_version": result.torch_version,
+        "attribution_note": result.attribution_note,
+    }
+
+
 @dataclass
 class ProfileOutcome:
-    """Everything one profile produced; ``to_json`` is the ``profile --json`` object."""
+    """Everything one profile produced; ``to_builtins`` of it is the ``profile --json``
+    object: the target, the call, the report's fields and those of ``_beside_report``."""
 
-    target: Target
+    target: Target = field(metadata=json_as(view=where))
     call: Optional[str]
-    result: ProfileResult
-    report: Report
-    output: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "target": {
-                "file": self.target.file,
-                "qualname": self.target.qualname,
-                "line": self.target.def_line,
-            },
-            "call": self.call,
-            "inputs": self.inputs(),
-        }
-        data.update(self.report.to_dict())
-        data["trace_path"] = self.result.trace_path
-        data["dispatch_floor_us"] = self.result.dispatch_floor_us
-        data["torch_version"] = self.result.torch_version
-        data["attribution_note"] = self.result.attribution_note
-        return data
-
-    def inputs(self) -> dict[str, Any]:
-        """Where the call's inputs came from (``JobRequest.inputs``, echoed by the worker)."""
-        inputs = {"source": "call-expression", "path": None, "captured_at": None}
-        inputs.update(self.result.inputs)
-        return inputs
+    result: ProfileResult = field(metadata=json_as(view=_beside_report, flatten=True))
+    report: Report = field(metadata=json_as(flatten=True))
+    output: list[str] = field(default_factory=list, metadata=json_as(skip=True))
 
 
 def choose_call(target: Target, call: Optional[str], cuda_available: bool) -> Optional[str]:
@@ -116,15 +107,15 @@ def choose_inputs(
     cuda_available: bool,
     workspace_root: Optional[str],
     captures: bool = True,
-) -> tuple[Optional[str], dict[str, Any]]:
+) -> tuple[Optional[str], Inputs]:
     """The call and where its inputs come from (``JobRequest.inputs``): the explicit call,
     else the first directive that applies here, else a capture of a real call
     (``torchscope run --capture``), else none if the function needs no arguments."""
     if call and call.strip():
-        return call.strip(), {"source": "call-expression"}
+        return call.strip(), Inputs("call-expression")
     directive = target.directive_for(cuda_available)
     if directive is not None:
-        return directive.call, {"source": "directive"}
+        return directive.call, Inputs("directive")
     if captures:
         from torchscope.host.captures import find_capture
 
@@ -140,38 +131,7 @@ def choose_inputs(
             "or capture a real call with torchscope run --capture",
             line=target.def_line,
         )
-    return None, {"source": "call-expression"}
-
-
-def profile_result(fields: dict[str, Any]) -> ProfileResult:
-    """One side of a two-sided reply (``CompareResult.eager``, ``DiffResult.before`` …), whose
-    fields are a ``ProfileResult``'s and maybe more."""
-    names = {f.name for f in dataclasses.fields(ProfileResult)}
-    return ProfileResult(**{k: v for k, v in fields.items() if k in names})
-
-
-def measurements_of(result: ProfileResult) -> Measurements:
-    """The worker's unprofiled numbers, as the analysis takes them."""
-    from torchscope.analysis.verdict.stability import machine_from
-    return Measurements(
-        cold_us=result.cold_us,
-        call_us=list(result.call_us),
-        dispatch_floor_us=result.dispatch_floor_us,
-        device_kind=result.device_kind,
-        device_name=result.device_name,
-        calls=result.timed_calls,
-        peaks=peaks_of(result.peaks),
-        threads=result.threads,
-        single_thread_us=list(result.single_thread_us),
-        page_faults=list(result.page_faults),
-        wait_us=list(result.wait_us),
-        single_wait_us=list(result.single_wait_us),
-        page_fault_us=result.page_fault_us,
-        cuda_memory=dict(result.cuda_memory),
-        line_us={int(line): list(times) for line, times in result.line_us.items()},
-        machine=machine_from(result.machine),
-        unstable=result.unstable,
-    )
+    return None, Inputs("call-expression")
 
 
 def with_fixes(report: Report, target: Target, result: ProfileResult) -> Report:
@@ -183,21 +143,7 @@ def with_fixes(report: Report, target: Target, result: ProfileResult) -> Report:
         source = Path(target.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return report
-    return attach_fixes(report, source, target.qualname, result.device_kind)
-
-
-def peaks_of(data: dict[str, Any]) -> Optional[Peaks]:
-    """The worker's calibration (``worker/calibrate.py``), as the analysis takes it."""
-    gflops = data.get("matmul_gflops")
-    if not isinstance(gflops, dict):
-        return None
-    bandwidth = data.get("bandwidth_gbps")
-    return Peaks(
-        matmul_gflops={str(k): float(v) for k, v in gflops.items()},
-        bandwidth_gbps=float(bandwidth) if isinstance(bandwidth, (int, float)) else None,
-        source=str(data.get("source", "measured")),
-        device=str(data.get("device", "")),
-    )
+    return attach_fixes(report, source, target.qualname, result.measured.device_kind)
 
 
 #: How long ``Profiler.warm`` waits for the worker's start-up work (a calibration takes ~2 s).
@@ -241,11 +187,11 @@ def job_fields(
     call: Optional[str],
     options: JobOptions,
     store: TraceStore,
-    inputs: Optional[dict[str, Any]] = None,
+    inputs: Optional[Inputs] = None,
 ) -> dict[str, Any]:
     """The fields every ``JobRequest`` carries, with a fresh trace path."""
     return {
-        "inputs": dict(inputs or {}),
+        "inputs": inputs or Inputs(),
         "job_id": job_id,
         "file": str(Path(target.file).resolve()),
         "qualname": target.qualname,
@@ -270,7 +216,7 @@ class ProfileJobKind(HostJob[ProfileResult, ProfileOutcome]):
         output: list[str],
         analyse: Analyse = analyse_here,
     ) -> ProfileOutcome:
-        report = analyse(reply.trace_path, measurements_of(reply), False).report
+        report = analyse(reply.trace_path, reply.measured, False).report
         return ProfileOutcome(target, call, reply, with_fixes(report, target, reply), output)
 
 
@@ -371,7 +317,7 @@ class Profiler:
             chosen, inputs = (
                 choose_inputs(target, call, hello.cuda_available, options.workspace_root)
                 if kind.chooses_call
-                else (call, {})
+                else (call, Inputs())
             )
             fields = job_fields(
                 next(self._job_ids), target, chosen, options, self.trace_store, inputs
@@ -415,9 +361,7 @@ class Profiler:
             with_inventory: bool,
             kernels: Optional[KernelLines] = None,
         ) -> Any:
-            running = self.analyzer.analyse(
-                path, max_memory, measurements, with_inventory, kernels
-            )
+            running = self.analyzer.analyse(path, max_memory, measurements, with_inventory, kernels)
             return asyncio.run_coroutine_threadsafe(running, loop).result()
 
         return analyse

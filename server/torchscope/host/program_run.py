@@ -5,7 +5,7 @@ arguments it passes them (``worker/jobs/run.py``), and analyse each target's tra
 The program runs under the same isolation as every job (``Profiler.run_job``: the worker's
 marker, guardian, memory limit, timeout, output cap), in a worker that is closed afterwards
 (the program leaves the process changed). Each target's outcome is a ``ProfileOutcome`` plus
-the run's ``run`` and ``inputs`` objects (``RunOutcome.to_json``).
+the run's ``run`` and ``inputs`` objects (``RunOutcome.shown``).
 """
 
 from __future__ import annotations
@@ -22,20 +22,22 @@ from torchscope.host.profile_run import (
     ProfileFailure,
     ProfileOutcome,
     Profiler,
-    measurements_of,
     with_fixes,
 )
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
+    CallSeen,
+    Capture,
     JobOptions,
     JobRequest,
     Output,
-    ProfileResult,
     Progress,
     RunOptions,
     RunRequest,
     RunResult,
+    RunTarget,
+    json_as,
 )
 from torchscope.source.targets import Target
 
@@ -96,12 +98,12 @@ class TargetRun:
     callers: list[dict[str, Any]]
     cold_us: Optional[float]
     in_run_us: list[float]
-    capture: Optional[dict[str, Any]]
+    capture: Optional[Capture]
     outcome: Optional[ProfileOutcome] = None
     failure: Optional[ProfileFailure] = None
-    calls: list[dict[str, Any]] = field(default_factory=list)
-    """The calls timed and profiled: ``{us, training, grad_enabled, caller}`` each."""
-    other_calls: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[CallSeen] = field(default_factory=list)
+    """The calls timed and profiled."""
+    other_calls: list[CallSeen] = field(default_factory=list)
     """Calls seen in another mode than the profiled ones (the same fields)."""
 
     @property
@@ -125,32 +127,46 @@ class RunOutcome:
     traceback: str = ""
     """The program's uncaught exception's traceback, its own frames only ("" if none)."""
 
-    def run_json(self, part: TargetRun) -> dict[str, Any]:
-        return {
-            "entry": str(self.entry),
-            "exit": self.exit,
-            "exit_code": self.exit_code,
-            "test": self.test,
-            "calls_seen": part.calls_seen,
-            "callers": part.callers,
-            "cold_us": part.cold_us,
-            "in_run_us": part.in_run_us,
-            "calls": part.calls,
-            "other_calls": part.other_calls,
-            "mode": self.mode,
-            "mode_note": part.mode_note,
-            "capture": part.capture,
-        }
-
-    def to_json(self, part: TargetRun) -> dict[str, Any]:
+    def shown(self, part: TargetRun) -> RunPart:
         """``profile --json``'s object for ``part`` plus ``run`` (its ``inputs`` say "run")."""
         assert part.outcome is not None
-        data = part.outcome.to_json()
-        data["run"] = self.run_json(part)
-        return data
+        run = RunInfo(
+            str(self.entry), self.exit, self.exit_code, self.test, part.calls_seen, part.callers,
+            part.cold_us, part.in_run_us, part.calls, part.other_calls, self.mode,
+            part.mode_note, part.capture,
+        )  # fmt: skip
+        return RunPart(part.outcome, run)
 
 
-def _callers(raw: list[Any], cwd: Path) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class RunInfo:
+    """The ``run`` object of ``torchscope run --json``: how the program ended and what it did
+    with the target."""
+
+    entry: str
+    exit: str
+    exit_code: Optional[int]
+    test: Optional[str]
+    calls_seen: int
+    callers: list[dict[str, Any]]
+    cold_us: Optional[float]
+    in_run_us: list[float]
+    calls: list[CallSeen]
+    other_calls: list[CallSeen]
+    mode: str
+    mode_note: str
+    capture: Optional[Capture]
+
+
+@dataclass(frozen=True)
+class RunPart:
+    """One target's ``torchscope run --json`` object: its profile's, plus ``run``."""
+
+    profile: ProfileOutcome = field(metadata=json_as(flatten=True))
+    run: RunInfo = field(metadata=json_as())
+
+
+def _callers(raw: list[tuple[str, int, int]], cwd: Path) -> list[dict[str, Any]]:
     found = []
     for file, line, calls in raw:
         try:
@@ -167,9 +183,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
     fresh_worker_after = True
     chooses_call = False
 
-    def __init__(
-        self, targets: list[Target], entry: Entry, run: RunOptions, cwd: str = ""
-    ) -> None:
+    def __init__(self, targets: list[Target], entry: Entry, run: RunOptions, cwd: str = "") -> None:
         self.targets = targets
         self.cwd = cwd  # the program's working directory ("": the worker's, the workspace root)
         self.entry = entry
@@ -179,16 +193,12 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         workspace = fields["options"].workspace_root
         targets = [
-            {
-                "file": str(Path(t.file).resolve()),
-                "qualname": t.qualname,
-                "trace_path": fields["trace_path"]
-                if i == 0
-                else str(store.new_path(t.file, t.qualname)),
-                "capture_path": str(capture_path(workspace, t.file, t.qualname))
-                if self.run.capture
-                else "",
-            }
+            RunTarget(
+                str(Path(t.file).resolve()),
+                t.qualname,
+                fields["trace_path"] if i == 0 else str(store.new_path(t.file, t.qualname)),
+                str(capture_path(workspace, t.file, t.qualname)) if self.run.capture else "",
+            )
             for i, t in enumerate(self.targets)
         ]
         return RunRequest(
@@ -217,34 +227,34 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
         )
         done.mode, done.traceback = self.mode, reply.traceback
         for spec, raw in zip(self.targets, reply.targets):
-            if raw["capture"] and raw["capture"].get("written"):
-                write_origin(Path(raw["capture"]["path"]), str(self.entry), self.entry.program)
+            if raw.capture and raw.capture.written:
+                write_origin(Path(raw.capture.path), str(self.entry), self.entry.program)
             part = TargetRun(
                 spec,
-                int(raw["calls_seen"]),
-                _callers(raw["callers"], Path.cwd()),
-                raw["cold_us"],
-                list(raw["in_run_us"]),
-                raw["capture"],
-                calls=list(raw.get("calls") or []),
-                other_calls=list(raw.get("other_calls") or []),
+                raw.calls_seen,
+                _callers(raw.callers, Path.cwd()),
+                raw.cold_us,
+                list(raw.in_run_us),
+                raw.capture,
+                calls=list(raw.calls),
+                other_calls=list(raw.other_calls),
             )
-            if raw["profile"] is not None:
-                result = ProfileResult(**raw["profile"])
+            if raw.profile is not None:
+                result = raw.profile
                 try:
-                    report = analyse(result.trace_path, measurements_of(result), False).report
+                    report = analyse(result.trace_path, result.measured, False).report
                 except TraceError as exc:
                     part.failure = ProfileFailure("analysis", str(exc), spec.def_line)
                 else:
                     report = with_fixes(report, spec, result)
                     part.outcome = ProfileOutcome(spec, None, result, report, output)
-            elif raw["error"] is not None:
-                error = raw["error"]
+            elif raw.error is not None:
+                error = raw.error
                 part.failure = ProfileFailure(
-                    error["kind"], error["message"], error.get("line"), error.get("traceback", "")
+                    error.kind, error.message, error.line, error.traceback
                 )
             else:
-                part.failure = self._not_called(done, part, bool(raw["loaded"]))
+                part.failure = self._not_called(done, part, raw.loaded)
             done.targets.append(part)
         return done
 

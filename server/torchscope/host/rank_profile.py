@@ -1,7 +1,7 @@
 """``profile --nproc N``: run the ranks (``rank_run``), then the cross-rank analysis.
 
 The outcome is the slowest rank's ``ProfileOutcome`` (its report, its lines) with the
-cross-rank view beside it; ``to_json`` merges the two as ``analyze DIR --json`` does.
+cross-rank view beside it; ``to_builtins`` of it merges the two as ``analyze DIR --json`` does.
 """
 
 from __future__ import annotations
@@ -9,21 +9,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
-from torchscope.analysis import TraceError
-from torchscope.analysis.multi.ranks import RanksReport, analyze_ranks
+from torchscope.analysis import RankColumns, RanksReport, TraceError, analyze_ranks
 from torchscope.host.profile_run import (
     ProfileFailure,
     ProfileOutcome,
     choose_call,
-    measurements_of,
 )
 from torchscope.host.rank_run import run_ranks
 from torchscope.host.trace_store import RANKS_SUFFIX, TRACE_SUFFIX, TraceStore
-from torchscope.protocol import JobOptions, ProfileRequest
+from torchscope.protocol import JobOptions, ProfileRequest, json_as
 from torchscope.source.targets import Target
 
 _JOB_IDS = itertools.count(1)
@@ -31,18 +29,20 @@ _JOB_IDS = itertools.count(1)
 
 @dataclass
 class RanksOutcome:
-    """The slowest rank's outcome and the cross-rank view."""
+    """The slowest rank's outcome and the cross-rank view. ``to_builtins`` of it is the
+    ``profile --nproc N --json`` object: the slowest rank's profile object with its report
+    merged with the cross-rank view (``RanksReport.merged``), the per-rank columns and
+    ``trace_dir`` (the folder of all traces)."""
 
-    outcome: ProfileOutcome
-    view: RanksReport
-    trace_dir: Path
+    outcome: ProfileOutcome = field(metadata=json_as(skip=True))
+    view: RanksReport = field(metadata=json_as(skip=True))
+    trace_dir: Path = field(metadata=json_as())
+    shown: ProfileOutcome = field(init=False, metadata=json_as(flatten=True))
+    columns: RankColumns = field(init=False, metadata=json_as(flatten=True))
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``profile --nproc N --json`` object: the slowest rank's profile object with
-        ``ranks``, the cross-rank findings and ``trace_dir`` (the folder of all traces)."""
-        data = self.view.to_dict(self.outcome.to_json())
-        data["trace_dir"] = str(self.trace_dir)
-        return data
+    def __post_init__(self) -> None:
+        self.shown = replace(self.outcome, report=self.view.merged(self.outcome.report))
+        self.columns = self.view.columns
 
 
 async def profile_ranks(
@@ -78,7 +78,7 @@ async def profile_ranks(
     loop = asyncio.get_running_loop()
     try:
         view = await loop.run_in_executor(
-            None, analyze_ranks, paths, None, [measurements_of(r) for r in ranks.results]
+            None, analyze_ranks, paths, None, [r.measured for r in ranks.results]
         )
     except TraceError as exc:
         raise ProfileFailure("analysis", str(exc), target.def_line) from exc

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
@@ -28,7 +27,7 @@ from torchscope.host import process_tree
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.worker_env import release_guardian, start_guardian, worker_environment
 from torchscope.host.worker_process import PACKAGE_PARENT
-from torchscope.protocol import ProfileRequest, ProfileResult
+from torchscope.protocol import ProfileRequest, ProfileResult, from_builtins, to_builtins
 
 BACKENDS = ("gloo", "nccl")
 KILL_GRACE_S = 5.0
@@ -81,10 +80,7 @@ def _read_results(out: Path, nproc: int) -> tuple[list[ProfileResult], list[dict
         if "error" in data:
             errors.append(data)
         else:
-            fields = {f.name for f in dataclasses.fields(ProfileResult)}
-            results.append(
-                ProfileResult(**{k: v for k, v in data["result"].items() if k in fields})
-            )
+            results.append(from_builtins(ProfileResult, data["result"]))
     return results, errors
 
 
@@ -239,7 +235,7 @@ async def run_ranks(
     scratch = Path(tempfile.mkdtemp(prefix="torchscope-ranks-"))
     try:
         req = scratch / "request.json"
-        req.write_text(json.dumps(dataclasses.asdict(request)), encoding="utf-8")
+        req.write_text(json.dumps(to_builtins(request, finite=False)), encoding="utf-8")
         cmd = _command(python, nproc, backend, scratch / "logs", req, trace_dir)
         limit = process_tree.max_memory_bytes(request.options.max_memory)
         status = await _launch(cmd, cwd, timeout_s, on_output, limit)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, Union
 
-from torchscope.analysis.multi.sweep import (
+from torchscope.analysis import (
     Sweep,
     SweepPoint,
     crossover,
@@ -37,9 +37,9 @@ from torchscope.analysis.multi.sweep import (
 )
 from torchscope.host import batch_sweep
 from torchscope.host.batch_sweep import BATCH
-from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome, where
 from torchscope.host.trace_store import TraceStore, newest_first
-from torchscope.protocol import Hello, JobOptions, Output, Progress
+from torchscope.protocol import Hello, JobOptions, Output, Progress, json_as
 from torchscope.report.sweep import render_sweep
 from torchscope.report.sweep_chart import sweep_svg
 from torchscope.source.targets import Target
@@ -131,80 +131,59 @@ def choose_template(target: Target, call: Optional[str], name: str, cuda: bool) 
     )
 
 
+def _header(target: Target) -> dict[str, Any]:
+    return {"target": where(target), "call": None}  # with no size profiled
+
+
+def _largest(outcomes: list[ProfileOutcome]) -> Optional[ProfileOutcome]:
+    return outcomes[-1] if outcomes else None
+
+
 @dataclass
 class SweepOutcome:
-    """Every size's profile, the table's points, the crossover and the chart."""
+    """Every size's profile and the sweep (the table's points, the crossover and the chart).
+    ``to_builtins`` of it is the largest size's ``profile --json`` object plus ``sweep``."""
 
-    target: Target
-    template: str
-    name: str
-    points: list[SweepPoint]
-    crossover: Optional[int]
-    chart_path: Optional[str]
-    outcomes: list[ProfileOutcome] = field(default_factory=list)
-    captured_batch: Optional[int] = None
-    """A sweep over a capture's batch dimension: the capture's own batch size."""
-    batch_dim: Optional[int] = None
-    """That sweep's batch dimension (``sweep.batch_dim`` in the JSON)."""
-    batch_dim_from: str = ""
-    """How the worker chose it (``lstm.batch_first=False``, ``--batch-dim`` …)."""
+    target: Target = field(metadata=json_as(view=_header, flatten=True))
+    sweep: Sweep = field(metadata=json_as())
+    outcomes: list[ProfileOutcome] = field(
+        default_factory=list, metadata=json_as(view=_largest, flatten=True)
+    )
+    batch_dim_from: str = field(default="", metadata=json_as(skip=True))
+    """How the worker chose the batch dimension (``lstm.batch_first=False``, ``--batch-dim``)."""
 
     @property
     def device(self) -> str:
         return self.outcomes[-1].report.device.kind if self.outcomes else "cpu"
 
     @property
-    def sweep(self) -> Sweep:
-        """The typed result the table, the chart and the JSON are made from."""
-        return Sweep(self.name, self.template, self.points, self.crossover, self.chart_path)
-
-    def sweep_json(self) -> dict[str, Any]:
-        data = self.sweep.to_dict()
-        if self.captured_batch is not None:
-            data["captured_batch"] = self.captured_batch
-            data["batch_dim"] = self.batch_dim
-        return data
-
-    def to_json(self) -> dict[str, Any]:
-        """The largest size's ``profile --json`` object plus ``sweep``."""
-        data: dict[str, Any] = (
-            self.outcomes[-1].to_json()
-            if self.outcomes
-            else {
-                "target": {
-                    "file": self.target.file,
-                    "qualname": self.target.qualname,
-                    "line": self.target.def_line,
-                },
-                "call": None,
-            }
-        )
-        data["sweep"] = self.sweep_json()
-        return data
+    def points(self) -> list[SweepPoint]:
+        return self.sweep.points
 
     def render(self) -> str:
         lines = [
-            f"== {self.target.qualname} across {self.name} ({self.target.file}:"
+            f"== {self.target.qualname} across {self.sweep.name} ({self.target.file}:"
             f"{self.target.def_line})",
-            f"   call: {self.template}",
+            f"   call: {self.sweep.call}",
             *(
                 [
-                    f"   captured batch size: {self.captured_batch} (dim {self.batch_dim}: "
+                    f"   captured batch size: {self.sweep.captured_batch} "
+                    f"(dim {self.sweep.batch_dim}: "
                     f"{self.batch_dim_from})"
                 ]
-                if self.captured_batch
+                if self.sweep.captured_batch
                 else []
             ),
-            render_sweep(self.points, self.crossover, self.name, self.device),
+            render_sweep(self.points, self.sweep.crossover, self.sweep.name, self.device),
         ]
-        if self.chart_path:
-            lines.append(f"chart: {self.chart_path}")
+        if self.sweep.chart_path:
+            lines.append(f"chart: {self.sweep.chart_path}")
         return "\n".join(lines)
 
 
 def write_chart(outcome: SweepOutcome, folder: Path, keep: int) -> Optional[str]:
-    title = f"{outcome.target.qualname}: compute share across {outcome.name}"
-    svg = sweep_svg(outcome.points, outcome.crossover, title, outcome.name)
+    title = f"{outcome.target.qualname}: compute share across {outcome.sweep.name}"
+    svg = sweep_svg(outcome.points, outcome.sweep.crossover, title, outcome.sweep.name)
     stem = re.sub(
         r"[^A-Za-z0-9_.-]+", "_", f"{Path(outcome.target.file).stem}.{outcome.target.qualname}"
     )
@@ -291,11 +270,11 @@ def _finish(
             continue
         outcomes.append(done)
         points.append(point_from_report(size, done.report, done.result.trace_path))
-    result = SweepOutcome(target, template, name, points, crossover(points), None, outcomes)
+    result = SweepOutcome(target, Sweep(name, template, points, crossover(points)), outcomes)
     folder = profiler.trace_store.folder
     if outcomes:
         folder = Path(outcomes[-1].result.trace_path).parent
-    result.chart_path = write_chart(result, folder, profiler.trace_store.keep)
+    result.sweep.chart_path = write_chart(result, folder, profiler.trace_store.keep)
     return result
 
 
@@ -323,7 +302,7 @@ async def _batch_sweep(
         if isinstance(first, str):
             message = f"the capture could not be replayed at its own batch size: {first}"
             raise ProfileFailure("capture", message, target.def_line)
-        captured = int(first.result.inputs["captured_batch"])
+        captured = int(first.result.inputs.captured_batch or 0)
         by_size[captured] = first
         todo = [b for b in batch_sweep.default_batches(captured) if b != captured]
         total = len(todo) + 1
@@ -335,9 +314,9 @@ async def _batch_sweep(
         )
     result = _finish(profiler, target, batch_sweep.template(target), BATCH, by_size)
     for outcome in result.outcomes:
-        result.captured_batch = outcome.result.inputs.get("captured_batch")
-        result.batch_dim = outcome.result.inputs.get("batch_dim")
-        result.batch_dim_from = str(outcome.result.inputs.get("batch_dim_from") or "")
+        result.sweep.captured_batch = outcome.result.inputs.captured_batch
+        result.sweep.batch_dim = outcome.result.inputs.batch_dim
+        result.batch_dim_from = outcome.result.inputs.batch_dim_from or ""
     return result
 
 

@@ -21,7 +21,7 @@ import shlex
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from torchscope.host import process_tree
 
@@ -53,9 +53,6 @@ class CollectedTest:
     nodeid: str
     file: str
     imports_target: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {"nodeid": self.nodeid, "file": self.file, "imports_target": self.imports_target}
 
 
 def collect_command(python: str, cwd: Path, args: list[str]) -> list[str]:

@@ -54,8 +54,7 @@ from torchscope.host import process_tree
 from torchscope.host.worker_env import HOST_PID_ENV, worker_environment
 
 if TYPE_CHECKING:
-    from torchscope.analysis.multi.compiled_lines import CompiledLines, KernelLines
-    from torchscope.analysis.multi.inventory import Inventory
+    from torchscope.analysis import CompiledLines, Inventory, KernelLines
     from torchscope.analysis.results import Measurements, Report
 
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -107,14 +106,13 @@ def analyse_here(
     """The analysis of the trace at ``path`` in this process; raises ``TraceError``. A trace
     opened without a job's measurements is judged, as ``torchscope analyze`` judges it, by this
     machine's name and calibrated peaks when it was recorded here (``analysis.measure.machine``)."""
-    from torchscope.analysis import analyze_trace
-    from torchscope.analysis.measure.machine import LocalMachine
+    from torchscope.analysis import LocalMachine, analyze_trace
 
     local = LocalMachine.read() if measurements is None else None
     if not with_inventory and kernels is None:
         return Analysed(analyze_trace(path, measurements, local))
+    from torchscope.analysis import inventory
     from torchscope.analysis.engine import analyze
-    from torchscope.analysis.multi.inventory import inventory
     from torchscope.ingest import load_trace
 
     trace = load_trace(path)
@@ -363,8 +361,8 @@ def child_main() -> None:
     """The child: die with the parent, import the analysis, then for each JSON line on
     stdin analyse that trace and write the pickled outcome, length-prefixed, to stdout."""
     _die_with_parent()
+    from torchscope.analysis import inventory
     from torchscope.analysis.engine import analyze
-    from torchscope.analysis.multi.inventory import inventory
     from torchscope.ingest import load_trace
     from torchscope.ingest.memory import memory_limit
 

@@ -14,6 +14,7 @@ from torchscope.analysis import TraceError
 from torchscope.lsp.constants import CMD_ANALYZE_TRACE
 from torchscope.lsp.diagnostics import finding_diagnostic, line_range
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.protocol import to_builtins
 
 
 def _workspace_file(ls: TorchscopeServer, file: str) -> Path | None:
@@ -43,7 +44,7 @@ async def analyze(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
     except TraceError as exc:
         ls.show(types.MessageType.Error, f"torchscope: {exc}")
         return {"ok": False, "error": str(exc)}
-    data = report.to_dict()
+    data = to_builtins(report)
     data["trace_path"] = path
     by_uri: dict[str, list[types.Diagnostic]] = {}
     for finding in report.findings:

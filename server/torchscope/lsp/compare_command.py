@@ -40,7 +40,7 @@ from torchscope.host.sweep import (
 from torchscope.lsp.constants import CMD_COMPARE_COMPILE, CMD_SWEEP
 from torchscope.lsp.jobs import BadArguments, JobCommand, Located, publish_profile
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.protocol import COMPILE_MODES, JobOptions
+from torchscope.protocol import COMPILE_MODES, JobOptions, to_builtins
 from torchscope.report.compare import comparison_page_markdown
 from torchscope.report.sweep import sweep_markdown
 
@@ -118,10 +118,10 @@ def _publish_sweep(ls: TorchscopeServer, located: Located, outcome: SweepOutcome
     for point in outcome.points:
         if point.error:
             ls.log(
-                f"{located.target.qualname} at {outcome.name}={point.n}: {point.error}",
+                f"{located.target.qualname} at {outcome.sweep.name}={point.n}: {point.error}",
                 types.MessageType.Warning,
             )
-    data = outcome.to_json()
+    data = to_builtins(outcome)
     markdown = sweep_markdown(located.target.qualname, outcome.sweep, outcome.device)
     return {"ok": True, "sweep": data["sweep"], "report": data, "markdown": markdown}
 

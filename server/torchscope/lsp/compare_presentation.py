@@ -13,7 +13,7 @@ from typing import Optional
 
 from lsprotocol import types
 
-from torchscope.analysis.multi.comparison import Comparison
+from torchscope.analysis import Comparison
 from torchscope.lsp.constants import CLIENT_OPEN_GENERATED_CODE, CLIENT_OPEN_TRACE, SOURCE
 from torchscope.report.compare import comparison_markdown
 from torchscope.report.markdown import command_link

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from lsprotocol import types
 
-from torchscope.analysis.multi.diff import Diff
+from torchscope.analysis import Diff
 from torchscope.host.diff_run import DiffJobKind, DiffOutcome
 from torchscope.host.git_source import GitError
 from torchscope.host.profile_run import ProfileFailure

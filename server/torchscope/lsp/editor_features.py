@@ -8,7 +8,7 @@ from typing import Any, Optional
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.analysis.measure.parts import LineStats
+from torchscope.analysis import LineStats
 from torchscope.host.captures import capture_origin, find_capture
 from torchscope.lsp.compare_presentation import lens_title
 from torchscope.lsp.constants import CLIENT_COMPARE_LAST_COMMIT
@@ -173,7 +173,7 @@ def _capture_lens(
     found = find_capture(ls.workspace_for(Path(target.file)), target.file, target.qualname)
     if found is None:
         return []
-    said = [capture_origin(Path(found["path"])), age_text(found["captured_at"])]
+    said = [capture_origin(Path(found.path or "")), age_text(found.captured_at)]
     shown = ", ".join(s for s in said if s)
     title = "Profile with captured inputs" + (f" ({shown})" if shown else "")
     return [_lens(line, title, CLIENT_PROFILE, {**argument, "replay": True})]

@@ -37,6 +37,7 @@ from torchscope.lsp.jobs import (
     report_failure,
 )
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.protocol import to_builtins
 from torchscope.source.fixes import fix_by_id, offered
 from torchscope.source.fixes.base import Rewrite
 from torchscope.source.fixes.offers import with_measured
@@ -116,7 +117,7 @@ def _publish(
         task.add_done_callback(_ASKING.discard)
     else:
         ls.show(types.MessageType.Warning, f"torchscope: {qualname}: {trial.summary}")
-    return {"ok": True, "fix": trial.to_dict(), "offered": trial.offered}
+    return {"ok": True, "fix": to_builtins(trial), "offered": trial.offered}
 
 
 def _record(ls: TorchscopeServer, located: Located, trial: FixTrial) -> None:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from torchscope.analysis.multi.diff import Diff
+from torchscope.analysis import Diff
 from torchscope.host.compare_run import CompareOutcome
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome
 from torchscope.lsp.constants import NOTIFY_PROFILE_DONE
@@ -25,7 +25,7 @@ from torchscope.lsp.diagnostics import failure_diagnostic
 from torchscope.lsp.progress import JobProgress
 from torchscope.lsp.results import Profile, ProfiledFunction, function_source
 from torchscope.lsp.server import EXECUTE_PARAMS, TorchscopeServer
-from torchscope.protocol import JobOptions, Output, Progress
+from torchscope.protocol import JobOptions, Output, Progress, to_builtins
 from torchscope.source.targets import Target, TargetError, read_source, target_at
 
 ExtraT = TypeVar("ExtraT")
@@ -300,8 +300,8 @@ def publish_profile(
     forget_placeholders(ls, uri)
     store_result(ls, uri, located.source, located.target, report=kept)
     ls.refresh_views()
-    report = outcome.to_json()
+    report = to_builtins(outcome)
     if diff is not None:
-        report["diff"] = diff.to_dict()
+        report["diff"] = to_builtins(diff)
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": uri, "report": report})
     return {"ok": True, "report": report}

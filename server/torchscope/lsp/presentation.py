@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from torchscope.analysis.measure.parts import LineStats
+from torchscope.analysis import LineStats
 
 # The client command ids live in lsp/constants.py; re-exported for the presentation modules.
 from torchscope.lsp.constants import CLIENT_COMPARE_COMPILE as CLIENT_COMPARE_COMPILE

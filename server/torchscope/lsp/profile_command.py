@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from torchscope.analysis.multi.diff import Diff
+from torchscope.analysis import Diff
 from torchscope.host.profile_run import PROFILE, ProfileOutcome
 from torchscope.lsp.constants import CMD_CLEAR, CMD_PROFILE
 from torchscope.lsp.diff_command import compare_with_earlier, earlier_source

@@ -18,7 +18,7 @@ from torchscope.lsp.constants import CMD_PROFILE_RANKS, NOTIFY_PROFILE_DONE
 from torchscope.lsp.jobs import JobCommand, Located, OnOutput, OnProgress, store_result
 from torchscope.lsp.results import Profile
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.protocol import Output
+from torchscope.protocol import Output, to_builtins
 
 DEFAULT_NPROC = 2
 
@@ -47,7 +47,7 @@ def _publish(ls: TorchscopeServer, located: Located, done: RanksOutcome) -> dict
     kept = Profile(outcome.report, outcome.target.file, outcome.result.trace_path, ranks=done.view)
     store_result(ls, located.args.uri, located.source, located.target, report=kept)
     ls.refresh_views()
-    report = done.to_json()
+    report = to_builtins(done)
     ls.protocol.notify(NOTIFY_PROFILE_DONE, {"uri": located.args.uri, "report": report})
     return {"ok": True, "report": report}
 

@@ -14,10 +14,7 @@ from typing import Any, Optional
 
 from lsprotocol import types
 
-from torchscope.analysis import Report
-from torchscope.analysis.multi.comparison import Comparison
-from torchscope.analysis.multi.diff import Diff
-from torchscope.analysis.multi.ranks import RanksReport
+from torchscope.analysis import Comparison, Diff, RanksReport, Report
 from torchscope.source.targets import TargetError, function_named
 
 

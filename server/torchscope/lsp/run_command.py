@@ -36,7 +36,7 @@ from torchscope.lsp.jobs import (
     refuse,
 )
 from torchscope.lsp.server import TorchscopeServer
-from torchscope.protocol import RunOptions
+from torchscope.protocol import RunOptions, to_builtins
 from torchscope.source.targets import TargetError, function_named, read_source
 
 Ran = tuple[RunOutcome, TargetRun]
@@ -105,10 +105,10 @@ async def _start(
 def _publish(ls: TorchscopeServer, located: Located, ran: Ran) -> dict[str, Any]:
     outcome, part = ran
     assert part.outcome is not None
-    if part.capture and part.capture.get("message"):
-        ls.show(types.MessageType.Warning, f"torchscope: {part.capture['message']}")
+    if part.capture and part.capture.message:
+        ls.show(types.MessageType.Warning, f"torchscope: {part.capture.message}")
     answer = publish_profile(ls, located, part.outcome)
-    answer["report"]["run"] = outcome.run_json(part)
+    answer["report"]["run"] = to_builtins(outcome.shown(part).run)
     ls.log(f"{located.target.qualname}: {part.calls_seen} calls seen in `{outcome.entry}`")
     if part.mode_note:
         ls.show(types.MessageType.Info, f"torchscope: {part.mode_note}")

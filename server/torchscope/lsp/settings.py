@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
-from torchscope.analysis.measure.lines import DEFAULT_HOT_SHARE
+from torchscope.analysis import DEFAULT_HOT_SHARE
 from torchscope.host.trace_store import Retention
 from torchscope.protocol import JobOptions
 

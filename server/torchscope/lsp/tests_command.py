@@ -26,6 +26,7 @@ from torchscope.host.test_collection import (
 )
 from torchscope.lsp.constants import CMD_COLLECT_TESTS
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.protocol import to_builtins
 
 USAGE = (
     f"{CMD_COLLECT_TESTS} takes {{uri, args?, cwd?, timeout_s?}}: the function's file: URI, "
@@ -66,9 +67,9 @@ async def collect(ls: TorchscopeServer, arguments: tuple[Any, ...]) -> dict[str,
         found = await collect_tests(python, folder, args, timeout_s)
     except CollectionFailed as failed:
         ls.show(types.MessageType.Warning, f"torchscope: {failed.message}")
-        tests = [t.to_json() for t in rank_tests(failed.tests, folder, file)]
+        tests = [to_builtins(t) for t in rank_tests(failed.tests, folder, file)]
         return {"ok": False, "error": failed.message, "tests": tests, "cwd": str(folder)}
-    tests = [t.to_json() for t in rank_tests(found, folder, file)]
+    tests = [to_builtins(t) for t in rank_tests(found, folder, file)]
     ls.log(f"collected {len(tests)} tests in {folder}")
     return {"ok": True, "tests": tests, "cwd": str(folder)}
 

@@ -3,7 +3,7 @@
 The passes are ``worker/job.py``'s (cold call, warmup, timing without the profiler, profiled
 steps with line markers; ``notebook/job.py`` only hands them a prepared call), the analysis is
 the host's (``PROFILE.outcome``: ``analyze_trace`` over the exported trace with
-``measurements_of`` the result), so the report is the one ``torchscope profile --json`` prints.
+the result's ``measured``), so the report is the one ``torchscope profile --json`` prints.
 ``compare_call`` (``--compare-compile``) is the CLI's kind the same way, and ``sweep_calls``
 (``--sweep``) is the host's sweep loop with its jobs run here (``InProcessExecutor``). A
 failure raises ``ProfileError`` chained to the user's exception.
@@ -28,7 +28,7 @@ from torchscope.notebook.job import (
 )
 from torchscope.notebook.result import Extra, ProfileReport
 from torchscope.notebook.stderr_filter import chatter_filtered
-from torchscope.protocol import PROTOCOL_VERSION, Hello, JobOptions, Output, Progress
+from torchscope.protocol import PROTOCOL_VERSION, Hello, JobOptions, Output, Progress, to_builtins
 from torchscope.source.targets import Target
 from torchscope.worker.call_expression import CallExpressionError, PreparedCall, prepare_call
 from torchscope.worker.job import JobFailed
@@ -185,7 +185,8 @@ def compare_call(prepared: PreparedCall, options: Options = None) -> ProfileRepo
     except TraceError as exc:
         raise ProfileError("analysis", str(exc)) from exc
     text, _ = comparison_outcome_text(outcome.compare, outcome.compile_traceback, verbose=True)
-    extra = Extra("compare", outcome.compare.to_dict(), "Eager vs torch.compile", text.rstrip())
+    shown = to_builtins(outcome.compare)
+    extra = Extra("compare", shown, "Eager vs torch.compile", text.rstrip())
     return ProfileReport(outcome.profile, target.function, extra)
 
 
@@ -283,7 +284,7 @@ def sweep_calls(
         raise ProfileError("call-raised", f"every size failed: {done.points[0].error}")
     last = ProfileReport(done.outcomes[-1], executor.function)
     title = f"{target.qualname}: compute share across {name}"
-    text = render_sweep(done.points, done.crossover, name, done.device)
-    svg = sweep_svg(done.points, done.crossover, title, name)
-    last.extra = Extra("sweep", done.sweep_json(), f"Across {name}", text, svg)
+    text = render_sweep(done.points, done.sweep.crossover, name, done.device)
+    svg = sweep_svg(done.points, done.sweep.crossover, title, name)
+    last.extra = Extra("sweep", to_builtins(done.sweep), f"Across {name}", text, svg)
     return last

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from torchscope.protocol import CompareRequest, JobRequest, ProfileRequest, ProfileResult
-from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.job import ProfileJob, def_line_of
 from torchscope.worker.jobs.compare import CompareJob
@@ -108,9 +107,7 @@ class InProcessProfileJob(InProcessSetup, ProfileJob):
 
     def run_with_peaks(self) -> ProfileResult:
         """What the worker's ``profile`` job kind answers (``worker/jobs/profile.py``)."""
-        result = self.run()
-        result.peaks = job_peaks(self.request.job_id, self.use_cuda, self.gemm_dtypes, self._send)
-        return result
+        return self.with_peaks(self.run())
 
 
 class InProcessCompareJob(InProcessSetup, CompareJob):

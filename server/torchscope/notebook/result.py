@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from torchscope.notebook.cells import location, source_lines
-from torchscope.protocol import PERFETTO_ORIGIN, PERFETTO_PORT, PERFETTO_TIMEOUT_S
+from torchscope.protocol import PERFETTO_ORIGIN, PERFETTO_PORT, PERFETTO_TIMEOUT_S, to_builtins
 
 if TYPE_CHECKING:
     from torchscope.analysis.results import Report, Verdict
@@ -130,7 +130,7 @@ class ProfileReport:
     def to_json(self) -> dict[str, Any]:
         """The ``profile --json`` object, plus ``in_process: true`` (and a sweep's or a
         comparison's key)."""
-        data = self.outcome.to_json()
+        data: dict[str, Any] = to_builtins(self.outcome)
         data["in_process"] = True
         if self.extra is not None:
             data[self.extra.key] = self.extra.data

@@ -1,7 +1,7 @@
 """The comparison in words: terminal text (the CLI) and Markdown (the editor's hover and its
 comparison panel).
 
-Both read one :class:`~torchscope.analysis.multi.comparison.Comparison` and share the table
+Both read one :class:`~torchscope.analysis.Comparison` and share the table
 rows, so the CLI and the editor show the same numbers under the same labels. (The editor adds
 its command links to the Markdown: those are the client's, not the report's.)
 """
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+from torchscope.analysis import CompareSide, Comparison, CompiledLine, CompiledLines
 from torchscope.analysis.formatting import format_bytes, format_duration
-from torchscope.analysis.multi.comparison import CompareSide, Comparison
-from torchscope.analysis.multi.compiled_lines import CompiledLine, CompiledLines
 
 ERROR_LINES = 12
 """Lines of the compiler's message shown in the hover (the rest is in the log)."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from torchscope.analysis.formatting import format_duration, format_share
 
 if TYPE_CHECKING:
-    from torchscope.analysis.multi.diff import Diff
+    from torchscope.analysis import Diff
 
 
 def render_diff(diff: Diff) -> str:

@@ -4,8 +4,8 @@ comparison with its command links, the ranks, the link to the trace)."""
 
 from __future__ import annotations
 
+from torchscope.analysis import peaks_text
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.measure.roofline import peaks_text
 from torchscope.analysis.results import Report
 from torchscope.report.causes import causes_markdown
 from torchscope.report.lines import STALE_NOTE, hot_lines_markdown

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
+from torchscope.analysis import CalleeStats, LineOp, LineStats, achieved_text
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.measure.parts import CalleeStats, LineOp, LineStats
-from torchscope.analysis.measure.roofline import achieved_text
 from torchscope.analysis.results import Peaks, Report
 from torchscope.report.markdown import md_table
 from torchscope.report.memory import memory_hover

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from torchscope.analysis import LineStats
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.measure.parts import LineStats
 from torchscope.analysis.results import Report
 
 #: Lines allocating less than this per call get no memory hint (the hover still shows it).

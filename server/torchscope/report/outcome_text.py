@@ -7,8 +7,9 @@ from __future__ import annotations
 import datetime
 import shlex
 import time
-from typing import Any, Optional
+from typing import Optional
 
+from torchscope.protocol import Inputs
 from torchscope.report.outcomes import ProfiledCall
 from torchscope.report.text import render_report
 
@@ -38,11 +39,11 @@ def render_text(outcome: ProfiledCall, listing: str, open_hint: bool = True) -> 
     (``report/lines.py``), ``open_hint`` adds the command that opens the trace."""
     target = outcome.target
     trace_path = outcome.result.trace_path
-    arguments = _ARGUMENTS.get(outcome.inputs()["source"], "()")
+    arguments = _ARGUMENTS.get(outcome.result.inputs.source, "()")
     lines = [
         f"== {target.qualname} ({target.file}:{target.def_line})",
         f"   call: {outcome.call or target.qualname + arguments}",
-        *_inputs_line(outcome.inputs()),
+        *_inputs_line(outcome.result.inputs),
         render_report(outcome.report),
     ]
     if outcome.report.lines:
@@ -64,13 +65,13 @@ _ARGUMENTS = {
 }
 
 
-def _inputs_line(inputs: dict[str, Any]) -> list[str]:
+def _inputs_line(inputs: Inputs) -> list[str]:
     """Where a replay's or a run's inputs came from (nothing for a call expression)."""
-    if inputs.get("source") == "capture":
-        age = age_text(inputs.get("captured_at"))
+    if inputs.source == "capture":
+        age = age_text(inputs.captured_at)
         when = f", {age}" if age else ""
-        return [f"   inputs: captured from a real call{when} ({inputs['path']})"]
-    if inputs.get("source") == "run":
-        saved = f", saved to {inputs['path']}" if inputs.get("path") else ""
+        return [f"   inputs: captured from a real call{when} ({inputs.path})"]
+    if inputs.source == "run":
+        saved = f", saved to {inputs.path}" if inputs.path else ""
         return [f"   inputs: the program's own arguments{saved}"]
     return []

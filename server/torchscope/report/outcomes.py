@@ -7,9 +7,9 @@ nothing of ``host/`` (not even for type checking) and the layers stay one-way.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol
+from typing import Optional, Protocol
 
-from torchscope.analysis.multi.comparison import Comparison
+from torchscope.analysis import Comparison
 from torchscope.analysis.results import Report
 from torchscope.protocol import ProfileResult
 
@@ -41,8 +41,6 @@ class ProfiledCall(Protocol):
 
     @property
     def report(self) -> Report: ...
-
-    def inputs(self) -> dict[str, Any]: ...
 
 
 class ComparedCall(Protocol):

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from torchscope.analysis import median
 from torchscope.analysis.formatting import format_duration, format_share
-from torchscope.analysis.index.columns import median
 
 if TYPE_CHECKING:
-    from torchscope.analysis.multi.rank_model import RankSummary
-    from torchscope.analysis.multi.ranks import RanksReport
+    from torchscope.analysis import RanksReport, RankSummary
 
 
 def hidden_cell(r: RankSummary) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from torchscope.analysis import Sweep, SweepPoint, past_overhead
 from torchscope.analysis.formatting import format_duration, format_share
-from torchscope.analysis.multi.sweep import Sweep, SweepPoint, past_overhead
 
 
 def _us(value: Optional[float]) -> str:

@@ -14,8 +14,8 @@ import math
 from typing import Optional
 from xml.sax.saxutils import escape, quoteattr
 
+from torchscope.analysis import COMPUTE_SHARE_CROSSOVER, SweepPoint
 from torchscope.analysis.formatting import format_duration
-from torchscope.analysis.multi.sweep import COMPUTE_SHARE_CROSSOVER, SweepPoint
 
 WIDTH, HEIGHT = 720, 400
 LEFT, RIGHT, TOP, BOTTOM = 64, 72, 48, 56

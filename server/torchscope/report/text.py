@@ -6,9 +6,8 @@ the same in a terminal, a CI log and a test assertion.
 
 from __future__ import annotations
 
+from torchscope.analysis import achieved_text, median, peaks_text
 from torchscope.analysis.formatting import format_bytes, format_duration, format_share
-from torchscope.analysis.index.columns import median
-from torchscope.analysis.measure.roofline import achieved_text, peaks_text
 from torchscope.analysis.results import Report, StepMetrics
 from torchscope.report.causes import causes_text
 from torchscope.report.stability import stability_lines, timing_numbers

@@ -25,7 +25,15 @@ import sys
 import time
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import CALIBRATION_FILE, Progress, cache_dir, cpu_name, machine_id
+from torchscope.protocol import (
+    CALIBRATION_FILE,
+    Peaks,
+    Progress,
+    cache_dir,
+    cpu_name,
+    from_builtins,
+    machine_id,
+)
 
 BUDGET_S = 1.8
 """Whole calibration, all dtypes and the copy: under the 2 s the first profile may spend."""
@@ -224,18 +232,19 @@ def peaks(
 
 def job_peaks(
     job_id: int, use_cuda: bool, dtypes: list[str], send: Callable[[Any], None]
-) -> dict[str, Any]:
+) -> Optional[Peaks]:
     """A job's peaks for the dtypes its GEMMs used: measured the first time (the job reports a
-    ``calibrate`` stage), from the cache after that. A failure costs the efficiencies, not the
-    job."""
+    ``calibrate`` stage), from the cache after that (None: none known). A failure costs the
+    efficiencies, not the job."""
 
     def say(message: str) -> None:
         send(Progress(job_id, "calibrate", message, 0.95))
 
     try:
-        return peaks("cuda" if use_cuda else "cpu", dtypes, on_calibrate=say)
+        found = peaks("cuda" if use_cuda else "cpu", dtypes, on_calibrate=say)
+        return from_builtins(Peaks, found) if found.get("matmul_gflops") else None
     except Exception:  # an odd build (no BLAS, no copy) must not fail jobs
-        return {}
+        return None
 
 
 def main(argv: list[str]) -> int:

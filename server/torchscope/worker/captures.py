@@ -19,10 +19,10 @@ import pickle
 import sys
 import time
 import types
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from torchscope.protocol import Capture
 from torchscope.worker.call_expression import PreparedCall
 
 FORMAT = 1
@@ -62,22 +62,6 @@ class _Sink:
             self.real.flush()
 
 
-@dataclass
-class CaptureInfo:
-    path: str
-    written: bool = False
-    bytes: int = 0
-    message: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "written": self.written,
-            "bytes": self.bytes,
-            "message": self.message,
-        }
-
-
 def _named_arguments(
     func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> list[tuple[str, Any]]:
@@ -111,12 +95,12 @@ def _size_text(count: int) -> str:
 
 def save_capture(
     path: str, func: Any, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any], limit: int
-) -> CaptureInfo:
+) -> Capture:
     """Write the call's arguments to ``path`` (through a temporary file), unless they are over
     ``limit`` bytes or cannot be saved; the returned info says which."""
     import torch
 
-    info = CaptureInfo(path)
+    info = Capture(path)
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     payload = {
         "format": FORMAT,

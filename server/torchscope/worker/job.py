@@ -7,17 +7,24 @@ structure (which ops, how many, device time) and the profiler's own overhead.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import statistics
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import JobError, JobRequest, ProfileResult, Progress, cpu_name
+from torchscope.protocol import (
+    JobError,
+    JobRequest,
+    Measurements,
+    ProfileResult,
+    Progress,
+)
 from torchscope.worker.attribution import marked_call
 from torchscope.worker.batch_resize import NoBatchDimension, at_batch
+from torchscope.worker.calibrate import job_peaks, torch_device_name
 from torchscope.worker.call_expression import (
     CallExpressionError,
     PreparedCall,
@@ -36,18 +43,6 @@ from torchscope.worker.stability import MachineLoad, clocked, passes_disagree, u
 from torchscope.worker.timing import TimingSamples, time_calls
 
 STAGES = ("setup", "cold", "warmup", "timing", "profile")
-
-
-@dataclass
-class _Measured:
-    """What ``ProfileJob._measure`` found."""
-
-    samples: TimingSamples
-    cuda_memory: dict[str, Any]
-    attribution_note: str
-    machine: dict[str, Any]
-    unstable: str
-    fault_us: float
 
 
 class JobFailed(Exception):
@@ -96,7 +91,7 @@ class ProfileJob:
         self.module: Any = None
         self.target: Any = None
         self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
-        self.line_us: dict[str, list[float]] = {}  # per line, unprofiled µs per call
+        self.line_us: dict[int, list[float]] = {}  # per line, unprofiled µs per call
         self.profiled_us: list[float] = []  # wall µs of each profiled call (CPU)
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
@@ -140,12 +135,13 @@ class ProfileJob:
         call, else the call expression, else no arguments. ``at`` (``"at HEAD: "``) starts the
         message of a failure on another version of the file (the ``diff`` job's earlier side)."""
         request = self.request
-        if request.inputs.get("path"):  # a capture of a real call (``torchscope run --capture``)
+        path = request.inputs.path
+        if path:  # a capture of a real call (``torchscope run --capture``)
             try:
-                prepared = load_capture(request.inputs["path"], module, target, self.use_cuda)
+                prepared = load_capture(path, module, target, self.use_cuda)
             except CaptureError as exc:
                 raise self._fail("capture", f"{at}{exc}", exc.__cause__) from exc
-            return self._at_batch(prepared) if "batch" in request.inputs else prepared
+            return self._at_batch(prepared) if request.inputs.batch is not None else prepared
         if request.call:
             try:
                 return prepare_call(request.call, vars(module))
@@ -169,13 +165,13 @@ class ProfileJob:
         inputs = self.request.inputs
         try:
             prepared, captured, dim, why = at_batch(
-                prepared, inputs["batch"], self.request.qualname, inputs.get("batch_dim")
+                prepared, inputs.batch or None, self.request.qualname, inputs.batch_dim
             )
         except NoBatchDimension as exc:
             raise self._fail("capture", str(exc)) from exc
-        inputs["captured_batch"] = captured
-        inputs["batch_dim"], inputs["batch_dim_from"] = dim, why
-        inputs["batch"] = inputs["batch"] or captured
+        inputs.captured_batch = captured
+        inputs.batch_dim, inputs.batch_dim_from = dim, why
+        inputs.batch = inputs.batch or captured
         return prepared
 
     def _check_device(self) -> None:
@@ -263,41 +259,32 @@ class ProfileJob:
         """The timing, profile and line passes on ``prepared`` after its cold call (timed by
         the caller: here, or in the user's program by ``worker/jobs/run.py``)."""
         request = self.request
-        measured = self._measure(prepared, estimate_s)
-        samples = measured.samples
-        floor = statistics.median(samples.floor_us)
+        measured, attribution_note = self._measure(prepared, cold_s, estimate_s)
         import torch
 
-        device_name = torch.cuda.get_device_name(0) if self.use_cuda else cpu_name()
         return ProfileResult(
             job_id=request.job_id,
             trace_path=request.trace_path,
-            cold_us=cold_s * 1e6,
-            call_us=samples.per_call_us,
-            timed_calls=samples.calls,
-            dispatch_floor_us=floor,
-            device_kind="cuda" if self.use_cuda else "cpu",
-            device_name=device_name,
+            measured=measured,
             steps=request.options.steps,
             def_line=def_line,
             torch_version=torch.__version__,
-            attribution_note=measured.attribution_note,
-            threads=samples.threads,
-            single_thread_us=samples.single_thread_us,
-            page_faults=samples.page_faults,
-            wait_us=samples.wait_us,
-            single_wait_us=samples.single_wait_us,
-            page_fault_us=measured.fault_us,
-            cuda_memory=measured.cuda_memory,
-            line_us=self.line_us,
-            inputs=dict(request.inputs),
-            machine=measured.machine,
-            unstable=measured.unstable,
+            attribution_note=attribution_note,
+            inputs=request.inputs,
         )
 
-    def _measure(self, prepared: PreparedCall, estimate_s: float) -> _Measured:
+    def with_peaks(self, result: ProfileResult) -> ProfileResult:
+        """``result`` with this machine's peaks for the dtypes its GEMMs used."""
+        found = job_peaks(self.request.job_id, self.use_cuda, self.gemm_dtypes, self._send)
+        result.measured = dataclasses.replace(result.measured, peaks=found)
+        return result
+
+    def _measure(
+        self, prepared: PreparedCall, cold_s: float, estimate_s: float
+    ) -> tuple[Measurements, str]:
         """The timing pass, then the profile pass; when the two disagree beyond the noise
-        (``worker/stability.py``) the timing pass once more. How busy the machine was meanwhile."""
+        (``worker/stability.py``) the timing pass once more. How busy the machine was meanwhile.
+        The measurements, and why lines are not attributed ("" when they are)."""
         load = MachineLoad()
         self._stage("timing", "timing steady calls without the profiler")
         samples = self._time(prepared, estimate_s)
@@ -322,7 +309,26 @@ class ProfileJob:
         fault_us = fault_cost_us()
         if not unstable and not self.use_cuda:
             unstable = heap_line(prepared.invoke, samples, fault_us)
-        return _Measured(samples, cuda_memory, attribution_note, machine, unstable, fault_us)
+        device = "cuda" if self.use_cuda else "cpu"
+        measured = Measurements(
+            cold_us=cold_s * 1e6,
+            call_us=samples.per_call_us,
+            dispatch_floor_us=statistics.median(samples.floor_us),
+            device_kind=device,
+            device_name=torch_device_name(device),
+            calls=samples.calls,
+            threads=samples.threads,
+            single_thread_us=samples.single_thread_us,
+            page_faults=samples.page_faults,
+            page_fault_us=fault_us,
+            wait_us=samples.wait_us,
+            single_wait_us=samples.single_wait_us,
+            cuda_memory=cuda_memory,
+            line_us=self.line_us,
+            machine=machine,
+            unstable=unstable,
+        )
+        return measured, attribution_note
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.
@@ -370,7 +376,7 @@ class ProfileJob:
         self.profiled_us.clear()
         return 0 if self.use_cuda else self.request.options.steps
 
-    def _time_lines(self, invoke: Callable[[], Any]) -> dict[str, list[float]]:
+    def _time_lines(self, invoke: Callable[[], Any]) -> dict[int, list[float]]:
         """Each line's unprofiled time per call (``worker/line_timing.py``), over as many
         calls as were profiled; empty when a call raises (the shares are then profiled)."""
         try:
@@ -389,8 +395,3 @@ def _needs_arguments(func: Any) -> bool:
         and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         for p in signature.parameters.values()
     )
-
-
-_cpu_name = cpu_name
-"""The CPU's name as every face prints it (``protocol.cpu_name``; jobs/compare and jobs/diff
-import it from here)."""

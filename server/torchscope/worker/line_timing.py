@@ -61,7 +61,7 @@ def time_lines(
     target: Callable[..., Any],
     calls: int,
     use_cuda: bool,
-) -> dict[str, list[float]]:
+) -> dict[int, list[float]]:
     """Exclusive µs of each line (keyed by its number as text, as JSON keys are) in each of
     ``calls`` calls of ``invoke``, which runs the marked copy of ``target``; a line that did
     not run in a call has 0 there."""
@@ -79,4 +79,4 @@ def time_lines(
             per_call.append(clock.exclusive_ns)
             clock.exclusive_ns = {}
     lines = sorted({line for times in per_call for line in times})
-    return {str(line): [times.get(line, 0) / 1e3 for times in per_call] for line in lines}
+    return {line: [times.get(line, 0) / 1e3 for times in per_call] for line in lines}

@@ -15,7 +15,6 @@ rank that succeeded also ends with ``os._exit``, after the atexit hooks (see
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import json
 import os
 import sys
@@ -24,7 +23,13 @@ import traceback
 from pathlib import Path
 from typing import Any, NoReturn, Optional
 
-from torchscope.protocol import JobError, JobOptions, ProfileRequest, Progress
+from torchscope.protocol import (
+    JobError,
+    ProfileRequest,
+    Progress,
+    from_builtins,
+    to_builtins,
+)
 from torchscope.worker.job import JobFailed, ProfileJob
 from torchscope.worker.timing import TimingSamples, time_calls
 
@@ -93,8 +98,7 @@ def run_rank(request_file: str, out_dir: str, backend: str) -> NoReturn:
     fields = json.loads(Path(request_file).read_text(encoding="utf-8"))
     out = Path(out_dir)
     fields["trace_path"] = str(out / f"rank{rank}.json.gz")
-    fields["options"] = JobOptions(**fields["options"])
-    request = ProfileRequest(**fields)
+    request = from_builtins(ProfileRequest, fields)
     cuda = backend == "nccl" and torch.cuda.is_available()
     result_file = out / f"rank{rank}.result.json"
     error: Optional[JobError] = None
@@ -103,10 +107,10 @@ def run_rank(request_file: str, out_dir: str, backend: str) -> NoReturn:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group(backend)
         result = RankJob(request, cuda, rank).run()
-        _write(result_file, {"rank": rank, "result": dataclasses.asdict(result)})
+        _write(result_file, {"rank": rank, "result": to_builtins(result, finite=False)})
     except BaseException as exc:  # every failure is reported, then the rank exits
         error = _error(request.job_id, exc)
-        data = {"rank": rank, "error": dataclasses.asdict(error), "time": time.time()}
+        data = {"rank": rank, "error": to_builtins(error, finite=False), "time": time.time()}
         _write(result_file, data)
         sys.stderr.flush()
         os._exit(1)

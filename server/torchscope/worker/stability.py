@@ -20,7 +20,7 @@ import statistics
 import time
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import UNSTABLE_ADVICE, passes_disagree, spread
+from torchscope.protocol import UNSTABLE_ADVICE, Machine, passes_disagree, spread
 
 __all__ = ["MachineLoad", "clocked", "duration_text", "passes_disagree", "unstable_line"]
 
@@ -72,24 +72,22 @@ class MachineLoad:
         times = os.times()
         return times.user + times.system
 
-    def measured(self) -> dict[str, Any]:
-        """``busy_share``, ``other_cores``, ``steal_cores``, ``cores``, ``wall_s`` (empty
-        without ``/proc/stat``)."""
+    def measured(self) -> Optional[Machine]:
+        """How busy the machine was since the start (None without ``/proc/stat``)."""
         busy, steal = _cpu_ticks(self.cpus)
         wall = time.perf_counter() - self._start
         if busy == 0 or wall <= 0:
-            return {}
+            return None
         own = self._own_s() - self._own
         others = max(0.0, (busy - self._busy) / self._tick - own)
         stolen = max(0.0, (steal - self._steal) / self._tick)
         cores = len(self.cpus)
-        return {
-            "busy_share": min(1.0, (others + stolen) / (wall * cores)),
-            "other_cores": others / wall,
-            "steal_cores": stolen / wall,
-            "cores": cores,
-            "wall_s": wall,
-        }
+        return Machine(
+            busy_share=min(1.0, (others + stolen) / (wall * cores)),
+            other_cores=others / wall,
+            steal_cores=stolen / wall,
+            cores=cores,
+        )
 
 
 def clocked(invoke: Callable[[], Any], out: list[float], keep: int) -> Callable[[], Any]:
@@ -113,7 +111,7 @@ def clocked(invoke: Callable[[], Any], out: list[float], keep: int) -> Callable[
 def unstable_line(
     unprofiled_us: list[float],
     profiled_us: list[float],
-    machine: dict[str, Any],
+    machine: Optional[Machine],
     disagree: bool,
     twice: bool = True,
     wait_us: Optional[list[float]] = None,
@@ -124,7 +122,8 @@ def unstable_line(
     waited = _wait_share(unprofiled_us, wait_us or [])
     if not disagree and not noisy and waited < WAIT_LIMIT:
         return ""
-    others, stolen = machine.get("other_cores", 0.0), machine.get("steal_cores", 0.0)
+    others = machine.other_cores if machine else 0.0
+    stolen = machine.steal_cores if machine else 0.0
     if stolen >= BUSY_CORES:
         why = f"the hypervisor took {_share(stolen)} of a core (steal time) during the job"
     elif others >= 1.5:

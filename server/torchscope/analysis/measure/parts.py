@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...protocol import json_as
+
 
 @dataclass
 class LineOp:
@@ -57,8 +59,20 @@ class LineStats:
     ops: list[LineOp] = field(default_factory=list)
     kernels: list[LineKernel] = field(default_factory=list)
     copies: list[LineCopy] = field(default_factory=list)
-    memory: LineMemory | None = None
+    memory: LineMemory | None = field(default=None, metadata=json_as(omit_none=True))
     """Bytes the line allocated per device (only with the memory pass; see ``memory``)."""
+    compiled: CompiledOnLine | None = field(
+        default=None, metadata=json_as(omit_none=True, flatten=True)
+    )
+    """In a compile comparison, the line's compiled time and the lines fused with it (its
+    ``compiled_us`` and ``fused_with`` in the eager side's JSON ``lines``)."""
+
+
+@dataclass(frozen=True)
+class CompiledOnLine:
+    compiled_us: float | None
+    """None where the compiled side has no per-line times (no provenance, no kernel here)."""
+    fused_with: list[int] = field(default_factory=list)
 
 
 @dataclass

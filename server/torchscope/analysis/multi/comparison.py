@@ -1,18 +1,19 @@
 """The eager vs ``torch.compile`` comparison as typed objects, and their JSON form.
 
 :func:`.compare.compare_runs` builds a :class:`Comparison`; the CLI and the language server
-hold it, and :meth:`Comparison.to_dict` is the ``compare`` object of
+hold it, and ``protocol.to_builtins`` of it is the ``compare`` object of
 ``profile --compare-compile --json`` (the key order and the NaN/inf → ``null`` rule are part of
 that contract). Its words are ``torchscope.report.compare``.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field, replace
+from typing import Optional
 
-from ..results import Finding, _clean
-from .compiled_lines import CompiledLines
+from ...protocol import json_as
+from ..results import Finding
+from .compiled_lines import CompiledKernel, CompiledLine, CompiledLines
 
 BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm"})
 """GEMMs with an epilogue that first copies ``self`` (the bias) into the output."""
@@ -112,18 +113,11 @@ class CompareSide:
     op_count: float
     ops: list[OpRow]
     verdict: SideVerdict
-    compiled: Optional[CompiledInfo] = None
+    compiled: Optional[CompiledInfo] = field(default=None, metadata=json_as(flatten=True))
     """Only on the compiled side; its fields are inline in the JSON."""
-    trace_path: Optional[str] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["compiled"], data["trace_path"]
-        if self.compiled is not None:
-            data.update(asdict(self.compiled))
-        if self.trace_path is not None:
-            data["trace_path"] = self.trace_path
-        return data
+    trace_path: Optional[str] = field(default=None, metadata=json_as(omit_none=True))
+    kernels: Optional[list[CompiledKernel]] = field(default=None, metadata=json_as(omit_none=True))
+    """The compiled side's kernels with their lines, when it has per-line times."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +163,18 @@ class CompareError:
 
 
 @dataclass(frozen=True)
+class LinesShown:
+    """What the ``compare`` object says of ``Comparison.lines``."""
+
+    lines: list[CompiledLine]
+    lines_note: str
+
+
+def _lines_json(lines: CompiledLines) -> LinesShown:
+    return LinesShown(lines.lines, lines.note)
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Eager vs compiled; ``compiled``/``changes``/``verdict`` are None when the compile failed
     (then ``error`` says why and the eager side still stands)."""
@@ -180,30 +186,16 @@ class Comparison:
     verdict: Optional[CompareVerdict] = None
     findings: list[Finding] = field(default_factory=list)
     error: Optional[CompareError] = None
-    graph_breaks: Optional[list[str]] = None
+    graph_breaks: Optional[list[str]] = field(default=None, metadata=json_as(omit_none=True))
     """Only with ``error``: Dynamo's graph-break reasons before the compile failed."""
-    rules_skipped: dict[str, str] = field(default_factory=dict)
+    rules_skipped: dict[str, str] = field(default_factory=dict, metadata=json_as(skip=True))
     """Comparison rule id → why it did not apply (not part of the JSON)."""
-    lines: Optional[CompiledLines] = None
+    lines: Optional[CompiledLines] = field(
+        default=None, metadata=json_as(omit_none=True, flatten=True, view=_lines_json)
+    )
     """Per line, eager against compiled from the kernels' provenance (``compiled_lines``)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``compare`` object of ``profile --compare-compile --json``."""
-        data: dict[str, Any] = {
-            "mode": self.mode,
-            "eager": self.eager.to_dict(),
-            "compiled": self.compiled.to_dict() if self.compiled else None,
-            "changes": asdict(self.changes) if self.changes else None,
-            "verdict": asdict(self.verdict) if self.verdict else None,
-            "findings": [asdict(f) for f in self.findings],
-            "error": asdict(self.error) if self.error else None,
-        }
-        if self.graph_breaks is not None:
-            data["graph_breaks"] = list(self.graph_breaks)
-        if self.lines is not None:
-            if data["compiled"] is not None:
-                data["compiled"]["kernels"] = [asdict(k) for k in self.lines.kernels]
-            data["lines"] = [asdict(line) for line in self.lines.lines]
-            data["lines_note"] = self.lines.note
-        out: dict[str, Any] = _clean(data)
-        return out
+    def with_lines(self, lines: CompiledLines) -> Comparison:
+        """With the compiled side's per-line times (its kernels on the compiled side)."""
+        compiled = self.compiled and replace(self.compiled, kernels=lines.kernels)
+        return replace(self, lines=lines, compiled=compiled)

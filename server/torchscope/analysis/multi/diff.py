@@ -15,11 +15,11 @@ from __future__ import annotations
 import difflib
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..formatting import format_change, format_change_interval, format_duration, format_share
-from ..results import Report, _clean
+from ..results import Report
 from .compare import TRIVIAL_OPS
 from .comparison import SideVerdict
 from .interval import (
@@ -265,7 +265,7 @@ class DiffSide:
 
 @dataclass(frozen=True)
 class Diff:
-    """Before and after; ``to_dict`` is the ``diff`` object of ``torchscope diff --json``."""
+    """Before and after; ``to_builtins`` of it is the ``diff`` object of ``diff --json``."""
 
     label: str
     verdict: DiffVerdict
@@ -274,10 +274,6 @@ class Diff:
     ops_changed: list[OpChange]
     lines_changed: list[LineChange]
     interval: RatioInterval
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = _clean(asdict(self))
-        return out
 
 
 def diff_runs(before: DiffSide, after: DiffSide) -> Diff:

@@ -1,7 +1,7 @@
 """The cross-rank view: every rank's trace analysed (in parallel), aligned on collectives.
 
     view = analyze_ranks(["rank0.json.gz", "rank1.json.gz"])   # -> RanksReport
-    view.to_dict()     # the slowest rank's report + "ranks" + cross-rank findings
+    to_builtins(view.shown)  # the slowest rank's report + "ranks" + cross-rank findings
     render_ranks(view) # the text (torchscope.report.ranks)
 
 Each trace is analysed in its own pool process (``concurrent.futures.ProcessPoolExecutor``,
@@ -21,20 +21,37 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ...ingest import TraceError
+from ...protocol import json_as
 from ..formatting import format_duration
 from ..index.columns import median
 from ..results import Finding, Measurements, Report
-from ..results import _clean as clean
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_rules import run_rank_rules
 from .rank_stats import measure_rank_file
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass(frozen=True)
+class RankColumns:
+    """What a multi-process report adds beside the slowest rank's: the per-rank table, which
+    rank is the slowest, and how the collectives were aligned across ranks."""
+
+    ranks: list[RankSummary]
+    rank: int
+    alignment: str
+    aligned_collectives: int
+
+
+@dataclass(frozen=True)
+class RankedReport:
+    report: Report = field(metadata=json_as(flatten=True))
+    columns: RankColumns = field(metadata=json_as(flatten=True))
 
 
 @dataclass
@@ -54,25 +71,28 @@ class RanksReport:
         """The rank that needs the most time per step (ties: the lowest rank)."""
         return max(self.ranks, key=lambda r: (r.busy_us, -r.rank)).rank
 
-    def to_dict(self, base: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The slowest rank's report (or ``base``, a dict of it) with ``ranks``, the cross-rank
-        findings first in ``findings`` (every finding carries ``rank``), and ``rank`` (the
-        slowest), ``alignment``, ``aligned_collectives``; the verdict names the slowest rank."""
+    def merged(self, report: Report) -> Report:
+        """The slowest rank's report with the cross-rank findings first (every finding names
+        its ``rank``), their rules skipped and notes added, and the verdict naming the rank."""
         slow = self.slowest
-        data = dict(base) if base is not None else self.reports[slow].to_dict()
-        cross = [_finding_dict(f, f.details.get("rank")) for f in self.findings]
-        own = [{**f, "rank": slow} for f in data.get("findings", [])]
-        data["findings"] = cross + own
-        data["ranks"] = [asdict(r) for r in self.ranks]
-        data["rank"] = slow
-        data["alignment"] = self.alignment
-        data["aligned_collectives"] = self.aligned
-        data["rules_skipped"] = {**data.get("rules_skipped", {}), **self.rules_skipped}
-        data["notes"] = [*data.get("notes", []), *self.notes]
-        verdict = dict(data["verdict"])
-        verdict["headline"] = self.titled(verdict["headline"])
-        data["verdict"] = verdict
-        return data
+        cross = [replace(f, rank=f.details.get("rank")) for f in self.findings]
+        own = [replace(f, rank=slow) for f in report.findings]
+        return replace(
+            report,
+            findings=cross + own,
+            rules_skipped={**report.rules_skipped, **self.rules_skipped},
+            notes=[*report.notes, *self.notes],
+            verdict=replace(report.verdict, headline=self.titled(report.verdict.headline)),
+        )
+
+    @property
+    def columns(self) -> RankColumns:
+        return RankColumns(self.ranks, self.slowest, self.alignment, self.aligned)
+
+    @property
+    def shown(self) -> RankedReport:
+        """What ``analyze DIR --json`` prints: the merged slowest report and the columns."""
+        return RankedReport(self.merged(self.reports[self.slowest]), self.columns)
 
     def titled(self, verdict_headline: str) -> str:
         """The slowest rank's verdict headline, preceded by which rank it is."""
@@ -86,12 +106,6 @@ class RanksReport:
             f"slowest of {len(self.ranks)} ranks: rank {slow.rank} "
             f"({format_duration(slow.busy_us)} busy per step, median {format_duration(mid)})"
         )
-
-
-def _finding_dict(f: Finding, rank: Any) -> dict[str, Any]:
-    data: dict[str, Any] = clean(asdict(f))
-    data["rank"] = rank
-    return data
 
 
 def trace_files(folder: Path) -> list[Path]:

@@ -10,9 +10,10 @@ finds the crossover (the table and the chart are ``torchscope.report.sweep``'s a
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any, Optional
+from dataclasses import dataclass, field
+from typing import Optional
 
+from ...protocol import json_as
 from ..index.columns import median
 from ..results import Report
 
@@ -27,7 +28,7 @@ call over unprofiled wall time per call). The crossover itself is read off the r
 class SweepPoint:
     """One size: unprofiled time per call, profiled CPU op time, device or compute time."""
 
-    n: int
+    n: int = field(metadata=json_as(name="N"))  # as the issue's schema names the size
     median_us: Optional[float]
     cpu_us: Optional[float]
     device_us: Optional[float]
@@ -43,11 +44,6 @@ class SweepPoint:
     @property
     def ok(self) -> bool:
         return self.error is None and self.compute_share is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` form: the size under ``N`` (as the issue's schema names it)."""
-        data = asdict(self)
-        return {"N": data.pop("n"), **data}
 
 
 def _finite(value: Optional[float]) -> Optional[float]:
@@ -98,16 +94,10 @@ class Sweep:
     points: list[SweepPoint] = field(default_factory=list)
     crossover: Optional[int] = None
     chart_path: Optional[str] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``sweep`` object of ``profile --sweep --json``."""
-        return {
-            "name": self.name,
-            "call": self.call,
-            "points": [p.to_dict() for p in self.points],
-            "crossover": self.crossover,
-            "chart_path": self.chart_path,
-        }
+    captured_batch: Optional[int] = field(default=None, metadata=json_as(omit_none=True))
+    """A sweep over a capture's batch dimension: the capture's own batch size."""
+    batch_dim: Optional[int] = field(default=None, metadata=json_as(omit_none=True))
+    """That sweep's batch dimension."""
 
 
 def failed_point(n: int, error: str) -> SweepPoint:

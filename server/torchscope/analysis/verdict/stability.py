@@ -11,24 +11,11 @@ which is never negative (None then: one of the passes was disturbed).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from torchscope.protocol import UNSTABLE_ADVICE, passes_disagree, spread
 
 from ..index.columns import median
-from ..results import Machine, Measurements, StepMetrics, Timing, Verdict
-
-
-def machine_from(data: dict[str, Any]) -> Machine | None:
-    """The worker's ``machine`` map (``worker/stability.py``; None when it is empty)."""
-    if not isinstance(data.get("busy_share"), (int, float)):
-        return None
-    return Machine(
-        busy_share=float(data["busy_share"]),
-        other_cores=float(data.get("other_cores", 0.0)),
-        steal_cores=float(data.get("steal_cores", 0.0)),
-        cores=int(data.get("cores", 0)),
-    )
+from ..results import Measurements, StepMetrics, Timing, Verdict
 
 
 def timing_of(measurements: Measurements | None) -> Timing | None:

@@ -14,12 +14,11 @@ not (``worker/trial_check.py``).
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...analysis.multi.diff import DiffVerdict
-from ...analysis.multi.interval import CONFIDENCE
-from ...protocol import CHANGES_AUTOGRAD, CHANGES_OUTPUTS, CHANGES_STATE, NO_EVIDENCE
+from ...analysis import CONFIDENCE, DiffVerdict
+from ...protocol import CHANGES_AUTOGRAD, CHANGES_OUTPUTS, CHANGES_STATE, NO_EVIDENCE, json_as
 
 RAISES = "raises"
 NOT_FASTER = "not faster"
@@ -29,7 +28,8 @@ CHECK_REFUSALS = (CHANGES_OUTPUTS, CHANGES_AUTOGRAD, CHANGES_STATE, NO_EVIDENCE)
 
 @dataclass(frozen=True)
 class FixTrial:
-    """``to_dict`` is ``torchscope fix --try --json``'s object."""
+    """``to_builtins`` of it is ``torchscope fix --try --json``'s object (``notes`` are said in
+    ``message``, not there)."""
 
     id: str
     verdict: Optional[str]
@@ -49,28 +49,12 @@ class FixTrial:
     ``buffers``, ``training``, ``inputs`` (those the call has), ``no-grad evidence``."""
     unchecked: tuple[str, ...] = ()
     """What it could not compare, each with why."""
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=(), metadata=json_as(skip=True))
     """How the comparison differed from a plain call (``with dropout off …``)."""
 
     @property
     def offered(self) -> bool:
         return self.refused is None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "verdict": self.verdict,
-            "ratio": self.ratio,
-            "interval": list(self.interval) if self.interval else None,
-            "same_outputs": self.same_outputs,
-            "patch": self.patch,
-            "refused": self.refused,
-            "message": self.message,
-            "detail": self.detail,
-            "assumes": self.assumes,
-            "checks": list(self.checks),
-            "unchecked": list(self.unchecked),
-        }
 
     @property
     def summary(self) -> str:

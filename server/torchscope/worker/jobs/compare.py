@@ -13,7 +13,6 @@ the compiler's own message. Only torch >= 2.1 APIs are used, each private one gu
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import tempfile
 import time
@@ -24,7 +23,6 @@ from torchscope.protocol import (
     CompareRequest,
     CompareResult,
     JobError,
-    ProfileResult,
 )
 from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
@@ -37,7 +35,8 @@ from torchscope.worker.compile_tools import (
     graph_code_paths,
     time_interleaved,
 )
-from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, _user_traceback
+from torchscope.worker.job import JobFailed, ProfileJob, _user_traceback
+from torchscope.worker.jobs.sides import side_result
 from torchscope.worker.kernel_provenance import (
     NO_PROVENANCE,
     catch_graph_breaks,
@@ -86,7 +85,8 @@ class CompareJob(ProfileJob):
         prepared, def_line = self._setup()
         cold_s, estimate_s = self.first_calls(prepared, side="eager ")
 
-        result = CompareResult(job_id=request.job_id, eager={}, mode=options.compile_mode)
+        pending = side_result(request, self.use_cuda, request.trace_path, (0.0, [], 0.0), def_line)
+        result = CompareResult(job_id=request.job_id, eager=pending, mode=options.compile_mode)
         compiled, compiled_estimate_s = self._compile(prepared, result)
         frames_before = _frames_compiled()
         eager_us, compiled_us, floor_us = self._time_both(
@@ -108,25 +108,22 @@ class CompareJob(ProfileJob):
                     result, "compiled-call-raised", "a profiled compiled call", exc
                 )
                 compiled = None
-        common = self._common(statistics.median(floor_us), def_line)
-        common["peaks"] = job_peaks(request.job_id, self.use_cuda, self.gemm_dtypes, self._send)
-        result.eager = dataclasses.asdict(
-            ProfileResult(
-                trace_path=request.trace_path,
-                cold_us=cold_s * 1e6,
-                call_us=eager_us,
-                attribution_note=attribution_note,
-                **common,
-            )
+        floor = statistics.median(floor_us)
+        peaks = job_peaks(request.job_id, self.use_cuda, self.gemm_dtypes, self._send)
+        eager_times = (cold_s * 1e6, eager_us, floor)
+        result.eager = side_result(
+            request,
+            self.use_cuda,
+            request.trace_path,
+            eager_times,
+            def_line,
+            peaks,
+            attribution_note,
         )
         if compiled is not None:
-            result.compiled = dataclasses.asdict(
-                ProfileResult(
-                    trace_path=request.compiled_trace_path,
-                    cold_us=(result.compile_s or 0.0) * 1e6,
-                    call_us=compiled_us,
-                    **common,
-                )
+            compiled_times = ((result.compile_s or 0.0) * 1e6, compiled_us, floor)
+            result.compiled = side_result(
+                request, self.use_cuda, request.compiled_trace_path, compiled_times, def_line, peaks
             )
         return result
 
@@ -175,8 +172,8 @@ class CompareJob(ProfileJob):
             profile(compiled)
             return
         sources = kernel_sources(request.file, earlier)
-        result.kernel_sources = [dataclasses.asdict(k) for k in sources]
-        result.graph_break_sites = [dataclasses.asdict(s) for s in sites]
+        result.kernel_sources = list(sources)
+        result.graph_break_sites = list(sites)
         if not result.kernel_sources:
             result.provenance_note = "Inductor recorded no kernel provenance for this function"
 
@@ -216,20 +213,6 @@ class CompareJob(ProfileJob):
                 self._compiled_failed(result, "compiled-call-raised", "a timed compiled call", exc)
         samples = self._time(prepared, estimate_s)
         return samples.per_call_us, [], samples.floor_us
-
-    def _common(self, floor_us: float, def_line: int) -> dict[str, Any]:
-        """The ``ProfileResult`` fields both sides share."""
-        import torch
-
-        return {
-            "job_id": self.request.job_id,
-            "dispatch_floor_us": floor_us,
-            "device_kind": "cuda" if self.use_cuda else "cpu",
-            "device_name": torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name(),
-            "steps": self.request.options.steps,
-            "def_line": def_line,
-            "torch_version": torch.__version__,
-        }
 
     def _compile(
         self, prepared: PreparedCall, result: CompareResult

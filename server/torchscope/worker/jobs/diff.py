@@ -25,12 +25,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from torchscope.protocol import DiffRequest, DiffResult, ProfileResult
+from torchscope.protocol import DiffRequest, DiffResult
 from torchscope.worker.call_expression import (
     PreparedCall,
 )
 from torchscope.worker.compile_tools import time_interleaved
-from torchscope.worker.job import JobFailed, ProfileJob, _cpu_name, def_line_of
+from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
+from torchscope.worker.jobs.sides import side_result
 from torchscope.worker.loader import TargetNotFound, resolve_qualname
 
 DIFF_STAGES = ("setup", "check", "cold", "warmup", "timing", "profile", "profile-before")
@@ -76,7 +77,7 @@ class DiffJob(ProfileJob):
         self.before = ProfileJob(before_request, send, cuda)
 
     def run_diff(self) -> DiffResult:
-        request, options = self.request, self.request.options
+        request = self.request
         import torch
 
         torch.manual_seed(SEED)
@@ -99,33 +100,18 @@ class DiffJob(ProfileJob):
         else:
             after_cold, before_cold, (before_us, after_us), floor_us = self._rounds(after, before)
         after_note, before_note = self._profiles(after, before)
-        common: dict[str, Any] = {
-            "job_id": request.job_id,
-            "dispatch_floor_us": statistics.median(floor_us),
-            "device_kind": "cuda" if self.use_cuda else "cpu",
-            "device_name": torch.cuda.get_device_name(0) if self.use_cuda else _cpu_name(),
-            "steps": options.steps,
-            "torch_version": torch.__version__,
-        }
-        sides = (
-            (request.trace_path, after_cold, after_us, after_def, after_note),
-            (request.before_trace_path, before_cold, before_us, before_def, before_note),
-        )
+        floor = statistics.median(floor_us)
         after_result, before_result = (
-            ProfileResult(
-                trace_path=path,
-                cold_us=cold * 1e6,
-                call_us=calls,
-                def_line=def_line,
-                attribution_note=note,
-                **common,
+            side_result(request, self.use_cuda, path, (cold * 1e6, calls, floor), line, None, note)
+            for path, cold, calls, line, note in (
+                (request.trace_path, after_cold, after_us, after_def, after_note),
+                (request.before_trace_path, before_cold, before_us, before_def, before_note),
             )
-            for path, cold, calls, def_line, note in sides
         )
         return DiffResult(
             job_id=request.job_id,
-            before=dataclasses.asdict(before_result),
-            after=dataclasses.asdict(after_result),
+            before=before_result,
+            after=after_result,
             before_label=request.before_label,
             outputs=outputs,
         )

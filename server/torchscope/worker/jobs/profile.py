@@ -6,12 +6,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from torchscope.protocol import ProfileRequest, ProfileResult
-from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.job import ProfileJob
 
 
 def run_profile(request: ProfileRequest, send: Callable[[Any], None], cuda: bool) -> ProfileResult:
     job = ProfileJob(request, send, cuda)
     result = job.run()
-    result.peaks = job_peaks(request.job_id, job.use_cuda, job.gemm_dtypes, send)
-    return result
+    return job.with_peaks(result)

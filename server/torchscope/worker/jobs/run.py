@@ -15,7 +15,6 @@ the time of its passes is taken out of the enclosing call's time.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import os
 import sys
 import time
@@ -23,11 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import ProfileRequest, Progress, RunRequest, RunResult, is_train_call
-from torchscope.worker.calibrate import job_peaks
+from torchscope.protocol import (
+    CallSeen,
+    Capture,
+    Inputs,
+    JobError,
+    ProfileRequest,
+    ProfileResult,
+    Progress,
+    RunRequest,
+    RunResult,
+    TargetReport,
+    is_train_call,
+)
 from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.call_modes import call_mode, caller_of, selected
-from torchscope.worker.captures import CaptureInfo, save_capture, save_output
+from torchscope.worker.captures import save_capture, save_output
 from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
 from torchscope.worker.loader import forget_modules_under
 from torchscope.worker.run_entry import StopProgram, run_entry
@@ -53,35 +63,35 @@ class _Target:
     calls: int = 0
     chosen: int = 0  # calls in the ``--mode`` asked for
     callers: collections.Counter[tuple[str, int]] = field(default_factory=collections.Counter)
-    timed: list[dict[str, Any]] = field(default_factory=list)  # ``run.calls``
-    other_calls: list[dict[str, Any]] = field(default_factory=list)  # in another mode
+    timed: list[CallSeen] = field(default_factory=list)  # ``run.calls``
+    other_calls: list[CallSeen] = field(default_factory=list)  # in another mode
     watch_until: float = 0.0  # after the profile: looking for calls in another mode
     cold_us: Optional[float] = None
     in_run_us: list[float] = field(default_factory=list)
     last: Optional[_Invocation] = None
-    profile: Optional[dict[str, Any]] = None
-    error: Optional[dict[str, Any]] = None
-    capture: Optional[CaptureInfo] = None
+    profile: Optional[ProfileResult] = None
+    error: Optional[JobError] = None
+    capture: Optional[Capture] = None
 
     @property
     def done(self) -> bool:
         return self.profile is not None or self.error is not None
 
-    def to_dict(self, loaded: bool) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "qualname": self.qualname,
-            "calls_seen": self.calls,
-            "callers": [[f, line, n] for (f, line), n in self.callers.most_common()],
-            "loaded": loaded,
-            "cold_us": self.cold_us,
-            "in_run_us": self.in_run_us,
-            "calls": self.timed,
-            "other_calls": self.other_calls,
-            "profile": self.profile,
-            "error": self.error,
-            "capture": self.capture.to_dict() if self.capture else None,
-        }
+    def report(self, loaded: bool) -> TargetReport:
+        return TargetReport(
+            file=self.file,
+            qualname=self.qualname,
+            calls_seen=self.calls,
+            callers=[(f, line, n) for (f, line), n in self.callers.most_common()],
+            loaded=loaded,
+            cold_us=self.cold_us,
+            in_run_us=self.in_run_us,
+            calls=self.timed,
+            other_calls=self.other_calls,
+            profile=self.profile,
+            error=self.error,
+            capture=self.capture,
+        )
 
 
 def _skipped_dirs() -> tuple[str, ...]:
@@ -99,11 +109,8 @@ class RunSession:
         self.send = send
         self.cuda = cuda and request.options.device != "cpu"
         self.targets = {
-            (str(Path(t["file"]).resolve()), str(t["qualname"])): _Target(
-                str(Path(t["file"]).resolve()),
-                str(t["qualname"]),
-                str(t["trace_path"]),
-                str(t.get("capture_path") or ""),
+            (str(Path(t.file).resolve()), t.qualname): _Target(
+                str(Path(t.file).resolve()), t.qualname, t.trace_path, t.capture_path
             )
             for t in request.targets
         }
@@ -143,7 +150,7 @@ class RunSession:
             traceback=outcome.traceback,
             stderr_tail=outcome.stderr_tail,
             test=outcome.test,
-            targets=[t.to_dict(hooks.loaded(t.file)) for t in self.targets.values()],
+            targets=[t.report(hooks.loaded(t.file)) for t in self.targets.values()],
         )
 
     def _caller(self) -> tuple[str, int]:
@@ -166,7 +173,7 @@ class RunSession:
         target.calls += 1
         target.callers[self._caller()] += 1
         training, grad = call_mode(qualname, args)
-        call = {"us": 0.0, "training": training, "grad_enabled": grad, "caller": ""}
+        call = CallSeen(0.0, training, grad)
         if target.done:  # --let-finish, or watching for calls in another mode
             return self._after_profile(target, (fn, args, kwargs), call)
         if not selected(self.request.mode, training, grad):
@@ -183,9 +190,9 @@ class RunSession:
             target.capture = save_capture(
                 target.capture_path, fn, qualname, args, kwargs, self.request.capture_limit
             )
-        call["caller"] = caller_of(sys._getframe(1), self._skipped, file)
+        call.caller = caller_of(sys._getframe(1), self._skipped, file)
         result, seconds = self._timed(fn, args, kwargs)
-        call["us"] = seconds * 1e6
+        call.us = seconds * 1e6
         target.timed.append(call)
         if target.cold_us is None:
             target.cold_us = seconds * 1e6
@@ -201,14 +208,14 @@ class RunSession:
                 raise StopProgram()
         return result
 
-    def _other_mode(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
+    def _other_mode(self, target: _Target, invocation: _Invocation, call: CallSeen) -> Any:
         """A call in another mode than ``--mode``'s: timed for the report (a few), not counted."""
         fn, args, kwargs = invocation
         if len(target.other_calls) >= OTHER_CALLS_KEPT:
             return fn(*args, **kwargs)
-        call["caller"] = caller_of(sys._getframe(2), self._skipped, target.file)
+        call.caller = caller_of(sys._getframe(2), self._skipped, target.file)
         result, seconds = self._timed(fn, args, kwargs)
-        call["us"] = seconds * 1e6
+        call.us = seconds * 1e6
         target.other_calls.append(call)
         return result
 
@@ -218,7 +225,7 @@ class RunSession:
         before the first step): the report then says how they differ."""
         if self.request.mode != "any" or self.request.let_finish or target.other_calls:
             return
-        if not any(is_train_call(c["training"], c["grad_enabled"]) for c in target.timed):
+        if not any(is_train_call(c.training, c.grad_enabled) for c in target.timed):
             target.watch_until = time.monotonic() + WATCH_S
             self._progress(
                 "watching",
@@ -226,12 +233,12 @@ class RunSession:
                 f"that follow (at most {WATCH_S:g} s)",
             )
 
-    def _after_profile(self, target: _Target, invocation: _Invocation, call: dict[str, Any]) -> Any:
+    def _after_profile(self, target: _Target, invocation: _Invocation, call: CallSeen) -> Any:
         """A call after the profile: counted; while watching, one in another mode is timed."""
         fn, args, kwargs = invocation
         if not target.watch_until:
             return fn(*args, **kwargs)
-        if is_train_call(call["training"], call["grad_enabled"]):
+        if is_train_call(call.training, call.grad_enabled):
             result = self._other_mode(target, invocation, call)
         else:
             result = fn(*args, **kwargs)
@@ -277,11 +284,9 @@ class RunSession:
             call=None,
             trace_path=target.trace_path,
             options=self.request.options,
-            inputs={
-                "source": "run",
-                "path": capture.path if capture is not None and capture.written else None,
-                "captured_at": _now_iso() if capture is not None and capture.written else None,
-            },
+            inputs=Inputs("run", capture.path, _now_iso())
+            if capture is not None and capture.written
+            else Inputs("run"),
         )
         job = ProfileJob(request, self.send, self.cuda)
         job.target, job.module = fn, sys.modules.get(getattr(fn, "__module__", "") or "")
@@ -292,10 +297,9 @@ class RunSession:
         try:
             estimate_s = job.warmup(prepared, min([cold_s, *(u / 1e6 for u in target.in_run_us)]))
             result = job.run_passes(prepared, def_line_of(fn), cold_s, estimate_s)
-            result.peaks = job_peaks(self.request.job_id, job.use_cuda, job.gemm_dtypes, self.send)
-            target.profile = dataclasses.asdict(result)
+            target.profile = job.with_peaks(result)
         except JobFailed as failed:
-            target.error = dataclasses.asdict(failed.error)
+            target.error = failed.error
         finally:
             self._profiling = False
             self._profiling_s += time.perf_counter() - start

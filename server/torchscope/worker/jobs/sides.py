@@ -1,0 +1,36 @@
+"""One side of a two-sided job (a comparison's eager and compiled runs, a diff's before and
+after) as the ``ProfileResult`` the host analyses: the times the rounds took, the rest shared."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from torchscope.protocol import JobRequest, Measurements, Peaks, ProfileResult
+from torchscope.worker.calibrate import torch_device_name
+
+
+def side_result(
+    request: JobRequest,
+    use_cuda: bool,
+    trace_path: str,
+    times: tuple[float, list[float], float],
+    def_line: int,
+    peaks: Optional[Peaks] = None,
+    attribution_note: str = "",
+) -> ProfileResult:
+    """``times``: the side's first call, its rounds (µs per call) and the dispatch floor."""
+    import torch
+
+    cold_us, call_us, floor_us = times
+    device = "cuda" if use_cuda else "cpu"
+    name = torch_device_name(device)
+    measured = Measurements(cold_us, call_us, floor_us, device, name, peaks=peaks)
+    return ProfileResult(
+        job_id=request.job_id,
+        trace_path=trace_path,
+        measured=measured,
+        steps=request.options.steps,
+        def_line=def_line,
+        torch_version=torch.__version__,
+        attribution_note=attribution_note,
+    )
