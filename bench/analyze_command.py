@@ -129,7 +129,12 @@ def _check_before(tree: Path, env: dict[str, str]) -> None:
     main = (tree / "server" / "torchscope" / "__main__.py").read_text()
     if "from torchscope.cli import main" not in main:
         raise SystemExit(f"{tree}: python -m torchscope does not run torchscope.cli.main")
-    probe = "import torchscope.analysis.accel as a; print(a.__file__, a.native is not None)"
+    # the accel module's home moved from analysis/ to ingest/ (issue 24): probe either
+    probe = (
+        "import importlib.util as u; n = 'torchscope.ingest.accel'; "
+        "n = n if u.find_spec(n) else 'torchscope.analysis.accel'; "
+        "import importlib; a = importlib.import_module(n); print(a.__file__, a.native is not None)"
+    )
     got = subprocess.run(
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
     ).stdout.split()
