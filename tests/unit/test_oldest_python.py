@@ -53,3 +53,27 @@ def test_analyze_json_on_python_3_9_is_the_snapshot(name: str) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == (SNAPSHOTS / f"{name}.report.json").read_text(encoding="utf-8")
+
+
+_ROUND_TRIP = """
+from torchscope import protocol as p
+m = p.Measurements(1.0, [2.0], 0.5, line_us={3: [1.0]}, peaks=p.Peaks({"float32": 1.0}, None))
+r = p.ProfileResult(1, "/t", m, 2, inputs=p.Inputs("capture", "/c", batch=0))
+run = p.RunRequest(2, "/f.py", "f", None, "/t", targets=[p.RunTarget("/f.py", "f", "/t")])
+report = p.TargetReport("/f.py", "f", callers=[("/m.py", 1, 2)], profile=r)
+for msg in (r, run, p.CompareResult(3, r, r), p.RunResult(4, "finished", targets=[report])):
+    assert p.from_builtins(type(msg), p.to_builtins(msg, finite=False)) == msg, msg
+"""
+
+
+def test_the_codec_round_trips_typed_messages_on_python_3_9() -> None:
+    """The worker decodes its requests in the user's interpreter: ``from_builtins`` reads the
+    annotations (``list[float]``, ``Optional``, ``tuple[str, int, int]``) on 3.9 too."""
+    python = _python39()
+    if python is None:
+        pytest.skip("no CPython 3.9 on PATH or under ~/.pyenv")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "server"), "PYTHONNOUSERSITE": "1"}
+    done = subprocess.run(
+        [python, "-c", _ROUND_TRIP], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
