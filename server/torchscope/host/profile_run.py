@@ -224,6 +224,17 @@ PROFILE = ProfileJobKind()
 """The ``profile`` job kind: ``await profiler.run_job(PROFILE, target, call, options)``."""
 
 
+def _expected(kind: HostJob[ReplyT, OutcomeT], reply: Message, job: str, line: int) -> ReplyT:
+    """The worker's reply as ``kind`` expects it; a ``JobError`` or another message is a
+    ``ProfileFailure``."""
+    if isinstance(reply, JobError):
+        raise ProfileFailure(reply.kind, reply.message, reply.line or line, reply.traceback)
+    if not isinstance(reply, kind.reply_type):
+        message = f"the worker answered {type(reply).__name__} to a {job} job"
+        raise ProfileFailure("worker", message, line)
+    return reply
+
+
 class Profiler:
     """Owns one long-lived worker for one interpreter and runs jobs on it, one at a time;
     their traces go to ``analyzer`` (a server's, shared with its Open trace; else its own)."""
@@ -335,18 +346,12 @@ class Profiler:
             finally:
                 if kind.fresh_worker_after:
                     await worker.close()
-        if isinstance(reply, JobError):
-            raise ProfileFailure(
-                reply.kind, reply.message, reply.line or target.def_line, reply.traceback
-            )
-        if not isinstance(reply, kind.reply_type):
-            message = f"the worker answered {type(reply).__name__} to a {request.TYPE} job"
-            raise ProfileFailure("worker", message, target.def_line)
+        answer = _expected(kind, reply, request.TYPE, target.def_line)
         loop = asyncio.get_running_loop()
         analyse = self._analyse_in_child(options.max_memory, loop)
         try:
             return await loop.run_in_executor(
-                None, kind.outcome, target, chosen, reply, output, analyse
+                None, kind.outcome, target, chosen, answer, output, analyse
             )
         except TraceError as exc:
             raise ProfileFailure("analysis", str(exc), target.def_line) from exc
