@@ -27,7 +27,7 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Optional, TypeVar
+from typing import Any, ClassVar, Optional, TypeVar, Union, get_args, get_origin, get_type_hints
 
 PROTOCOL_VERSION = 3  # 3: typed parts (``measured``, nested sides); 2: one ``options`` map
 
@@ -128,9 +128,7 @@ def json_keys(cls: type) -> list[str]:
     """The keys ``to_builtins`` may write for a ``cls``, in order (those left out when None
     too): the schema the extension's ``types.ts`` is checked against. A flattened field adds
     its type's keys (a ``view``'s: its return annotation's)."""
-    import typing
-
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     keys: list[str] = []
     for name, codec in _codecs(cls):
         if codec.skip:
@@ -138,9 +136,9 @@ def json_keys(cls: type) -> list[str]:
         if not codec.flatten:
             keys.append(codec.name or name)
             continue
-        inner = typing.get_type_hints(codec.view)["return"] if codec.view else hints[name]
-        args = [a for a in typing.get_args(inner) if a is not type(None)]
-        keys += json_keys(args[0] if typing.get_origin(inner) is typing.Union else inner)
+        inner: Any = get_type_hints(codec.view)["return"] if codec.view else hints[name]
+        args = [a for a in get_args(inner) if a is not type(None)]
+        keys += json_keys(args[0] if get_origin(inner) is Union else inner)
     return keys
 
 
@@ -155,12 +153,10 @@ def from_builtins(cls: type[T], data: Any) -> T:
 
 
 def _decode(tp: Any, data: Any, where: str) -> Any:
-    import typing
-
     if tp is Any:
         return data
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin is typing.Union:
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is Union:
         if data is None and type(None) in args:
             return None
         (inner,) = [a for a in args if a is not type(None)]  # only Optional[X] is used
@@ -195,11 +191,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
 
 def _decode_dataclass(cls: Any, data: Any, where: str) -> Any:
     _expect(isinstance(data, Mapping), "a map", data, where)
-    hints = _HINTS.get(cls)
-    if hints is None:
-        import typing
-
-        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values: dict[str, object] = {}
     for name, codec in _codecs(cls):
         key = codec.name or name
@@ -211,6 +203,14 @@ def _decode_dataclass(cls: Any, data: Any, where: str) -> Any:
         return cls(**values)
     except TypeError as exc:
         raise ProtocolError(f"{where} is missing fields: {exc}") from exc
+
+
+def _hints(cls: type) -> dict[str, object]:
+    """``cls``'s field annotations, evaluated once per class."""
+    found = _HINTS.get(cls)
+    if found is None:
+        found = _HINTS[cls] = get_type_hints(cls)
+    return found
 
 
 _HINTS: dict[type, dict[str, object]] = {}
