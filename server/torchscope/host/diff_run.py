@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis import Diff, DiffSide, diff_runs
-from torchscope.host.profile_run import HostJob, ProfileOutcome, where
+from torchscope.host.profile_run import HostJob, ProfileOutcome, header
 from torchscope.host.trace_analysis import Analyse, analyse_here
 from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import DiffRequest, DiffResult, JobRequest, ProfileResult, json_as
@@ -21,7 +21,7 @@ from torchscope.source.targets import Target
 
 
 def _header(profile: ProfileOutcome) -> dict[str, Any]:
-    return {"target": where(profile.target), "call": profile.call}
+    return header(profile.target, profile.call)
 
 
 @dataclass

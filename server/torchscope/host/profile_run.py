@@ -73,6 +73,12 @@ def where(target: Target) -> dict[str, Any]:
     return {"file": target.file, "qualname": target.qualname, "line": target.def_line}
 
 
+def header(target: Target, call: Optional[str] = None) -> dict[str, Any]:
+    """What a ``--json`` object without a profile of its own starts with (``diff``; a sweep
+    with no size profiled): the function and the call."""
+    return {"target": where(target), "call": call}
+
+
 def _beside_report(result: ProfileResult) -> dict[str, Any]:
     """What the ``--json`` object says of the worker's reply beside the report."""
     return {

@@ -37,7 +37,7 @@ from torchscope.analysis import (
 )
 from torchscope.host import batch_sweep
 from torchscope.host.batch_sweep import BATCH
-from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome, where
+from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome, header
 from torchscope.host.trace_store import TraceStore, newest_first
 from torchscope.protocol import Hello, JobOptions, Output, Progress, json_as
 from torchscope.report.sweep import render_sweep
@@ -131,10 +131,6 @@ def choose_template(target: Target, call: Optional[str], name: str, cuda: bool) 
     )
 
 
-def _header(target: Target) -> dict[str, Any]:
-    return {"target": where(target), "call": None}  # with no size profiled
-
-
 def _largest(outcomes: list[ProfileOutcome]) -> Optional[ProfileOutcome]:
     return outcomes[-1] if outcomes else None
 
@@ -144,7 +140,7 @@ class SweepOutcome:
     """Every size's profile and the sweep (the table's points, the crossover and the chart).
     ``to_builtins`` of it is the largest size's ``profile --json`` object plus ``sweep``."""
 
-    target: Target = field(metadata=json_as(view=_header, flatten=True))
+    target: Target = field(metadata=json_as(view=header, flatten=True))  # with no size profiled
     sweep: Sweep = field(metadata=json_as())
     outcomes: list[ProfileOutcome] = field(
         default_factory=list, metadata=json_as(view=_largest, flatten=True)

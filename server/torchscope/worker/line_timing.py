@@ -62,9 +62,9 @@ def time_lines(
     calls: int,
     use_cuda: bool,
 ) -> dict[int, list[float]]:
-    """Exclusive µs of each line (keyed by its number as text, as JSON keys are) in each of
-    ``calls`` calls of ``invoke``, which runs the marked copy of ``target``; a line that did
-    not run in a call has 0 there."""
+    """Exclusive µs of each line (keyed by its number) in each of ``calls`` calls of
+    ``invoke``, which runs the marked copy of ``target``; a line that did not run in a call
+    has 0 there."""
     synchronize: Callable[[], None] = _no_sync
     if use_cuda:
         import torch
