@@ -1,0 +1,51 @@
+"""A seeded CPU training loop for the agent's tests: an nn.Module, AdamW, STEPS steps; each
+step's loss is printed exactly (``float.hex``) so two runs compare bit for bit. Between steps
+it sleeps PAUSE seconds (the tests attach meanwhile)."""
+
+import os
+import sys
+import time
+
+import torch
+from torch import nn
+
+STEPS = int(os.environ.get("STEPS", "200"))
+PAUSE = float(os.environ.get("PAUSE", "0"))
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.fc1(x))
+        return self.fc2(h)
+
+
+def step(model: Net, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> float:
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    return float(loss.item())
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = Net()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x, y = torch.randn(256, 32), torch.randn(256, 1)
+    print("ready", os.getpid(), flush=True)
+    for _ in range(STEPS):
+        loss = step(model, opt, x, y)
+        print("loss", loss.hex(), flush=True)
+        if PAUSE:
+            time.sleep(PAUSE)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
