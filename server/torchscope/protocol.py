@@ -948,6 +948,7 @@ class AgentInfo(Message):
     pid: int
     argv: list[str] = field(default_factory=list)
     cwd: str = ""
+    ppid: int = 0  # the ranks of one torchrun share it (its elastic agent)
     python_version: str = ""
     started: float = 0.0  # the job's start, seconds since the epoch
     torch_version: Optional[str] = None  # None: the job has not imported torch

@@ -86,6 +86,7 @@ def job_info() -> AgentInfo:
     listener = current()
     return AgentInfo(
         pid=os.getpid(),
+        ppid=os.getppid(),
         argv=list(getattr(sys, "orig_argv", sys.argv)),
         cwd=os.getcwd(),
         python_version=sys.version.split()[0],

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
-COMMANDS = ("profile", "run", "analyze", "diff", "fix", "check", "calibrate", "serve", "mcp")
+COMMANDS = (
+    "profile", "run", "attach", "jobs", "analyze", "diff", "fix", "check", "calibrate", "serve",
+    "mcp",
+)  # fmt: skip
 """The subcommands, in the order ``--help`` lists them; each is the module of its name."""
 
 
