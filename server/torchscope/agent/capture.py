@@ -1,8 +1,10 @@
 """What an attach does inside the job: wrap the target where it lives (``run_hooks``'
 ``live_attribute`` and ``rewrapped``, the same hooks ``torchscope run`` patches with), time the
 job's next ``calls`` calls unprofiled, profile the ``calls`` after them (the line-marked copy of
-``worker/line_markers.py`` runs in their place, each call one ``ProfilerStep#N``, the profiler
-collecting only while a call runs), then put the function back. ``StepsCapture`` does the same
+``worker/line_markers.py`` runs in their place, each call one ``ProfilerStep#N``; the analysis
+reads those windows only, so what the job does between the calls is not counted), then put the
+function back. The profiler is not paused between the calls: ``toggle_collection_dynamic``
+would, but torch logs a warning on the job's stderr at every toggle. ``StepsCapture`` does the same
 for the job's next optimizer steps (an optimizer step hook marks them).
 
 The calls are the job's own, on its own arguments and in its own mode: nothing runs twice, so
@@ -59,7 +61,6 @@ class Capture:
         self.lock = threading.Lock()
         self.error: Optional[JobError] = None
         self.prof: Any = None
-        self.collecting = False
         self.timed: list[CallSeen] = []
         self.profiled: list[CallSeen] = []
         self.cuda = False
@@ -97,24 +98,11 @@ class Capture:
         self.prof = profile(activities=activities, record_shapes=True, with_flops=True)
         with quiet_profiler():
             self.prof.start()
-        self.collecting = True
-
-    def _collect(self, on: bool) -> None:
-        """Collect events only while the job's call runs (not its backward, its data
-        loading…): ``toggle_collection_dynamic`` where this torch has it."""
-        toggle = getattr(self.prof, "toggle_collection_dynamic", None)
-        if toggle is None or self.collecting == on:
-            return
-        from torch.profiler import ProfilerActivity
-
-        toggle(on, [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if self.cuda else []))
-        self.collecting = on
 
     def _stop(self) -> None:
         """Stop the profiler (under ``lock``); its events are kept for the export."""
         if self.prof is not None and not getattr(self, "stopped", False):
             self.stopped = True
-            self._collect(True)
             self.prof.stop()
 
     def sync(self) -> None:
@@ -184,23 +172,6 @@ def _dispatch_floor() -> float:
 
     op = _floor_op()
     return sorted(_floor_batch(op) for _ in range(3))[1]
-
-
-def new_capture(request: AttachRequest) -> Capture:
-    """The capture ``request`` asks for; ``AttachFailed`` says why there is none."""
-    if request.calls < 1 and request.steps < 1:
-        raise AttachFailed("request", "ask for at least one call (calls) or step (steps)")
-    try:
-        import torch  # noqa: F401
-    except ImportError as exc:
-        raise AttachFailed("torch", f"torch cannot be imported in this job: {exc}") from None
-    if request.steps > 0:
-        from torchscope.agent.steps import StepsCapture
-
-        return StepsCapture(request)
-    from torchscope.agent.function import FunctionCapture
-
-    return FunctionCapture(request)
 
 
 def skipped_dirs(torch: types.ModuleType) -> tuple[str, ...]:

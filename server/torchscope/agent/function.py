@@ -140,7 +140,9 @@ class FunctionCapture(Capture):
             raise
         call.us = (time.perf_counter() - start) * 1e6
         self.timed.append(call)
-        self.progress("timing", f"{self.name}: timed call {len(self.timed)} of {self.request.calls}")
+        self.progress(
+            "timing", f"{self.name}: timed call {len(self.timed)} of {self.request.calls}"
+        )
         return result
 
     def _profiled(
@@ -154,8 +156,6 @@ class FunctionCapture(Capture):
         from torch.profiler import record_function
 
         invoke = self.marked or fn
-        with self.lock:
-            self._collect(True)
         start = time.perf_counter()
         try:
             with record_function(f"ProfilerStep#{step}"):
@@ -167,9 +167,8 @@ class FunctionCapture(Capture):
         call.us = (time.perf_counter() - start) * 1e6
         self.profiled.append(call)
         last = len(self.profiled) >= self.request.calls
-        with self.lock:
-            self._collect(False)
-            if last:
+        if last:
+            with self.lock:
                 self._stop()
         self.progress("profile", f"{self.name}: profiled call {len(self.profiled)}")
         if last:

@@ -10,6 +10,7 @@ is refused too. The socket file is removed when the job exits (``atexit``); a fo
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import socket
 import struct
@@ -18,10 +19,9 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from torchscope.agent.paths import socket_path
+from torchscope.agent.paths import THREAD_NAME, socket_path
 
 _CREDENTIALS = struct.Struct("3i")  # struct ucred: pid, uid, gid
-THREAD_NAME = "torchscope-agent"
 
 
 class Listener:
@@ -54,22 +54,21 @@ class Listener:
                 _refuse(conn)
                 continue
             threading.Thread(
-                target=_connection, args=(conn,), name=f"{THREAD_NAME}-client", daemon=True
+                target=_connection,
+                args=(conn, self.started),
+                name=f"{THREAD_NAME}-client",
+                daemon=True,
             ).start()
 
     def close(self) -> None:
         """Stop listening and remove the socket file (this process's only)."""
         if os.getpid() != self.pid:
             return
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept
-        except OSError:
-            pass
         self.sock.close()
-        try:
+        with contextlib.suppress(OSError):
             self.path.unlink()
-        except OSError:
-            pass
 
 
 def same_user(conn: socket.socket) -> bool:
@@ -85,20 +84,19 @@ def same_user(conn: socket.socket) -> bool:
 def _refuse(conn: socket.socket) -> None:
     from torchscope.protocol import JobError, encode
 
-    message = f"refused: this job (pid {os.getpid()}) answers its own user (uid {os.getuid()}) only"
-    try:
+    uid = os.getuid()
+    message = f"refused: this job (pid {os.getpid()}) answers its own user (uid {uid}) only"
+    with contextlib.suppress(OSError):
         conn.sendall(encode(JobError(0, "refused", message)))
-    except OSError:
-        pass
     conn.close()
 
 
-def _connection(conn: socket.socket) -> None:
+def _connection(conn: socket.socket, started: float) -> None:
     from torchscope.agent.requests import serve
 
     with conn:
         try:
-            serve(conn)
+            serve(conn, started)
         except Exception as exc:  # the job comes first: a broken request ends its connection
             print(f"torchscope agent: {type(exc).__name__}: {exc}", file=sys.stderr)
 
@@ -141,10 +139,8 @@ def current() -> Optional[Listener]:
 def _after_fork() -> None:
     global _LISTENER
     if _LISTENER is not None:
-        try:
+        with contextlib.suppress(OSError):
             _LISTENER.sock.close()  # the parent's socket: not ours to serve or remove
-        except OSError:
-            pass
         _LISTENER = None
 
 

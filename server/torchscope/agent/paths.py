@@ -12,6 +12,8 @@ from typing import Optional
 
 SOCKET_PREFIX = "agent-"
 SOCKET_SUFFIX = ".sock"
+THREAD_NAME = "torchscope-agent"
+"""The agent's threads' names start with it (``AgentInfo.agent_threads`` counts them)."""
 
 
 def socket_dir(folder: Optional[str] = None) -> Path:

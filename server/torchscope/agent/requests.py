@@ -15,8 +15,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
+from torchscope.agent.paths import THREAD_NAME
 from torchscope.protocol import (
     AgentHello,
     AgentInfo,
@@ -28,6 +29,9 @@ from torchscope.protocol import (
     ProtocolError,
     encode,
 )
+
+if TYPE_CHECKING:
+    from torchscope.agent.capture import Capture
 
 _BUSY = threading.Lock()  # one attach at a time in a job
 #: How often the waiting thread looks at the connection and the queued progress.
@@ -60,7 +64,7 @@ class Channel:
         return self.pending.pop(0)
 
 
-def serve(conn: socket.socket) -> None:
+def serve(conn: socket.socket, started: float) -> None:
     """Answer requests until the client closes the connection."""
     channel = Channel(conn)
     while True:
@@ -69,7 +73,7 @@ def serve(conn: socket.socket) -> None:
         except (EOFError, OSError, ProtocolError):
             return
         if isinstance(message, AgentHello):
-            channel.send(job_info())
+            channel.send(job_info(started))
         elif isinstance(message, AttachRequest):
             attach(channel, message)
         elif not isinstance(message, CancelAttach):  # a cancel with nothing running: done
@@ -77,20 +81,17 @@ def serve(conn: socket.socket) -> None:
             channel.send(JobError(0, "request", f"the agent does not serve {what} requests"))
 
 
-def job_info() -> AgentInfo:
-    """What ``torchscope jobs`` shows of this job."""
-    from torchscope.agent.listener import THREAD_NAME, current
-
+def job_info(started: float) -> AgentInfo:
+    """What ``torchscope jobs`` shows of this job (``started``: the process's start)."""
     torch = sys.modules.get("torch")
     rank, world = _rank()
-    listener = current()
     return AgentInfo(
         pid=os.getpid(),
         ppid=os.getppid(),
         argv=list(getattr(sys, "orig_argv", sys.argv)),
         cwd=os.getcwd(),
         python_version=sys.version.split()[0],
-        started=listener.started if listener is not None else time.time(),
+        started=started,
         torch_version=getattr(torch, "__version__", None) if torch is not None else None,
         device=_device(torch),
         rank=rank,
@@ -142,7 +143,7 @@ def workspace_functions(root: Path) -> list[str]:
         if os.path.abspath(origin).startswith(installed) or "-packages" + os.sep in origin:
             continue  # an installed package, not the workspace's
         relative = os.path.relpath(os.path.abspath(origin), root)
-        for name, value in list(vars(module).items()):
+        for value in list(vars(module).values()):
             owned = getattr(value, "__module__", None) == module.__name__
             if isinstance(value, types.FunctionType) and owned:
                 found.append(f"{relative}::{value.__qualname__}")
@@ -164,7 +165,7 @@ def attach(channel: Channel, request: AttachRequest) -> None:
         channel.send(JobError(request.job_id, "busy", "another attach is running in this job"))
         return
     try:
-        from torchscope.agent.capture import AttachFailed, new_capture
+        from torchscope.agent.capture import AttachFailed
 
         try:
             capture = new_capture(request)
@@ -184,12 +185,9 @@ def attach(channel: Channel, request: AttachRequest) -> None:
         _BUSY.release()
 
 
-def _wait(channel: Channel, capture: object, request: AttachRequest) -> Optional[Message]:
+def _wait(channel: Channel, capture: Capture, request: AttachRequest) -> Optional[Message]:
     """The reply once the capture is done, failed, cancelled or timed out (None: the client
     is gone, nothing to send)."""
-    from torchscope.agent.capture import Capture
-
-    assert isinstance(capture, Capture)
     deadline = time.monotonic() + request.timeout_s
     while not capture.done.wait(POLL_S):
         for progress in capture.drain():
@@ -208,3 +206,22 @@ def _wait(channel: Channel, capture: object, request: AttachRequest) -> Optional
     for progress in capture.drain():
         channel.send(progress)
     return capture.reply()
+
+
+def new_capture(request: AttachRequest) -> Capture:
+    """The capture ``request`` asks for; ``AttachFailed`` says why there is none."""
+    from torchscope.agent.capture import AttachFailed
+
+    if request.calls < 1 and request.steps < 1:
+        raise AttachFailed("request", "ask for at least one call (calls) or step (steps)")
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        raise AttachFailed("torch", f"torch cannot be imported in this job: {exc}") from None
+    if request.steps > 0:
+        from torchscope.agent.steps import StepsCapture
+
+        return StepsCapture(request)
+    from torchscope.agent.function import FunctionCapture
+
+    return FunctionCapture(request)

@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if args.all_ranks:
         from torchscope.cli.attach_ranks import attach_ranks
 
-        return asyncio.run(attach_ranks(args, found[1]))
+        code: int = asyncio.run(attach_ranks(args, found[1]))
+        return code
     return asyncio.run(_function(args, found[0], found[1]))
 
 

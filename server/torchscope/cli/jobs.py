@@ -38,8 +38,10 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(data, ensure_ascii=False))
         return EXIT_OK
     if not found:
-        print("no job with a torchscope agent — start one with `python -m torchscope.agent "
-              "train.py ARGS…` or TORCHSCOPE_AGENT=1 (docs/attach.md)")
+        print(
+            "no job with a torchscope agent — start one with `python -m torchscope.agent "
+            "train.py ARGS…` or TORCHSCOPE_AGENT=1 (docs/attach.md)"
+        )
         return EXIT_OK
     print(f"{'PID':>8}  {'RANK':>5}  {'AGE':>8}  COMMAND")
     for info in found:

@@ -102,8 +102,10 @@ async def _exchange(
         while True:
             chunk = await reader.read(1 << 16)
             if not chunk:
-                raise ProfileFailure("job-exited", f"process {pid} closed the connection (the "
-                                     "job exited?); nothing was profiled")
+                raise ProfileFailure(
+                    "job-exited",
+                    f"process {pid} closed the connection (the job exited?); nothing was profiled",
+                )
             for message in decoder.feed(chunk):
                 if isinstance(message, Progress):
                     if on_progress is not None:
@@ -214,3 +216,36 @@ async def attach_steps(
     trace = str(store.new_path(f"pid{pid}", "steps"))
     request = AttachRequest(0, trace, "", "", steps, steps, timeout_s)
     return _reply(await _exchange(pid, request, on_progress, folder), AttachResult)
+
+
+async def rank_jobs(pid: int, folder: Optional[str] = None) -> list[AgentInfo]:
+    """Every rank of the torchrun job ``pid`` belongs to (the agents that share its parent,
+    the elastic agent), by rank; ``ProfileFailure`` when ``pid`` is not a rank."""
+    mine = await hello(pid, folder)
+    if mine.rank is None:
+        raise ProfileFailure("not-ranks", f"process {pid} is not a rank of a torchrun job")
+    ranks = [j for j in await list_jobs(folder) if j.ppid == mine.ppid and j.rank is not None]
+    return sorted(ranks, key=lambda j: j.rank or 0)
+
+
+async def attach_ranks(
+    pid: int,
+    target: Target,
+    calls: int,
+    store: TraceStore,
+    timeout_s: float = 300.0,
+    on_progress: Optional[Callable[[Progress], None]] = None,
+    folder: Optional[str] = None,
+) -> tuple[list[AgentInfo], list[AttachResult]]:
+    """The same target's next calls on every rank at once (``rank_jobs``): each rank's
+    result, in rank order, its trace ready for the cross-rank analysis."""
+    ranks = await rank_jobs(pid, folder)
+    file = str(Path(target.file).resolve())
+
+    async def one(info: AgentInfo) -> AttachResult:
+        trace = str(store.new_path(target.file, f"{target.qualname}.rank{info.rank}"))
+        request = AttachRequest(0, trace, file, target.qualname, calls, 0, timeout_s)
+        reply = await _exchange(info.pid, request, on_progress, folder)
+        return _reply(reply, AttachResult)
+
+    return ranks, list(await asyncio.gather(*(one(info) for info in ranks)))

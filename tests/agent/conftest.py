@@ -1,0 +1,79 @@
+"""Jobs with an agent, as real processes: ``train_loop.py`` started under
+``python -m torchscope.agent`` with a private ``XDG_RUNTIME_DIR`` (short: a socket path has
+at most 107 bytes), and the CLI run as ``python -m torchscope``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+LOOP = HERE / "train_loop.py"
+
+
+@dataclass
+class Job:
+    process: subprocess.Popen[str]
+    pid: int
+    runtime: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.runtime / "torchscope" / f"agent-{self.pid}.sock"
+
+    def losses(self) -> list[str]:
+        """The rest of the job's output, once it ended: its losses (``float.hex``)."""
+        assert self.process.stdout is not None
+        out = self.process.stdout.read()  # not communicate(): it skips what readline buffered
+        self.process.wait(120)
+        return [line.split()[1] for line in out.splitlines() if line.startswith("loss ")]
+
+
+@pytest.fixture
+def runtime() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="ts"))
+    folder.chmod(0o700)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def agent_env(runtime: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), **extra)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # this checkout's torchscope
+    return env
+
+
+def start_job(
+    runtime: Path, steps: int, pause: float, agent: bool = True, script: Optional[Path] = None
+) -> Job:
+    """``train_loop.py`` (or ``script``) under the agent; returns once it printed ``ready``."""
+    head = [sys.executable, "-m", "torchscope.agent"] if agent else [sys.executable]
+    process = subprocess.Popen(
+        [*head, str(script or LOOP)],
+        env=agent_env(runtime, STEPS=str(steps), PAUSE=str(pause)),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("ready"), line
+    return Job(process, int(line.split()[1]), runtime)
+
+
+def torchscope(runtime: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "torchscope", *args],
+        env=agent_env(runtime),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

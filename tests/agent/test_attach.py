@@ -1,0 +1,118 @@
+"""``torchscope attach`` on a real training job (``train_loop.py``: an ``nn.Module``, AdamW,
+200 seeded CPU steps) started under ``python -m torchscope.agent``: the job's losses stay
+bit-identical to an unattached run's while its ``forward`` and its ``step`` are profiled, and
+whatever goes wrong (the client killed, the job exiting, a target never called) leaves the job
+running with nothing of the agent's behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.agent.conftest import LOOP, agent_env, start_job, torchscope
+from torchscope.host.attach_run import hello
+from torchscope.protocol import AgentInfo
+
+
+def _info(runtime: Path, pid: int) -> AgentInfo:
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        return asyncio.run(hello(pid))
+    finally:
+        del os.environ["XDG_RUNTIME_DIR"]
+
+
+def test_attach_twice_losses_bit_identical(runtime: Path) -> None:
+    job = start_job(runtime, steps=200, pause=0.01)
+    forward = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::Net.forward",
+                         "--calls", "3", "--json")  # fmt: skip
+    step = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step",
+                      "--calls", "3", "--json")  # fmt: skip
+    attached = job.losses()
+    assert job.process.returncode == 0
+    plain = start_job(runtime, steps=200, pause=0, agent=False).losses()
+    assert len(attached) == 200 and attached == plain  # bit for bit (float.hex)
+    for done, qualname in ((forward, "Net.forward"), (step, "step")):
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["source"] == "attached" and data["pid"] == job.pid
+        assert data["target"]["qualname"] == qualname
+        assert data["inputs"]["source"] == "attached"
+        assert len(data["attached"]["calls"]) == 3 and len(data["attached"]["profiled"]) == 3
+        assert data["steps"]["count"] == 3 if isinstance(data["steps"], dict) else True
+        assert data["verdict"]["id"]
+        assert data["lines"], "the marked copy gave per-line times"
+    forward_calls = json.loads(forward.stdout)["attached"]["profiled"]
+    assert all(c["training"] is True and c["grad_enabled"] for c in forward_calls)
+    assert not job.socket.exists(), "the socket file is removed when the job exits"
+
+
+def test_client_killed_mid_profile_restores(runtime: Path) -> None:
+    job = start_job(runtime, steps=400, pause=0.02)
+    client = subprocess.Popen(
+        [sys.executable, "-m", "torchscope", "attach", str(job.pid), "--target",
+         f"{LOOP}::step", "--calls", "100"],
+        env=agent_env(runtime), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert client.stderr is not None
+    for line in client.stderr:
+        if "timing:" in line:
+            break
+    during = _info(runtime, job.pid)
+    assert during.patched == ["step"]
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    deadline = time.monotonic() + 10
+    while True:
+        after = _info(runtime, job.pid)
+        if not after.patched and after.agent_threads == 2:
+            break  # the listener and this hello's connection: the killed one's thread ended
+        assert time.monotonic() < deadline, after
+        time.sleep(0.1)
+    job.process.send_signal(signal.SIGTERM)
+    job.process.wait(30)
+
+
+def test_job_exits_mid_profile(runtime: Path) -> None:
+    job = start_job(runtime, steps=30, pause=0.02)
+    done = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step",
+                      "--calls", "500")  # fmt: skip
+    assert done.returncode == 1
+    assert "job exited" in done.stderr and "Traceback" not in done.stderr
+    assert len(job.losses()) == 30 and job.process.returncode == 0
+    assert not job.socket.exists()
+
+
+def test_target_never_called_times_out_and_job_goes_on(runtime: Path) -> None:
+    job = start_job(runtime, steps=300, pause=0.01)
+    done = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::Net.__init__",
+                      "--timeout", "1")  # fmt: skip
+    assert done.returncode == 1
+    assert "called 0 of 10 times within 1 s" in done.stderr, done.stderr
+    assert not _info(runtime, job.pid).patched
+    missing = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::nothing")
+    assert missing.returncode == 2 and "nothing" in missing.stderr
+    assert len(job.losses()) == 300 and job.process.returncode == 0
+
+
+def test_jobs_and_steps(runtime: Path) -> None:
+    job = start_job(runtime, steps=300, pause=0.01)
+    listed = torchscope(runtime, "jobs", "--json")
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [r["pid"] for r in rows] == [job.pid]
+    assert "tests/agent/train_loop.py::step" in " ".join(rows[0]["functions"]) or any(
+        f.endswith("train_loop.py::step") for f in rows[0]["functions"]
+    )
+    steps = torchscope(runtime, "attach", str(job.pid), "--steps", "3", "--json")
+    assert steps.returncode == 0, steps.stderr
+    data = json.loads(steps.stdout)
+    assert data["source"] == "attached" and data["step_source"] == "ProfilerStep"
+    assert len(job.losses()) == 300
+    none = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step")
+    assert none.returncode == 1 and "no torchscope agent listens" in none.stderr
