@@ -44,7 +44,8 @@ HELLO_TIMEOUT_S = 3.0
 NO_AGENT = (
     "no torchscope agent listens in process {pid} — start the job with `python -m "
     "torchscope.agent train.py ARGS…`, or with TORCHSCOPE_AGENT=1 in its environment, or call "
-    "torchscope.agent.listen() in it (docs/attach.md)"
+    "torchscope.agent.listen() in it; from CPython 3.14 torchscope loads it into a job started "
+    "without it (sys.remote_exec) (docs/attach.md)"
 )
 
 
@@ -89,6 +90,11 @@ async def _exchange(
 ) -> Message:
     """Send ``request`` to ``pid``'s agent and return its reply (progress passed on)."""
     path = socket_dir(folder) / f"agent-{pid}.sock"
+    if not path.exists() and _alive(pid):
+        from torchscope.host.agent_load import can_load, load_agent
+
+        if can_load():  # CPython >= 3.14: load it (the script runs at the job's next safe point)
+            await asyncio.get_running_loop().run_in_executor(None, load_agent, pid, path)
     try:
         reader, writer = await asyncio.open_unix_connection(str(path))
     except (FileNotFoundError, ConnectionRefusedError):
