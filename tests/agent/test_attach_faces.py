@@ -62,7 +62,9 @@ async def test_lsp_lists_the_job_and_profiles_its_step(client: LanguageClient) -
     assert [j["pid"] for j in listed["jobs"]] == [job.pid]
     uri = LOOP.as_uri()
     answer, diagnostics = await command_and_diagnostics(
-        client, "torchscope.profileRunning", {"uri": uri, "qualname": "step", "pid": job.pid, "calls": 2}
+        client,
+        "torchscope.profileRunning",
+        {"uri": uri, "qualname": "step", "pid": job.pid, "calls": 2},
     )
     assert answer["ok"], answer
     report = answer["report"]
@@ -99,6 +101,8 @@ async def test_mcp_profile_running() -> None:
         data = result.structured_content
         assert data["source"] == "attached" and data["pid"] == job.pid
         assert data["target"]["qualname"] == "Net.forward" and data["verdict"]["id"]
-        gone = await mcp.call_tool("profile_running", {"pid": os.getpid(), "target": f"{LOOP}::step"})
+        gone = await mcp.call_tool(
+            "profile_running", {"pid": os.getpid(), "target": f"{LOOP}::step"}
+        )
         assert gone.is_error and "no torchscope agent listens" in gone.content[0].text
     assert len(job.losses()) == 400
