@@ -4,8 +4,10 @@ at most 107 bytes), and the CLI run as ``python -m torchscope``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,27 @@ class Job:
         return [line.split()[1] for line in out.splitlines() if line.startswith("loss ")]
 
 
+_STARTED: list[subprocess.Popen[str]] = []
+
+
+def started(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    """``process`` (started in its own session), killed with its children after the test if
+    it is still running: a failed test leaves no job behind."""
+    _STARTED.append(process)
+    return process
+
+
+@pytest.fixture(autouse=True)
+def _reap() -> Iterator[None]:
+    yield
+    while _STARTED:
+        process = _STARTED.pop()
+        if process.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+
+
 @pytest.fixture
 def runtime() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="ts"))
@@ -57,11 +80,14 @@ def start_job(
 ) -> Job:
     """``train_loop.py`` (or ``script``) under the agent; returns once it printed ``ready``."""
     head = [sys.executable, "-m", "torchscope.agent"] if agent else [sys.executable]
-    process = subprocess.Popen(
-        [*head, str(script or LOOP)],
-        env=agent_env(runtime, STEPS=str(steps), PAUSE=str(pause)),
-        stdout=subprocess.PIPE,
-        text=True,
+    process = started(
+        subprocess.Popen(
+            [*head, str(script or LOOP)],
+            env=agent_env(runtime, STEPS=str(steps), PAUSE=str(pause)),
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     )
     assert process.stdout is not None
     line = process.stdout.readline()

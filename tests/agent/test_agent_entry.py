@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import agent_env, start_job, torchscope
+from tests.agent.conftest import agent_env, start_job, started, torchscope
 
 HOOK = (
     Path(__file__).resolve().parents[2] / "server" / "torchscope" / "agent" / "torchscope-agent.pth"
@@ -69,11 +69,11 @@ def test_module_entry_and_hello(runtime: Path, tmp_path: Path) -> None:
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "loop.py").write_text((Path(__file__).parent / "train_loop.py").read_text())
-    job = subprocess.Popen(
+    job = started(subprocess.Popen(
         [sys.executable, "-m", "torchscope.agent", "-m", "pkg.loop"],
         cwd=tmp_path, env=agent_env(runtime, STEPS="300", PAUSE="0.01"),
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    ))  # fmt: skip
     assert job.stdout is not None and job.stdout.readline().startswith("ready")
     listed = torchscope(runtime, "jobs", "--json")
     info = json.loads(listed.stdout.splitlines()[0])

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.agent.conftest import LOOP, agent_env, start_job, torchscope
+from tests.agent.conftest import LOOP, agent_env, start_job, started, torchscope
 from torchscope.host.attach_run import hello
 from torchscope.protocol import AgentInfo
 
@@ -55,11 +55,12 @@ def test_attach_twice_losses_bit_identical(runtime: Path) -> None:
 
 def test_client_killed_mid_profile_restores(runtime: Path) -> None:
     job = start_job(runtime, steps=400, pause=0.02)
-    client = subprocess.Popen(
+    client = started(subprocess.Popen(
         [sys.executable, "-m", "torchscope", "attach", str(job.pid), "--target",
          f"{LOOP}::step", "--calls", "100"],
         env=agent_env(runtime), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+        start_new_session=True,
+    ))  # fmt: skip
     assert client.stderr is not None
     for line in client.stderr:
         if "timing:" in line:

@@ -1,0 +1,42 @@
+"""``torchscope attach --all-ranks`` on two gloo ranks under torchrun, each started with the
+agent (``torchrun -m torchscope.agent``): the same function profiled on both at once, the ranks
+table and the cross-rank view; both ranks finish their steps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.agent.conftest import agent_env, started, torchscope
+
+LOOP = Path(__file__).resolve().parent / "ranks_loop.py"
+
+
+def test_all_ranks(runtime: Path) -> None:
+    job = started(subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--standalone", "-m", "torchscope.agent", str(LOOP)],
+        env=agent_env(runtime, STEPS="400"), stdout=subprocess.PIPE, text=True,
+        start_new_session=True,
+    ))  # fmt: skip
+    assert job.stdout is not None
+    ready = [job.stdout.readline().split() for _ in range(2)]
+    pids = {int(words[1]): int(words[2]) for words in ready if words[:1] == ["ready"]}
+    assert sorted(pids) == [0, 1], ready
+    listed = [
+        json.loads(line) for line in torchscope(runtime, "jobs", "--json").stdout.splitlines()
+    ]
+    assert sorted((j["rank"], j["world_size"]) for j in listed) == [(0, 2), (1, 2)]
+    done = torchscope(runtime, "attach", "--all-ranks", str(pids[1]), "--target",
+                      f"{LOOP}::step", "--calls", "3", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["source"] == "attached" and sorted(data["pids"]) == sorted(pids.values())
+    assert [r["rank"] for r in data["ranks"]] == [0, 1]
+    text = torchscope(runtime, "attach", "--all-ranks", str(pids[0]), "--target",
+                      f"{LOOP}::step", "--calls", "2")  # fmt: skip
+    assert text.returncode == 0 and "rank 1, pid" in text.stdout, text.stderr
+    job.stdout.read()
+    assert job.wait(120) == 0
