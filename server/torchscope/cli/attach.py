@@ -30,6 +30,7 @@ from torchscope.protocol import to_builtins
 if TYPE_CHECKING:
     from torchscope.cli.common import Commands
     from torchscope.host.attach_run import AttachPart
+    from torchscope.source.targets import Target
 
 
 def add_parser(commands: Commands) -> argparse.ArgumentParser:
@@ -67,21 +68,16 @@ def run(args: argparse.Namespace) -> int:
     if found is None:
         return EXIT_USAGE
     if args.all_ranks:
-        from torchscope.cli.attach_ranks import attach_ranks
-
-        code: int = asyncio.run(attach_ranks(args, found[1]))
-        return code
+        return asyncio.run(_all_ranks(args, found[1]))
     return asyncio.run(_function(args, found[0], found[1]))
 
 
-async def _function(args: argparse.Namespace, source: str, target: object) -> int:
+async def _function(args: argparse.Namespace, source: str, target: Target) -> int:
     from torchscope.host.attach_run import attach
     from torchscope.host.profile_run import ProfileFailure
     from torchscope.host.trace_analysis import TraceAnalyzer
     from torchscope.host.trace_store import TraceStore
-    from torchscope.source.targets import Target
 
-    assert isinstance(target, Target)
     analyzer = TraceAnalyzer()
     try:
         part = await attach(
@@ -139,4 +135,36 @@ async def _steps(args: argparse.Namespace) -> int:
     else:
         print(render_report(report))
         print(f"trace: {trace}\nattached: pid {result.pid}, {len(result.profiled)} steps")
+    return EXIT_OK
+
+
+async def _all_ranks(args: argparse.Namespace, target: Target) -> int:
+    """``--all-ranks``: every rank of PID's torchrun job at once, shown as ``analyze`` shows
+    the ranks' traces (the ranks table and the cross-rank findings, ``report/ranks.py``)."""
+    from torchscope.analysis import TraceError, analyze_ranks
+    from torchscope.host.attach_run import attach_ranks as attach_all
+    from torchscope.host.profile_run import ProfileFailure
+    from torchscope.host.trace_store import TraceStore
+    from torchscope.report.ranks import render_ranks
+
+    store = TraceStore(args.trace_dir)
+    try:
+        jobs, results = await attach_all(
+            args.pid, target, args.calls, store, args.timeout, progress_printer(args)
+        )
+        paths = [r.profile.trace_path for r in results]
+        view = analyze_ranks(paths, measurements=[r.profile.measured for r in results])
+    except ProfileFailure as failure:
+        return print_failure(target.file, failure)
+    except TraceError as exc:
+        print(f"torchscope: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if args.json:
+        data = to_builtins(view.shown)
+        data.update(source="attached", pids=[j.pid for j in jobs], trace_path=" ".join(paths))
+        print(json.dumps(data, ensure_ascii=False), flush=True)
+        return EXIT_OK
+    print(render_ranks(view))
+    for job, path in zip(jobs, paths):
+        print(f"trace (rank {job.rank}, pid {job.pid}): {path}")
     return EXIT_OK
