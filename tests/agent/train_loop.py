@@ -1,6 +1,8 @@
 """A seeded CPU training loop for the agent's tests: an nn.Module, AdamW, STEPS steps; each
 step's loss is printed exactly (``float.hex``) so two runs compare bit for bit. Between steps
-it sleeps PAUSE seconds (the tests attach meanwhile)."""
+it sleeps PAUSE seconds; before each step named in HOLD_AT (``50,150``) it prints ``hold N``
+and waits for the file ``HOLD_DIR/release-N`` (the tests attach meanwhile, however slow the
+machine). Neither changes what the steps compute."""
 
 import os
 import sys
@@ -11,6 +13,14 @@ from torch import nn
 
 STEPS = int(os.environ.get("STEPS", "200"))
 PAUSE = float(os.environ.get("PAUSE", "0"))
+HOLD_AT = {int(n) for n in os.environ.get("HOLD_AT", "").split(",") if n}
+HOLD_DIR = os.environ.get("HOLD_DIR", ".")
+
+
+def hold(i: int) -> None:
+    print("hold", i, flush=True)
+    while not os.path.exists(os.path.join(HOLD_DIR, f"release-{i}")):
+        time.sleep(0.01)
 
 
 class Net(nn.Module):
@@ -39,7 +49,9 @@ def main() -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     x, y = torch.randn(256, 32), torch.randn(256, 1)
     print("ready", os.getpid(), flush=True)
-    for _ in range(STEPS):
+    for i in range(STEPS):
+        if i in HOLD_AT:
+            hold(i)
         loss = step(model, opt, x, y)
         print("loss", loss.hex(), flush=True)
         if PAUSE:
