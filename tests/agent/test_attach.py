@@ -139,3 +139,16 @@ def test_jobs_and_steps(runtime: Path) -> None:
     assert len(job.losses()) == 300
     none = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step")
     assert none.returncode == 1 and "no torchscope agent listens" in none.stderr
+
+
+def test_ctrl_c_cancels_and_restores(runtime: Path) -> None:
+    job = start_job(runtime, steps=100_000, pause=0.01)
+    client = attach_in_background(
+        runtime, str(job.pid), "--target", f"{LOOP}::step", "--calls", "100000"
+    )
+    wait_patched(runtime, job.pid, "step")
+    client.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    _, err = client.communicate(timeout=60)
+    assert client.returncode == 130 and "Traceback" not in err, err
+    assert not _info(runtime, job.pid).patched
+    assert job.wait_for("loss"), "the job goes on"

@@ -11,6 +11,7 @@ agent restores the function at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import time
@@ -119,16 +120,32 @@ async def _exchange(
                     continue
                 return message
     except asyncio.CancelledError:
-        try:
-            writer.write(encode(CancelAttach()))
-            await asyncio.wait_for(writer.drain(), 1.0)
-        except (OSError, asyncio.TimeoutError):
-            pass
+        await _cancel(reader, writer)
         raise
     except ProtocolError as exc:
         raise ProfileFailure("protocol", f"process {pid}'s agent: {exc}") from None
     finally:
         writer.close()
+
+
+#: How long a cancel waits for the agent to say the function is restored.
+CANCEL_WAIT_S = 3.0
+
+
+async def _cancel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Send ``CancelAttach`` and wait (briefly) for the agent's answer: once it came, the
+    function is back in place."""
+
+    async def answered() -> None:
+        writer.write(encode(CancelAttach()))
+        await writer.drain()
+        decoder = FrameDecoder()
+        while chunk := await reader.read(1 << 16):
+            if any(not isinstance(m, Progress) for m in decoder.feed(chunk)):
+                return
+
+    with contextlib.suppress(OSError, ProtocolError, asyncio.TimeoutError):
+        await asyncio.wait_for(answered(), CANCEL_WAIT_S)
 
 
 def _reply(message: Message, kind: type[AttachResult]) -> AttachResult:
