@@ -99,3 +99,30 @@ def test_remote_exec_loads_the_agent(runtime: Path) -> None:
     assert json.loads(done.stdout)["source"] == "attached" and job.socket.exists()
     job.process.terminate()
     job.process.wait(30)
+
+
+def test_ptrace_refusal_names_both_fixes() -> None:
+    from torchscope.host.agent_load import _refused
+
+    failure = _refused(4242, PermissionError(1, "Operation not permitted"))
+    assert failure.kind == "ptrace" and "process 4242" in failure.message
+    assert "python -m torchscope.agent" in failure.message  # the opt-in
+    assert (
+        "ptrace_scope=0" in failure.message and "CAP_SYS_PTRACE" in failure.message
+    )  # the permission
+
+
+@pytest.mark.skipif(hasattr(sys, "remote_exec"), reason="this interpreter can load the agent")
+def test_no_agent_and_no_remote_exec_says_how_to_start_one(runtime: Path) -> None:
+    job = start_job(runtime, steps=100_000, pause=0.01, agent=False)
+    done = torchscope(
+        runtime,
+        "attach",
+        str(job.pid),
+        "--target",
+        f"{Path(__file__).parent / 'train_loop.py'}::step",
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "python -m torchscope.agent" in done.stderr and "TORCHSCOPE_AGENT=1" in done.stderr
+    assert "3.14" in done.stderr
+    assert job.wait_for("loss"), "the job goes on"
