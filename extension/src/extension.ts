@@ -1,6 +1,7 @@
 /** torchscope's VS Code client: wiring only; each concern lives in its own module. */
 import * as vscode from "vscode";
 import { Commands } from "./commands";
+import { WINDOWS_REFUSAL } from "./constants";
 import { createLogChannel, traceInfo } from "./log";
 import { onDidChangeInterpreter } from "./python";
 import { ServerManager } from "./server";
@@ -14,6 +15,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const version = (context.extension.packageJSON as { version?: string }).version ?? "?";
   traceInfo(`torchscope ${version} activating (VS Code ${vscode.version}, ${vscode.env.remoteName ?? "local"})`);
+  if (process.platform === "win32") {
+    // Over Remote-SSH or WSL the extension runs on the Linux side ("workspace" kind), not here.
+    traceInfo(WINDOWS_REFUSAL);
+    void vscode.window.showErrorMessage(WINDOWS_REFUSAL);
+    return;
+  }
 
   const status = new StatusBar();
   server = new ServerManager(context, status);

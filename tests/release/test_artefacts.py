@@ -1,0 +1,122 @@
+"""Every package a release ships is what its name says: each native reader (cross-built on this
+Linux machine with ziglang) has the architecture, the glibc symbol versions (≤ the manylinux
+tag's) or the minimum macOS its wheel's platform tag promises, the CPython its Python tag
+names, and each VSIX target carries only readers of its own platform (the universal one none).
+
+The oracle is the artefacts' own bytes (``binaries.py``: ELF/Mach-O headers, ``readelf``) set
+against what the tags mean (PEP 600's ``manylinux_X_Y_arch``, ``macosx_X_Y_arch``), never the
+build scripts' tables. By default the readers are built here for this interpreter's CPython
+only (four cross builds); ``scripts/release.sh`` points ``TORCHSCOPE_RELEASE_DIR`` at its
+``dist/`` and the same checks run over every artefact it built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from scripts.release import cross_native, wheels
+
+from tests.conftest import REPO
+from tests.release import binaries
+
+pytestmark = pytest.mark.slow  # four cross builds and a wheel (~30 s on 2 shared cores)
+
+_ARCH = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "arm64"}
+_VSIX_ARCH = {"linux-x64": ("elf", "x86_64"), "linux-arm64": ("elf", "aarch64"),
+              "darwin-x64": ("macho", "x86_64"), "darwin-arm64": ("macho", "arm64")}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("TORCHSCOPE_RELEASE_DIR")
+    if given:
+        return Path(given)
+    tools = subprocess.run(
+        ["bash", str(REPO / "scripts" / "release" / "ensure-tools.sh")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if tools.returncode != 0:
+        pytest.skip(f"no release tools (ziglang): {tools.stderr.strip()[-300:]}")
+    zig = tools.stdout.strip().splitlines()[-1]
+    out = tmp_path_factory.mktemp("dist")
+    pure = wheels.pure_wheel(out)
+    for target in cross_native.TARGETS:
+        folder = out / "native" / target
+        folder.mkdir(parents=True)
+        assert cross_native.build_one(target, [sys.executable], folder, zig), target
+        [native] = folder.glob("_native*.so")
+        wheels.platform_wheel(pure, native, target, out)
+    return out
+
+
+def _check_reader(data: bytes, name: str, where: Path, platform: str) -> None:
+    """A reader named ``name`` (its bytes ``data``) fits the wheel platform tag ``platform``."""
+    platform = platform.replace("manylinux2014_", "manylinux_2_17_")  # PEP 600's alias
+    linux = re.fullmatch(r"manylinux_(\d+)_(\d+)_(\w+)", platform)
+    mac = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", platform)
+    assert linux or mac, platform
+    if linux:
+        glibc, machine = (int(linux[1]), int(linux[2])), linux[3]
+        assert binaries.arch(data) == ("elf", _ARCH[machine]), (name, platform)
+        assert name.endswith(f"-{machine}-linux-gnu.so"), name
+        where.write_bytes(data)
+        needed = binaries.glibc_versions(where)
+        assert needed and max(needed) <= glibc, (name, sorted(needed))
+    elif mac:
+        assert binaries.arch(data) == ("macho", _ARCH[mac[3]]), (name, platform)
+        assert name.endswith("-darwin.so"), name
+        assert binaries.macos_min(data) <= (int(mac[1]), int(mac[2])), name
+
+
+def test_every_wheel_carries_what_its_tags_promise(dist: Path, tmp_path: Path) -> None:
+    found = sorted(dist.glob("torchscope-*.whl"))
+    platforms = {w.name.split("-")[-1].removesuffix(".whl") for w in found}
+    assert {"manylinux_2_17_x86_64.manylinux2014_x86_64", "any",
+            "manylinux_2_17_aarch64.manylinux2014_aarch64", "macosx_11_0_arm64",
+            "macosx_10_13_x86_64"} <= platforms  # fmt: skip
+    for wheel in found:
+        named, tagged = binaries.wheel_tags(wheel)
+        assert named == tagged, wheel.name  # the file name and WHEEL agree
+        with zipfile.ZipFile(wheel) as z:
+            readers = [n for n in z.namelist() if n.startswith("torchscope/ingest/_native")
+                       and n.endswith(".so")]  # fmt: skip
+            meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+            requires = [line for line in z.read(meta).decode().splitlines()
+                        if line.startswith("Requires-Dist:") and "extra ==" not in line]  # fmt: skip
+            assert not [r for r in requires if re.match(r"Requires-Dist: torch\b", r)], requires
+            assert z.testzip() is None
+            if named == {"py3-none-any"}:
+                assert readers == [], wheel.name
+                continue
+            [reader] = readers
+            [tag] = {t.split("-")[0] for t in tagged}
+            assert f".cpython-{tag.removeprefix('cp')}-" in reader, (reader, tag)
+            for platform in {t.split("-")[2] for t in tagged}:
+                _check_reader(z.read(reader), reader, tmp_path / "reader.so", platform)
+
+
+def test_each_vsix_carries_only_its_platforms_readers(dist: Path, tmp_path: Path) -> None:
+    found = sorted(dist.glob("*.vsix"))
+    if not found:
+        pytest.skip("no VSIX here: scripts/release.sh builds them (TORCHSCOPE_RELEASE_DIR)")
+    targets = set()
+    for vsix in found:
+        with zipfile.ZipFile(vsix) as z:
+            manifest = z.read("extension.vsixmanifest").decode()
+            target = re.search(r'TargetPlatform="([\w-]+)"', manifest)
+            objects = [n for n in z.namelist() if n.endswith(".so")]
+            if target is None:  # the universal VSIX: pure Python
+                assert objects == [], (vsix.name, objects)
+                targets.add("universal")
+                continue
+            targets.add(target[1])
+            assert any("/_native" in n for n in objects), vsix.name
+            for name in objects:
+                assert binaries.arch(z.read(name)) == _VSIX_ARCH[target[1]], (vsix.name, name)
+    assert targets == {*_VSIX_ARCH, "universal"}, targets
