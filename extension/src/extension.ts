@@ -1,8 +1,8 @@
 /** torchscope's VS Code client: wiring only; each concern lives in its own module. */
 import * as vscode from "vscode";
 import { Commands } from "./commands";
-import { WINDOWS_REFUSAL } from "./constants";
 import { createLogChannel, traceInfo } from "./log";
+import { refusal } from "./platform";
 import { onDidChangeInterpreter } from "./python";
 import { ServerManager } from "./server";
 import { needsNotify, needsRestart } from "./settings";
@@ -15,10 +15,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const version = (context.extension.packageJSON as { version?: string }).version ?? "?";
   traceInfo(`torchscope ${version} activating (VS Code ${vscode.version}, ${vscode.env.remoteName ?? "local"})`);
-  if (process.platform === "win32") {
-    // Over Remote-SSH or WSL the extension runs on the Linux side ("workspace" kind), not here.
-    traceInfo(WINDOWS_REFUSAL);
-    void vscode.window.showErrorMessage(WINDOWS_REFUSAL);
+  const refused = refusal(process.platform);
+  if (refused !== undefined) {
+    traceInfo(refused);
+    void vscode.window.showErrorMessage(refused);
     return;
   }
 

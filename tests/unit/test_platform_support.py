@@ -41,10 +41,11 @@ def test_the_extension_refuses_with_the_same_sentence() -> None:
     declared = re.search(r"export const WINDOWS_REFUSAL =\s*((?:\"[^\"]*\"\s*\+?\s*)+);", constants)
     assert declared, "extension/src/constants.ts lacks WINDOWS_REFUSAL"
     assert "".join(re.findall(r'"([^"]*)"', declared.group(1))) == support.WINDOWS_REFUSAL
+    check = (REPO / "extension" / "src" / "platform.ts").read_text()
+    assert 'platform === "win32" ? WINDOWS_REFUSAL' in check  # its mocha test: platform.test.ts
     activate = (REPO / "extension" / "src" / "extension.ts").read_text()
     assert re.search(
-        r'process\.platform === "win32"\)[^}]*showErrorMessage\(WINDOWS_REFUSAL\)[^}]*return;',
-        activate,
+        r"refusal\(process\.platform\);[^}]*showErrorMessage\(refused\);\s*return;", activate
     )
 
 
