@@ -12,6 +12,7 @@ only (four cross builds); ``scripts/release.sh`` points ``TORCHSCOPE_RELEASE_DIR
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -120,3 +121,31 @@ def test_each_vsix_carries_only_its_platforms_readers(dist: Path, tmp_path: Path
             for name in objects:
                 assert binaries.arch(z.read(name)) == _VSIX_ARCH[target[1]], (vsix.name, name)
     assert targets == {*_VSIX_ARCH, "universal"}, targets
+
+
+def test_the_vsix_for_this_machine_and_the_universal_one_read_a_trace(
+    dist: Path, tmp_path: Path
+) -> None:
+    """Their bundled server, started by the bundled launcher in this interpreter as the editor
+    starts it, reads a trace: with the native reader from the linux-x64 VSIX, in pure Python
+    (and saying so, with the cost) from the universal one; both give the same report."""
+    host = f"linux-{'x64' if os.uname().machine == 'x86_64' else 'arm64'}"
+    found = {v.name: v for v in dist.glob("*.vsix")}
+    mine = [n for n in found if n.startswith(f"torchscope-{host}-")]
+    universal = [n for n in found if re.fullmatch(r"torchscope-[\d.]+\.vsix", n)]
+    if sys.platform != "linux" or not mine or not universal:
+        pytest.skip("no VSIX for this machine here: scripts/release.sh builds them")
+    trace = REPO / "tests" / "data" / "traces" / "hta_alexnet_a100.json.gz"
+    outputs = {}
+    for name in (mine[0], universal[0]):
+        with zipfile.ZipFile(found[name]) as z:
+            z.extractall(tmp_path / name)
+        launcher = tmp_path / name / "extension" / "extension" / "launcher" / "launch.py"
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no PYTHONPATH: the bundle only
+        done = subprocess.run([sys.executable, str(launcher), "analyze", "-v", "--json", str(trace)],
+                              capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        outputs[name] = (done.stderr, json.loads(done.stdout))
+    assert "trace reader: native (C)" in outputs[mine[0]][0]
+    assert "native trace reader is not loaded" in outputs[universal[0]][0]
+    assert outputs[mine[0]][1] == outputs[universal[0]][1]
