@@ -48,6 +48,7 @@ if [ "$BUILD" = 1 ]; then
   rm -rf "$DIST" && mkdir -p "$DIST"
   ZIG_PYTHON="$(bash scripts/release/ensure-tools.sh)"
   export ZIG_PYTHON
+  rm -rf build/release/native
   for target in linux-x64 linux-arm64 darwin-arm64 darwin-x64; do
     say "native reader: $target"
     "$PY" scripts/release/cross_native.py "$target" "build/release/native/$target" "$ZIG_PYTHON"
@@ -55,7 +56,7 @@ if [ "$BUILD" = 1 ]; then
   say "wheels and sdist"
   "$PY" scripts/release/wheels.py "$DIST" build/release/native "$ZIG_PYTHON"
   say "VSIX per target"
-  bash scripts/release/package-vsix.sh "$DIST"
+  TORCHSCOPE_NATIVE_ROOT=build/release/native bash scripts/release/package-vsix.sh "$DIST"
   say "checking every artefact's tags against its bytes"
   TORCHSCOPE_RELEASE_DIR="$DIST" PYTHONPATH="$PWD/server" "$PY" -m pytest -q -p no:cacheprovider \
     tests/release/test_artefacts.py

@@ -9,7 +9,8 @@
 # interpreter only needs torch. PYTHON picks the pip to use (default: .venv/bin/python, else python3).
 # TORCHSCOPE_BUNDLE_TARGET (a VS Code target: linux-x64, linux-arm64, darwin-arm64, darwin-x64)
 # cross-builds the reader for that platform instead (scripts/release/cross_native.py, ziglang);
-# "universal" bundles none (pure Python). For a target other than this machine's, msgpack's C
+# "universal" bundles none (pure Python). With TORCHSCOPE_NATIVE_ROOT the target's builds are
+# copied from there (release.sh: the same bytes as the wheels'). For a target other than this machine's, msgpack's C
 # extension is dropped: msgpack then runs its own pure-Python fallback.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,6 +33,8 @@ TARGET="${TORCHSCOPE_BUNDLE_TARGET:-}"
 HOST="$(uname -s | tr '[:upper:]' '[:lower:]')-$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/')"
 if [ -z "$TARGET" ]; then
   "$PY" scripts/vscode/build_native.py "$OUT/tool/torchscope/ingest"
+elif [ -n "${TORCHSCOPE_NATIVE_ROOT:-}" ] && [ -d "$TORCHSCOPE_NATIVE_ROOT/$TARGET" ]; then
+  cp "$TORCHSCOPE_NATIVE_ROOT/$TARGET"/_native*.so "$OUT/tool/torchscope/ingest/"  # the wheels' builds
 elif [ "$TARGET" != universal ]; then
   "$PY" scripts/release/cross_native.py "$TARGET" "$OUT/tool/torchscope/ingest" ${ZIG_PYTHON:-}
 fi

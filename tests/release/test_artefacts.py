@@ -106,6 +106,10 @@ def test_each_vsix_carries_only_its_platforms_readers(dist: Path, tmp_path: Path
     found = sorted(dist.glob("*.vsix"))
     if not found:
         pytest.skip("no VSIX here: scripts/release.sh builds them (TORCHSCOPE_RELEASE_DIR)")
+    wheel_readers = set()
+    for wheel in dist.glob("torchscope-*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            wheel_readers |= {z.read(n) for n in z.namelist() if n.endswith(".so")}
     targets = set()
     for vsix in found:
         with zipfile.ZipFile(vsix) as z:
@@ -120,6 +124,8 @@ def test_each_vsix_carries_only_its_platforms_readers(dist: Path, tmp_path: Path
             assert any("/_native" in n for n in objects), vsix.name
             for name in objects:
                 assert binaries.arch(z.read(name)) == _VSIX_ARCH[target[1]], (vsix.name, name)
+                if "/_native" in name:  # the very build its platform's wheel carries
+                    assert z.read(name) in wheel_readers, (vsix.name, name)
     assert targets == {*_VSIX_ARCH, "universal"}, targets
 
 
