@@ -61,3 +61,17 @@ def wheel_tags(wheel: Path) -> tuple[set[str], set[str]]:
         [info] = [n for n in z.namelist() if n.endswith(".dist-info/WHEEL")]
         lines = z.read(info).decode().splitlines()
     return named, {line.split(": ", 1)[1] for line in lines if line.startswith("Tag: ")}
+
+
+def python_symbols(path: Path) -> set[str]:
+    """The CPython symbols (``Py*``, ``_Py*``) a shared object leaves for its interpreter to
+    resolve (``llvm-nm -u``, which reads ELF and Mach-O alike; Mach-O's leading ``_`` dropped)."""
+    macho = arch(path.read_bytes())[0] == "macho"
+    dynamic = [] if macho else ["-D"]  # a stripped ELF keeps its needs in .dynsym alone
+    out = subprocess.run(
+        ["llvm-nm", "-u", *dynamic, str(path)], capture_output=True, text=True, check=True
+    )
+    names = {line.split()[-1] for line in out.stdout.splitlines() if line.strip()}
+    if macho:
+        names = {n[1:] for n in names if n.startswith("_")}
+    return {n.split("@")[0] for n in names if n.startswith(("Py", "_Py"))}

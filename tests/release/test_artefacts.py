@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -100,6 +101,25 @@ def test_every_wheel_carries_what_its_tags_promise(dist: Path, tmp_path: Path) -
             assert f".cpython-{tag.removeprefix('cp')}-" in reader, (reader, tag)
             for platform in {t.split("-")[2] for t in tagged}:
                 _check_reader(z.read(reader), reader, tmp_path / "reader.so", platform)
+
+
+@pytest.mark.skipif(shutil.which("llvm-nm") is None, reason="no llvm-nm to read Mach-O symbols")
+def test_every_platform_needs_the_same_cpython_symbols(dist: Path, tmp_path: Path) -> None:
+    """No arm64 or macOS machine runs here; but each platform's reader for a CPython version
+    asks that interpreter for exactly the symbols this machine's build does, and this
+    machine's build loads and reads traces (the VSIX and user-install tests)."""
+    needs: dict[str, dict[str, set[str]]] = {}
+    for wheel in dist.glob("torchscope-*-cp*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            [reader] = [n for n in z.namelist() if n.endswith(".so")]
+            (tmp_path / wheel.name).write_bytes(z.read(reader))
+        version = wheel.name.split("-")[2]
+        needs.setdefault(version, {})[wheel.name] = binaries.python_symbols(tmp_path / wheel.name)
+    assert needs
+    for version, by_wheel in needs.items():
+        assert len(by_wheel) == 4, (version, sorted(by_wheel))
+        first, *others = by_wheel.values()
+        assert first and all(o == first for o in others), version
 
 
 def test_each_vsix_carries_only_its_platforms_readers(dist: Path, tmp_path: Path) -> None:
