@@ -40,9 +40,8 @@ def test_the_changelog_has_a_section_for_the_version() -> None:
 def test_the_licence_is_mit_everywhere() -> None:
     assert (REPO / "LICENSE").read_text().startswith("MIT License\n")
     assert json.loads((REPO / "package.json").read_text())["license"] == "MIT"
-    assert tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["license"] == {
-        "text": "MIT"
-    }
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
 
 
 def test_the_extension_metadata() -> None:
