@@ -172,6 +172,15 @@ def test_the_vsix_for_this_machine_and_the_universal_one_read_a_trace(
                               capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]
         outputs[name] = (done.stderr, json.loads(done.stdout))
+    libs = tmp_path / universal[0] / "extension" / "extension" / "bundled" / "libs"
+    msgpack = subprocess.run(
+        [sys.executable, "-I", "-c", "import sys; sys.path.insert(0, sys.argv[1]); import msgpack; "
+         "assert msgpack.unpackb(msgpack.packb({'a': [1, 2.5]})) == {'a': [1, 2.5]}; "
+         "print(msgpack.Packer.__module__, msgpack.__file__)", str(libs)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    module, where = msgpack.stdout.split()
+    assert module == "msgpack.fallback" and where.startswith(str(libs)), msgpack.stdout
     assert "trace reader: native (C)" in outputs[mine[0]][0]
     assert "native trace reader is not loaded" in outputs[universal[0]][0]
     assert outputs[mine[0]][1] == outputs[universal[0]][1]
