@@ -9,8 +9,8 @@
 #   bash scripts/release.sh --build-only         # build and check the current version; no git
 #
 # Artefacts: the native reader cross-built with ziglang for linux-x64, linux-arm64,
-# darwin-arm64 and darwin-x64 (CPython 3.9-3.13 found here); wheels (manylinux2014 x86_64
-# and aarch64, macOS arm64 and x86_64, one per CPython; py3-none-any) and the sdist; one VSIX
+# darwin-arm64 and darwin-x64 (abi3 for CPython 3.11+, and 3.9, 3.10); wheels (manylinux2014
+# x86_64 and aarch64, macOS arm64 and x86_64: cp311-abi3, cp39, cp310; py3-none-any) and the sdist; one VSIX
 # per VS Code target and a universal one. Needs a clean work tree (but for --build-only), npm's
 # dev dependencies and the release tools (scripts/release/ensure-tools.sh installs them).
 set -euo pipefail

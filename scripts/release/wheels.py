@@ -78,11 +78,14 @@ def platform_wheel(pure: Path, native: Path, target: str, dist: Path) -> Path:
     """``pure`` plus the reader ``native`` (named by its EXT_SUFFIX), tagged for ``target``
     and the CPython that suffix names."""
     version = re.search(r"\.cpython-(\d+)-", native.name)
-    assert version, native.name
-    py = f"cp{version.group(1)}"
+    if native.name == "_native.abi3.so":  # every CPython from the floor on
+        py, abi = "cp{}{}".format(*cross_native.ABI3_FLOOR), "abi3"
+    else:
+        assert version, native.name
+        py = abi = f"cp{version.group(1)}"
     platform = cross_native.TARGETS[target][2]
     name, ver = pure.name.split("-")[:2]
-    out = dist / f"{name}-{ver}-{py}-{py}-{platform}.whl"
+    out = dist / f"{name}-{ver}-{py}-{abi}-{platform}.whl"
     with zipfile.ZipFile(pure) as src:
         files = {n: src.read(n) for n in src.namelist()}
     info = f"{name}-{ver}.dist-info"
@@ -91,7 +94,7 @@ def platform_wheel(pure: Path, native: Path, target: str, dist: Path) -> Path:
         files[f"{info}/WHEEL"].decode().replace("Root-Is-Purelib: true", "Root-Is-Purelib: false")
     )
     head = "".join(line for line in head.splitlines(True) if not line.startswith("Tag:"))
-    tags = "".join(f"Tag: {py}-{py}-{p}\n" for p in platform.split("."))
+    tags = "".join(f"Tag: {py}-{abi}-{p}\n" for p in platform.split("."))
     files[f"{info}/WHEEL"] = (head.rstrip("\n") + "\n" + tags).encode()
     record = f"{info}/RECORD"
     lines = [_record_line(n, d) for n, d in files.items() if n != record] + [f"{record},,"]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from scripts.release import cross_native, wheels
+from scripts.vscode import build_native
 
 from tests.conftest import REPO
 from tests.release import binaries
@@ -58,7 +59,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _check_reader(data: bytes, name: str, where: Path, platform: str) -> None:
-    """A reader named ``name`` (its bytes ``data``) fits the wheel platform tag ``platform``."""
+    """A reader named ``name`` (its bytes ``data``) fits the wheel platform tag ``platform``
+    (an abi3 build's name says no platform)."""
+    abi3 = name.endswith("/_native.abi3.so")
     platform = platform.replace("manylinux2014_", "manylinux_2_17_")  # PEP 600's alias
     linux = re.fullmatch(r"manylinux_(\d+)_(\d+)_(\w+)", platform)
     mac = re.fullmatch(r"macosx_(\d+)_(\d+)_(\w+)", platform)
@@ -66,13 +69,13 @@ def _check_reader(data: bytes, name: str, where: Path, platform: str) -> None:
     if linux:
         glibc, machine = (int(linux[1]), int(linux[2])), linux[3]
         assert binaries.arch(data) == ("elf", _ARCH[machine]), (name, platform)
-        assert name.endswith(f"-{machine}-linux-gnu.so"), name
+        assert abi3 or name.endswith(f"-{machine}-linux-gnu.so"), name
         where.write_bytes(data)
         needed = binaries.glibc_versions(where)
         assert needed and max(needed) <= glibc, (name, sorted(needed))
     elif mac:
         assert binaries.arch(data) == ("macho", _ARCH[mac[3]]), (name, platform)
-        assert name.endswith("-darwin.so"), name
+        assert abi3 or name.endswith("-darwin.so"), name
         assert binaries.macos_min(data) <= (int(mac[1]), int(mac[2])), name
 
 
@@ -97,10 +100,64 @@ def test_every_wheel_carries_what_its_tags_promise(dist: Path, tmp_path: Path) -
                 assert readers == [], wheel.name
                 continue
             [reader] = readers
-            [tag] = {t.split("-")[0] for t in tagged}
-            assert f".cpython-{tag.removeprefix('cp')}-" in reader, (reader, tag)
+            [(tag, abi)] = {tuple(t.split("-")[:2]) for t in tagged}
+            if abi == "abi3":  # one build for this CPython and every later one
+                assert reader == "torchscope/ingest/_native.abi3.so", reader
+                assert tag >= "cp311" and len(tag) == 5, tag
+            else:
+                assert abi == tag and f".cpython-{tag.removeprefix('cp')}-" in reader, reader
             for platform in {t.split("-")[2] for t in tagged}:
                 _check_reader(z.read(reader), reader, tmp_path / "reader.so", platform)
+
+
+_READ = (
+    "import sys; sys.path.insert(0, sys.argv[1]); from torchscope.ingest import accel, load_trace;"
+    "n = accel.native; print(n and n.__file__.rsplit('/', 1)[1]);"
+    "print(len(load_trace(sys.argv[2]).ops));"
+    "exec('try: n.Span()\\nexcept TypeError: print(\\'refused\\')') if n else print('refused')"
+)
+
+
+def _serves(wheel: Path, version: tuple[int, int]) -> bool:
+    """Whether CPython ``version`` installs ``wheel`` (its Python and ABI tags)."""
+    py, abi = wheel.name.split("-")[2:4]
+    if abi == "abi3":
+        return version >= (int(py[2]), int(py[3:]))
+    return py == f"cp{version[0]}{version[1]}"
+
+
+def test_this_machines_wheels_read_a_trace_in_every_cpython_they_serve(
+    dist: Path, tmp_path: Path
+) -> None:
+    """Each wheel for this machine, unpacked, reads a trace with its native reader in every
+    CPython here that its tags serve (the abi3 one in 3.11 and every later one), as many ops as
+    the pure-Python reader in the same interpreter; its types cannot be made from Python."""
+    machine = {"x86_64": "x86_64", "aarch64": "aarch64"}.get(os.uname().machine)
+    here = sorted(dist.glob(f"torchscope-*-manylinux*_{machine}.whl"))
+    if sys.platform != "linux" or not here:
+        pytest.skip("no wheel for this machine")
+    trace = str(REPO / "tests" / "data" / "traces" / "hta_ddp_v100_rank1.json.gz")
+    pythons = [found for found in map(build_native.probe, build_native.interpreters()) if found]
+    tried = []
+    for wheel in here:
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(tmp_path / wheel.name)
+        for found in pythons:
+            version = tuple(map(int, found[4].split(".")))
+            if not _serves(wheel, (version[0], version[1])):
+                continue
+            command = [found[0], "-I", "-c", _READ, str(tmp_path / wheel.name), trace]
+            base = {"PATH": "/usr/bin:/bin"}
+            runs = [
+                subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+                for env in (base, {**base, "TORCHSCOPE_NO_NATIVE": "1"})
+            ]
+            assert all(r.returncode == 0 for r in runs), [r.stderr[-1500:] for r in runs]
+            (loaded, ops, refused), (none, reference, _) = (r.stdout.split() for r in runs)
+            assert loaded.startswith("_native.") and none == "None", (wheel.name, found[4])
+            assert ops == reference and refused == "refused", (wheel.name, found[4])
+            tried.append((wheel.name, found[4]))
+    assert len({w for w, _ in tried}) == len(here), tried  # every wheel found its CPython
 
 
 @pytest.mark.skipif(shutil.which("llvm-nm") is None, reason="no llvm-nm to read Mach-O symbols")
