@@ -78,3 +78,23 @@ def test_gpu_names_follow_cuda_visible_devices() -> None:
     assert visible_names(["H100", "H100"], "GPU-1234", 1) == ["H100"]
     assert visible_names(names, "GPU-1234,GPU-5678", 2) == ["CUDA device 0", "CUDA device 1"]
     assert visible_names(names, "7", 1) == ["CUDA device 0"]  # NVML and CUDA disagree
+
+
+def test_the_extension_sends_what_the_server_reads() -> None:
+    """The mirror of extension/src/settings.ts and package.json for the worker's settings."""
+    import json
+
+    from tests.conftest import REPO
+    from torchscope.lsp.settings import PRESTART_CHOICES
+
+    sent = (REPO / "extension" / "src" / "settings.ts").read_text()
+    for row in ("prestart: s.prestart,", "env: s.env,", "env_file: envFile,"):
+        assert row in sent, f"serverSettings lacks {row}"
+    package = json.loads((REPO / "package.json").read_text())
+    properties = package["contributes"]["configuration"]["properties"]
+    assert tuple(properties["torchscope.prestart"]["enum"]) == PRESTART_CHOICES
+    assert properties["torchscope.prestart"]["default"] == Settings().prestart
+    assert properties["torchscope.env"]["default"] == Settings().env
+    assert properties["torchscope.envFile"]["default"] == ""
+    read = Settings().updated({"prestart": "off", "env": {"A": "1"}, "env_file": "/e"})
+    assert (read.prestart, read.env, read.env_file) == ("off", {"A": "1"}, "/e")
