@@ -154,7 +154,7 @@ def with_fixes(report: Report, target: Target, result: ProfileResult) -> Report:
     return attach_fixes(report, source, target.qualname, result.measured.device_kind)
 
 
-#: How long ``Profiler.warm`` waits for the worker's start-up work (a calibration takes ~2 s).
+#: How long ``Profiler.warm`` waits for the worker's start-up work (the CPU profiler's warm-up).
 WARM_TIMEOUT_S = 60.0
 
 
@@ -292,19 +292,19 @@ class Profiler:
         return worker.hello if worker is not None and worker.alive else None
 
     async def warm(self, timeout_s: float = WARM_TIMEOUT_S) -> bool:
-        """Start the worker and wait until its start-up work (profiler warm-up, calibration)
-        is done, so the first job pays none of it; jobs asked for meanwhile wait their turn."""
+        """Start the worker and wait for its start-up work (``worker/main.py``); jobs wait."""
         async with self._lock:
             self._running = ""
             worker = await self._ensure_worker()
             return await worker.wait_warm(timeout_s)
 
-    async def _ensure_worker(self, env: Mapping[str, str] = MappingProxyType({})) -> WorkerProcess:
-        """The worker with ``env`` over the service's variables (replaced if started without)."""
-        wanted = {**self.env, **env}
+    async def _ensure_worker(self, env: Optional[Mapping[str, str]] = None) -> WorkerProcess:
+        """The worker; for a job (``env``: its own variables), one with them over the service's."""
+        wanted = {**self.env, **(env or {})}
         async with self._start_lock:
-            if self._worker is not None and self._worker.alive and self._worker.env != wanted:
-                await self._worker.close()
+            old = self._worker
+            if env is not None and old is not None and old.alive and old.env != wanted:
+                await old.close()  # under run_job's lock: no job is running on it
             if self._worker is None or not self._worker.alive:
                 if self._worker is not None:  # died between jobs: end it the one way
                     await self._worker.kill()
