@@ -113,3 +113,40 @@ def test_the_bundled_dependencies_support_the_python_floor() -> None:
         if found:
             needs = (int(found.group(1)), int(found.group(2)))
             assert needs <= floor, f"{path.parent.name} needs Python {needs}, the floor is {floor}"
+
+
+def test_the_bundled_server_starts_on_the_oldest_python() -> None:
+    """The .vsix's server (``extension/launcher/launch.py`` with ``bundled/``) answers
+    ``initialize`` under CPython 3.9: with cattrs 26 it failed to import there
+    (``inspect.get_annotations``). Skipped before the first build or without a 3.9."""
+    import asyncio
+
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    from tests.unit.test_oldest_python import _python39
+
+    python = _python39()
+    if python is None:
+        pytest.skip("no CPython 3.9 on PATH or under ~/.pyenv")
+    if not (REPO / "extension" / "bundled" / "tool" / "torchscope").is_dir():
+        pytest.skip("extension/bundled is not built (npm run package builds it)")
+
+    async def session() -> str:
+        client = LanguageClient("manifest-test", "1")
+        await client.start_io(python, str(REPO / "extension" / "launcher" / "launch.py"), "serve")
+        try:
+            params = types.InitializeParams(
+                capabilities=types.ClientCapabilities(),
+                root_uri=REPO.as_uri(),
+                initialization_options={"settings": {"prestart": "off"}},  # no torch there
+            )
+            result = await asyncio.wait_for(client.initialize_async(params), 60)
+            client.initialized(types.InitializedParams())
+            await asyncio.wait_for(client.shutdown_async(None), 30)
+            client.exit(None)
+            return result.server_info.name if result.server_info else ""
+        finally:
+            await client.stop()
+
+    assert asyncio.run(session()) == "torchscope"
