@@ -20,6 +20,7 @@ import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
 import { TraceCommands } from "./traceCommands";
 import type { CommandResult, TargetInfo } from "./types";
+import { walkthroughRows } from "./walkthrough";
 
 
 /** Run a row's handler; a failure is logged and shown with a way to the log. */
@@ -82,6 +83,7 @@ export class Commands {
       ...this.compare.rows(),
       ...this.run.rows(),
       ...this.attach.rows(),
+      ...walkthroughRows(this.context),
     ];
     const traces = new vscode.Disposable(() => {
       this.traces.dispose();

@@ -1,10 +1,12 @@
 /** torchscope's VS Code client: wiring only; each concern lives in its own module. */
 import * as vscode from "vscode";
 import { Commands } from "./commands";
+import { SETTINGS_SECTION } from "./constants";
 import { createLogChannel, traceInfo } from "./log";
+import { refusal } from "./platform";
 import { onDidChangeInterpreter } from "./python";
 import { ServerManager } from "./server";
-import { needsNotify, needsRestart } from "./settings";
+import { needsNotify, needsRestart, resolveSettings } from "./settings";
 import { StatusBar } from "./statusBar";
 
 let server: ServerManager | undefined;
@@ -14,6 +16,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const version = (context.extension.packageJSON as { version?: string }).version ?? "?";
   traceInfo(`torchscope ${version} activating (VS Code ${vscode.version}, ${vscode.env.remoteName ?? "local"})`);
+  const refused = refusal(process.platform);
+  if (refused !== undefined) {
+    traceInfo(refused);
+    void vscode.window.showErrorMessage(refused);
+    return;
+  }
 
   const status = new StatusBar();
   server = new ServerManager(context, status);
@@ -30,7 +38,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     await onDidChangeInterpreter(() => {
-      srv.scheduleRestart("Python interpreter changed");
+      // An explicit torchscope.pythonPath wins over the Python extension's choice (interpreter.ts).
+      if (resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION)).pythonPath === "") {
+        srv.scheduleRestart("Python interpreter changed");
+      }
     }),
   );
 
