@@ -51,8 +51,8 @@ class Job:
         assert self.process.stdout is not None
         out = self.process.stdout.read()  # not communicate(): it skips what readline buffered
         self.process.wait(120)
-        every = [*self.lines, *out.splitlines()]
-        return [line.split()[1] for line in every if line.startswith("loss ")]
+        self.lines += out.splitlines(keepends=True)
+        return [line.split()[1] for line in self.lines if line.startswith("loss ")]
 
 
 _STARTED: list[subprocess.Popen[str]] = []
@@ -97,6 +97,7 @@ def start_job(
     agent: bool = True,
     script: Optional[Path] = None,
     hold_at: tuple[int, ...] = (),
+    **env: str,
 ) -> Job:
     """``train_loop.py`` (or ``script``) under the agent; returns once it printed ``ready``.
     ``hold_at``: steps it waits before until ``Job.release``."""
@@ -110,6 +111,7 @@ def start_job(
                 PAUSE=str(pause),
                 HOLD_AT=",".join(map(str, hold_at)),
                 HOLD_DIR=str(runtime),
+                **env,
             ),
             stdout=subprocess.PIPE,
             text=True,

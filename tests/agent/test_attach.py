@@ -152,3 +152,21 @@ def test_ctrl_c_cancels_and_restores(runtime: Path) -> None:
     assert client.returncode == 130 and "Traceback" not in err, err
     assert not _info(runtime, job.pid).patched
     assert job.wait_for("loss"), "the job goes on"
+
+
+def test_the_job_s_own_exception_is_the_job_s(runtime: Path) -> None:
+    """A call that raises while attached: the job gets its exception as it would have (and
+    skips the step), the client is told, the function is restored; the losses are unchanged."""
+    job = start_job(runtime, steps=120, pause=0, hold_at=(50,), RAISE_AT="52")
+    job.wait_for("hold 50")
+    client = attach_in_background(
+        runtime, str(job.pid), "--target", f"{LOOP}::step", "--calls", "5"
+    )
+    wait_patched(runtime, job.pid, "step")
+    job.release(50)
+    _, err = client.communicate(timeout=120)
+    assert client.returncode == 1 and "raised ValueError('a bad batch')" in err, err
+    attached = job.losses()
+    plain = start_job(runtime, steps=120, pause=0, agent=False, RAISE_AT="52").losses()
+    assert len(attached) == 119 and attached == plain
+    assert any(line.startswith("skipped a bad batch") for line in job.lines)

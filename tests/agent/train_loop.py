@@ -15,6 +15,8 @@ STEPS = int(os.environ.get("STEPS", "200"))
 PAUSE = float(os.environ.get("PAUSE", "0"))
 HOLD_AT = {int(n) for n in os.environ.get("HOLD_AT", "").split(",") if n}
 HOLD_DIR = os.environ.get("HOLD_DIR", ".")
+RAISE_AT = int(os.environ.get("RAISE_AT", "-1"))  # the step whose call raises (the loop skips it)
+_calls = [0]
 
 
 def hold(i: int) -> None:
@@ -35,6 +37,9 @@ class Net(nn.Module):
 
 
 def step(model: Net, opt: torch.optim.Optimizer, x: torch.Tensor, y: torch.Tensor) -> float:
+    _calls[0] += 1
+    if _calls[0] - 1 == RAISE_AT:
+        raise ValueError("a bad batch")
     opt.zero_grad()
     loss = nn.functional.mse_loss(model(x), y)
     loss.backward()
@@ -52,7 +57,11 @@ def main() -> None:
     for i in range(STEPS):
         if i in HOLD_AT:
             hold(i)
-        loss = step(model, opt, x, y)
+        try:
+            loss = step(model, opt, x, y)
+        except ValueError as exc:
+            print("skipped", exc, flush=True)
+            continue
         print("loss", loss.hex(), flush=True)
         if PAUSE:
             time.sleep(PAUSE)

@@ -69,16 +69,19 @@ def serve(conn: socket.socket, started: float) -> None:
     channel = Channel(conn)
     while True:
         try:
-            message = channel.receive(None)
+            _answer(channel, channel.receive(None), started)
         except (EOFError, OSError, ProtocolError):
-            return
-        if isinstance(message, AgentHello):
-            channel.send(job_info(started))
-        elif isinstance(message, AttachRequest):
-            attach(channel, message)
-        elif not isinstance(message, CancelAttach):  # a cancel with nothing running: done
-            what = type(message).__name__
-            channel.send(JobError(0, "request", f"the agent does not serve {what} requests"))
+            return  # the client closed the connection, or sent no frames
+
+
+def _answer(channel: Channel, message: Optional[Message], started: float) -> None:
+    if isinstance(message, AgentHello):
+        channel.send(job_info(started))
+    elif isinstance(message, AttachRequest):
+        attach(channel, message)
+    elif not isinstance(message, CancelAttach):  # a cancel with nothing running: done
+        what = type(message).__name__
+        channel.send(JobError(0, "request", f"the agent does not serve {what} requests"))
 
 
 def job_info(started: float) -> AgentInfo:
@@ -160,29 +163,37 @@ def workspace_functions(root: Path) -> list[str]:
 
 def attach(channel: Channel, request: AttachRequest) -> None:
     """One ``AttachRequest``: install the capture, wait for it while watching the client,
-    reply, and always put the function back."""
+    reply, and always put the function back. A failure of the agent's own code is the reply
+    (``JobError`` kind ``agent``), never the job's."""
     if not _BUSY.acquire(blocking=False):
         channel.send(JobError(request.job_id, "busy", "another attach is running in this job"))
         return
     try:
-        from torchscope.agent.capture import AttachFailed
-
-        try:
-            capture = new_capture(request)
-        except AttachFailed as failed:
-            channel.send(JobError(request.job_id, failed.kind, str(failed)))
-            return
-        _PATCHED.append(capture.name)
-        try:
-            capture.install()
-            reply = _wait(channel, capture, request)
-        finally:
-            capture.restore()
-            _PATCHED.remove(capture.name)
-        if reply is not None:
-            channel.send(reply)
+        reply = _captured(channel, request)
+    except (OSError, ProtocolError):
+        reply = None  # the client is gone: nothing to tell
+    except Exception as exc:
+        reply = JobError(request.job_id, "agent", f"the agent failed: {type(exc).__name__}: {exc}")
     finally:
         _BUSY.release()
+    if reply is not None:
+        channel.send(reply)
+
+
+def _captured(channel: Channel, request: AttachRequest) -> Optional[Message]:
+    from torchscope.agent.capture import AttachFailed
+
+    try:
+        capture = new_capture(request)
+    except AttachFailed as failed:
+        return JobError(request.job_id, failed.kind, str(failed))
+    _PATCHED.append(capture.name)
+    try:
+        capture.install()
+        return _wait(channel, capture, request)
+    finally:
+        capture.restore()
+        _PATCHED.remove(capture.name)
 
 
 def _wait(channel: Channel, capture: Capture, request: AttachRequest) -> Optional[Message]:
