@@ -58,6 +58,7 @@ def test_attach_twice_losses_bit_identical(runtime: Path) -> None:
         assert data["target"]["qualname"] == qualname
         assert data["inputs"]["source"] == "attached"
         assert len(data["attached"]["calls"]) == 3 and len(data["attached"]["profiled"]) == 3
+        assert len(data["steps"]) == 3 and data["step_source"] == "ProfilerStep"  # one a call
         assert data["verdict"]["id"]
         assert data["lines"], "the marked copy gave per-line times"
     forward_calls = done["Net.forward"]["attached"]["profiled"]
@@ -121,21 +122,29 @@ def test_target_never_called_times_out_and_job_goes_on(runtime: Path) -> None:
 
 
 def test_jobs_and_steps(runtime: Path) -> None:
-    job = start_job(runtime, steps=300, pause=0.01, hold_at=(0,))
+    job = start_job(runtime, steps=300, pause=0.01, hold_at=(0, 100))
     listed = torchscope(runtime, "jobs", "--json")
     rows = [json.loads(line) for line in listed.stdout.splitlines()]
     assert [r["pid"] for r in rows] == [job.pid]
-    assert "tests/agent/train_loop.py::step" in " ".join(rows[0]["functions"]) or any(
-        f.endswith("train_loop.py::step") for f in rows[0]["functions"]
-    )
-    job.wait_for("hold 0")
-    client = attach_in_background(runtime, str(job.pid), "--steps", "3", "--json")
-    wait_patched(runtime, job.pid, "the next 3 optimizer steps")
-    job.release(0)
-    out, err = client.communicate(timeout=120)
-    assert client.returncode == 0, err
-    data = json.loads(out)
-    assert data["source"] == "attached" and data["step_source"] == "ProfilerStep"
+    assert "tests/agent/train_loop.py::step" in rows[0]["functions"]
+    table = torchscope(runtime, "jobs").stdout.splitlines()
+    assert table[0].split() == ["PID", "RANK", "AGE", "COMMAND"]
+    assert table[1].split()[:2] == [str(job.pid), "-"] and "train_loop.py" in table[1]
+    for hold, shown in ((0, "--json"), (100, "-q")):
+        job.wait_for(f"hold {hold}")
+        client = attach_in_background(runtime, str(job.pid), "--steps", "3", shown)
+        wait_patched(runtime, job.pid, "the next 3 optimizer steps")
+        job.release(hold)
+        out, err = client.communicate(timeout=120)
+        assert client.returncode == 0, err
+        if shown == "--json":
+            data = json.loads(out)
+            assert data["source"] == "attached" and data["step_source"] == "ProfilerStep"
+            assert len(data["steps"]) == 3  # one per profiled optimizer step
+        else:
+            assert (
+                "steps (3, from ProfilerStep)" in out and f"attached: pid {job.pid}, 3 steps" in out
+            )
     assert len(job.losses()) == 300
     none = torchscope(runtime, "attach", str(job.pid), "--target", f"{LOOP}::step")
     assert none.returncode == 1 and "no torchscope agent listens" in none.stderr
