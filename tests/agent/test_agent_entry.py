@@ -126,3 +126,32 @@ def test_no_agent_and_no_remote_exec_says_how_to_start_one(runtime: Path) -> Non
     assert "python -m torchscope.agent" in done.stderr and "TORCHSCOPE_AGENT=1" in done.stderr
     assert "3.14" in done.stderr
     assert job.wait_for("loss"), "the job goes on"
+
+
+def test_the_agent_starts_on_python_3_9(runtime: Path) -> None:
+    """Opt-in is for any CPython >= 3.9: the agent's modules compile there, and it starts and
+    removes its socket with the standard library alone (no torch, no msgpack installed)."""
+    from tests.unit.test_oldest_python import _python39
+
+    python = _python39()
+    if python is None:
+        pytest.skip("no CPython 3.9 on PATH or under ~/.pyenv")
+    agent = HOOK.parent
+    compiled = subprocess.run(
+        [python, "-c", "import sys\nfor f in sys.argv[1:]: compile(open(f).read(), f, 'exec')",
+         *map(str, sorted(agent.glob("*.py")))],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert compiled.returncode == 0, compiled.stderr
+    env = agent_env(runtime, PYTHONNOUSERSITE="1")
+    env["PYTHONPATH"] = str(agent.parents[1])
+    done = subprocess.run(
+        [python, "-c", _PROBE.format(start="import torchscope.agent; torchscope.agent.listen()")],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["threads"] == ["torchscope-agent"] and seen["sockets"] == [
+        f"agent-{seen['pid']}.sock"
+    ]
+    assert not list((runtime / "torchscope").iterdir())
