@@ -5,6 +5,7 @@ answers ``profile_running``. Both on a real training job started under the agent
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 RUNTIME = Path(tempfile.mkdtemp(prefix="ts"))
 RUNTIME.chmod(0o700)
+atexit.register(shutil.rmtree, RUNTIME, True)  # also when this module is only collected
 
 
 @pytest_lsp.fixture(
