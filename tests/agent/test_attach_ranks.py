@@ -4,7 +4,10 @@ table and the cross-rank view; both ranks go on."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +21,22 @@ def test_all_ranks(runtime: Path) -> None:
     job = started(subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
          "--standalone", "-m", "torchscope.agent", str(LOOP)],
-        env=agent_env(runtime, STEPS="100000"), stdout=subprocess.PIPE, text=True,
+        env=agent_env(runtime, STEPS="3000"), stdout=subprocess.PIPE, text=True,
         start_new_session=True,
     ))  # fmt: skip
     assert job.stdout is not None
     ready = [job.stdout.readline().split() for _ in range(2)]
     pids = {int(words[1]): int(words[2]) for words in ready if words[:1] == ["ready"]}
-    assert sorted(pids) == [0, 1], ready
+    try:
+        _attach_every_rank(runtime, job, pids)
+    finally:  # torchrun's workers are in sessions of their own: end them by pid
+        for pid in pids.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _attach_every_rank(runtime: Path, job: subprocess.Popen[str], pids: dict[int, int]) -> None:
+    assert sorted(pids) == [0, 1], pids
     listed = [
         json.loads(line) for line in torchscope(runtime, "jobs", "--json").stdout.splitlines()
     ]
