@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .measure.machine import LocalMachine
     from .measure.parts import CalleeStats, CompiledOnLine, LineOp, LineStats
     from .measure.roofline import achieved_text, peaks_text
+    from .multi.ab import ABRounds, compare_rounds, comparison_of
     from .multi.compare import compare_runs
     from .multi.comparison import CompareSide, Comparison, CompileMeta
     from .multi.compiled_lines import CompiledLine, CompiledLines, KernelLines
@@ -79,6 +80,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LineStats": (".measure.parts", "LineStats"),
     "achieved_text": (".measure.roofline", "achieved_text"),
     "peaks_text": (".measure.roofline", "peaks_text"),
+    "ABRounds": (".multi.ab", "ABRounds"),
+    "compare_rounds": (".multi.ab", "compare_rounds"),
+    "comparison_of": (".multi.ab", "comparison_of"),
     "compare_runs": (".multi.compare", "compare_runs"),
     "CompareSide": (".multi.comparison", "CompareSide"),
     "Comparison": (".multi.comparison", "Comparison"),
@@ -134,6 +138,7 @@ __all__ = [
     "COMPUTE_SHARE_CROSSOVER",
     "CONFIDENCE",
     "DEFAULT_HOT_SHARE",
+    "ABRounds",
     "CalleeStats",
     "ClusterError",
     "CompareSide",
@@ -172,7 +177,9 @@ __all__ = [
     "analyze_ranks",
     "analyze_ranks_on",
     "analyze_trace",
+    "compare_rounds",
     "compare_runs",
+    "comparison_of",
     "connect_cluster",
     "crossover",
     "decide_diff",

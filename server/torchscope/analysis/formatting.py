@@ -69,3 +69,27 @@ def format_change_interval(ratio: float, near: float, far: float) -> str:
     if big(ratio) >= 1.5:
         return f"{big(near):.1f}×–{big(far):.1f}×"
     return f"{(big(near) - 1) * 100:.0f} %–{(big(far) - 1) * 100:.0f} %"
+
+
+def _times(value: float) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    return f"{value:.2f}×" if value < 9.995 else f"{value:.1f}×"
+
+
+def ratio_phrase(ratio: float, low: float, high: float) -> str:
+    """B / A per call and its interval, in one direction and one pair of parentheses: the one
+    phrase builder of every comparison (``analysis/multi/ab.py``).
+
+    ``2.30× slower (1.10×–3.30× slower)`` when all of the interval is at or above 1,
+    ``2.33× faster (1.11×–3.33× faster)`` when all of it is at or below 1 (the speed-up, A / B),
+    else ``0.95× the time (0.80×–1.10×)``: an interval reaching both sides of 1 has no
+    direction, so the words give none (never "slower" beside an interval on the faster side).
+    """
+    if not (math.isfinite(ratio) and ratio > 0 and low > 0):
+        return f"{_times(ratio)} the time"
+    if low >= 1 and ratio >= 1:
+        return f"{_times(ratio)} slower ({_times(low)}–{_times(high)} slower)"
+    if high <= 1 and ratio <= 1:
+        return f"{_times(1 / ratio)} faster ({_times(1 / high)}–{_times(1 / low)} faster)"
+    return f"{_times(ratio)} the time ({_times(low)}–{_times(high)})"
