@@ -169,7 +169,7 @@ def test_trial_messages_say_which_refusal() -> None:
     same = {"same": True, "compared": 1, "detail": ""}
     faster = measured_trial("sdpa", _verdict("faster", 0.5, 0.4, 0.6), same, "patch")
     assert faster.offered and faster.ratio == 2.0
-    assert faster.message == "measured 2.0× faster (95 % interval 1.7×–2.5×), same outputs"
+    assert faster.message == "measured 2.0× faster (1.7×–2.5× faster), same outputs"
     differ = {"same": False, "compared": 1, "detail": "result: max difference 3"}
     changed = measured_trial("sdpa", _verdict("faster", 0.5, 0.4, 0.6), differ, "patch")
     assert changed.refused == CHANGES_OUTPUTS and changed.message.endswith(

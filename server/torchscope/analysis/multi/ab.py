@@ -139,7 +139,7 @@ def compare_rounds(rounds: ABRounds, band: float = NO_DIFFERENCE_BAND) -> ABComp
         busy_share=busy,
         stable=stable,
         reason=reason,
-        phrase=ratio_phrase(ratio, low, high),
+        phrase=ratio_phrase(ratio, low, high, decision in ("faster", "slower")),
         added_rounds=rounds.added,
         noise=interval.noise,
     )
@@ -189,8 +189,7 @@ def comparison_of(a: Measurements, b: Measurements) -> Optional[ABComparison]:
 
 
 def point_comparison(ratio: float, band: float = NO_DIFFERENCE_BAND) -> ABComparison:
-    """A ratio known without paired rounds (two medians): no interval beyond itself, never
-    called stable."""
+    """A ratio known without paired rounds (two medians): no interval beyond itself."""
     low = high = ratio
     decision = outcome(low, high, band) if 0 < ratio < float("inf") else "inconclusive"
     return ABComparison(
@@ -202,7 +201,35 @@ def point_comparison(ratio: float, band: float = NO_DIFFERENCE_BAND) -> ABCompar
         dropped_rounds=0,
         spread=SideSpreads(0.0, 0.0),
         busy_share=None,
-        stable=False,
+        stable=True,
         reason="no paired rounds: the ratio of two medians, with no interval",
-        phrase=ratio_phrase(ratio, low, high),
+        phrase=ratio_phrase(ratio, low, high, decision in ("faster", "slower")),
     )
+
+
+def interval_comparison(interval: RatioInterval, band: float = NO_DIFFERENCE_BAND) -> ABComparison:
+    """The decision of an interval computed elsewhere (no waits, no machine): its widened
+    bounds decided as :func:`compare_rounds` decides them."""
+    ratio, low, high = widened(interval)
+    decision = outcome(low, high, band)
+    comparison = ABComparison(
+        decision=decision,
+        ratio=ratio,
+        interval=[low, high],
+        band=band,
+        rounds=interval.rounds,
+        dropped_rounds=0,
+        spread=SideSpreads(0.0, 0.0),
+        busy_share=None,
+        stable=True,
+        reason=_reason(decision, interval, (low, high), band, False),
+        phrase=ratio_phrase(ratio, low, high, decision in ("faster", "slower")),
+        noise=interval.noise,
+    )
+    self_check_comparison(comparison)
+    return comparison
+
+
+def as_comparison(source: ABComparison | RatioInterval) -> ABComparison:
+    """An engine's comparison as it is; an interval decided (:func:`interval_comparison`)."""
+    return interval_comparison(source) if isinstance(source, RatioInterval) else source

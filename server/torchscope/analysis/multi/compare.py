@@ -17,7 +17,7 @@ from typing import Optional
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.columns import median
 from ..results import ABComparison, Report
-from .ab import ABRounds, compare_rounds, point_comparison
+from .ab import ABRounds, as_comparison, compare_rounds, point_comparison
 from .comparison import (
     CompareError,
     CompareSide,
@@ -32,6 +32,7 @@ from .comparison import (
     SideVerdict,
 )
 from .compile_rules import CompareContext, run_compare_rules
+from .interval import RatioInterval
 from .inventory import Inventory
 
 TRIVIAL_OPS = frozenset(
@@ -144,7 +145,7 @@ VERDICT_OF = {
 
 
 def decide(
-    comparison: ABComparison,
+    source: ABComparison | RatioInterval,
     eager_us: float,
     compiled_us: float,
     copies: list[CopyRow],
@@ -153,7 +154,7 @@ def decide(
     """``keep-eager`` / ``compile-wins`` / ``no-difference`` / ``inconclusive`` with its
     headline: the A/B engine's decision of compiled against eager (:mod:`.ab`), its phrase
     (one direction, one pair of parentheses), and the reason when unstable or undecided."""
-    c = comparison
+    c = as_comparison(source)
     times = f"{format_duration(eager_us)} → {format_duration(compiled_us)}"
     copy = _copy_phrase(copies)
     adds = f", adds {copy}" if copy else ""
@@ -167,7 +168,7 @@ def decide(
     elif vid == "compile-wins":
         tail = f"compile wins (after {compile_cost})"
     else:
-        tail = f"reaches out of {band} without clearing it; keep eager unless a rerun shows a gain"
+        tail = "keep eager unless a rerun shows a gain"
     headline = f"torch.compile: {c.phrase} per call; {times}{adds}; {tail}"
     if not c.stable or vid == "inconclusive":
         headline += f" — {c.reason}"

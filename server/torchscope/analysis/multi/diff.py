@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from ..formatting import format_duration, format_share
 from ..results import ABComparison, Measurements, Report
-from .ab import ABRounds, compare_rounds
+from .ab import ABRounds, as_comparison, compare_rounds
 from .compare import TRIVIAL_OPS
 from .comparison import SideVerdict
 from .interval import CONFIDENCE, RatioInterval, ratio_interval
@@ -50,11 +50,13 @@ class DiffVerdict:
     confidence: float = CONFIDENCE
 
 
-def decide(comparison: ABComparison, label: str, before_us: float, after_us: float) -> DiffVerdict:
+def decide(
+    source: ABComparison | RatioInterval, label: str, before_us: float, after_us: float
+) -> DiffVerdict:
     """The engine's decision (``ab.compare_rounds``) as the diff's verdict, with its headline:
     ``faster than HEAD: 1.32× faster (1.10×–1.50× faster); 2.0 ms → 1.5 ms per call`` — the
     phrase gives the ratio and its interval in one direction, in one pair of parentheses."""
-    c = comparison
+    c = as_comparison(source)
     times = f"{format_duration(before_us)} → {format_duration(after_us)} per call"
     low, high = c.interval
     lead = {
@@ -66,7 +68,6 @@ def decide(comparison: ABComparison, label: str, before_us: float, after_us: flo
     band = f"±{format_share(c.band)}"
     said = {
         "no-difference": f", within {band}",
-        "inconclusive": f", reaches out of {band} without clearing it",
     }.get(c.decision, "")
     headline = f"{lead}: {c.phrase}{said}; {times}"
     if not c.stable or c.decision == "inconclusive":

@@ -8,7 +8,7 @@ every comparison the suite makes is checked.
   unless the reason says the machine was too busy to decide.
 - The interval holds the ratio, and the interval's ends are in order.
 - The phrase's direction follows the numbers: "slower" only beside an interval all at or above
-  1, "faster" only beside one all at or below 1, and one pair of parentheses.
+  1 and a ``slower`` decision, "faster" likewise, and one pair of parentheses.
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ def _phrase_problems(c: ABComparison, low: float, high: float) -> list[str]:
     out = []
     if phrase.count("(") > 1 or phrase.count(")") > 1:
         out.append(f"comparison phrase {phrase!r} has more than one pair of parentheses")
+    for word in ("faster", "slower"):
+        if word in phrase and c.decision != word:
+            out.append(f"comparison phrase {phrase!r} says {word}; its decision is {c.decision}")
     if "slower" in phrase and low < 1 - SLACK:
         out.append(f"comparison phrase {phrase!r} says slower beside an interval from {low:.3f}")
     if "faster" in phrase and high > 1 + SLACK:
