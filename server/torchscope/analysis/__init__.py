@@ -62,10 +62,12 @@ if TYPE_CHECKING:
         COMPUTE_SHARE_CROSSOVER,
         Sweep,
         SweepPoint,
+        SweepStep,
         crossover,
         failed_point,
         past_overhead,
         point_from_report,
+        sweep_step,
     )
 
 #: Name here -> (its module, relative to this package; its name there), imported on first use.
@@ -111,10 +113,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     "COMPUTE_SHARE_CROSSOVER": (".multi.sweep", "COMPUTE_SHARE_CROSSOVER"),
     "Sweep": (".multi.sweep", "Sweep"),
     "SweepPoint": (".multi.sweep", "SweepPoint"),
+    "SweepStep": (".multi.sweep", "SweepStep"),
     "crossover": (".multi.sweep", "crossover"),
     "failed_point": (".multi.sweep", "failed_point"),
     "past_overhead": (".multi.sweep", "past_overhead"),
     "point_from_report": (".multi.sweep", "point_from_report"),
+    "sweep_step": (".multi.sweep", "sweep_step"),
 }
 
 
@@ -167,6 +171,7 @@ __all__ = [
     "StepMetrics",
     "Sweep",
     "SweepPoint",
+    "SweepStep",
     "Timing",
     "TopOp",
     "Trace",
@@ -196,5 +201,6 @@ __all__ = [
     "point_from_report",
     "rank_paths",
     "ratio_interval",
+    "sweep_step",
     "undecided",
 ]
