@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from torchscope.analysis import CompareSide, Comparison, CompiledLine, CompiledLines
 from torchscope.analysis.formatting import format_bytes, format_duration
+from torchscope.report.stability import comparison_lines
 
 ERROR_LINES = 12
 """Lines of the compiler's message shown in the hover (the rest is in the log)."""
@@ -128,9 +129,17 @@ def render_comparison(compare: Comparison) -> str:
         lines += lines_text(compare.lines)
     if compare.verdict is not None:
         lines.append(f"verdict: {compare.verdict.headline}")
+    lines += comparison_lines(compare.comparison)
+    lines += side_lines(compare)
     for f in compare.findings:
         lines.append(f"  [{f.rule}] {f.message}")
     return "\n".join(lines)
+
+
+def side_lines(compare: Comparison) -> list[str]:
+    """``eager: unstable: …`` for each side whose timing failed ``profile``'s checks."""
+    sides = [("eager", compare.eager), ("compiled", compare.compiled)]
+    return [f"  {name}: {side.unstable_reason}" for name, side in sides if side and not side.stable]
 
 
 def _code(text: str) -> str:
@@ -163,6 +172,9 @@ def comparison_markdown(compare: Comparison) -> str:
         parts.append(f"Ops changed: `{compare.changes.summary}`")
     if compare.lines is not None:
         parts += _lines_markdown(compare.lines)
+    said = [line.strip() for line in comparison_lines(compare.comparison) + side_lines(compare)]
+    if said:
+        parts.append("\n\n".join(said))
     if compare.findings:
         parts.append("\n".join(f"- `{f.rule}`: {f.message}" for f in compare.findings))
     return "\n\n".join(parts)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..formatting import format_duration, format_share
-from ..results import ABComparison, Measurements, Report
+from ..results import ABComparison, Machine, Measurements, Report
 from .ab import ABRounds, as_comparison, compare_rounds
 from .compare import TRIVIAL_OPS
 from .comparison import SideVerdict
@@ -272,6 +272,8 @@ class Diff:
     interval: RatioInterval
     comparison: Optional[ABComparison] = None
     """The A/B engine's object (``ab.compare_rounds``): the same in every command."""
+    machine: Optional[Machine] = None
+    """How busy the machine was over the rounds (``profile``'s ``machine``; None: unknown)."""
 
 
 def _rounds(before: DiffSide, after: DiffSide) -> ABRounds:
@@ -294,4 +296,5 @@ def diff_runs(before: DiffSide, after: DiffSide) -> Diff:
         lines_changed=lines_changed(before.report, after.report, before.source, after.source),
         interval=interval,
         comparison=comparison,
+        machine=_rounds(before, after).machine,
     )
