@@ -182,6 +182,8 @@ export interface CompareSide {
   spread: number;
   busy_share: number | null;
   unstable_reason: string;
+  /** top-level ops per call, as the steps table counts them (op_count: nested ones included) */
+  top_level_ops: number;
   trace_path?: string;
   compile_s?: number | null;
   graphs?: CompareGraph[];

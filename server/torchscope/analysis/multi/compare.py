@@ -83,6 +83,7 @@ def _side(report: Report, inv: Inventory, compiled: Optional[CompiledInfo] = Non
         spread=timing.spread if timing else 0.0,
         busy_share=report.machine.busy_share if report.machine else None,
         unstable_reason=report.verdict.unstable_reason,
+        top_level_ops=median([float(s.ops) for s in steps]),
         compiled=compiled,
     )
 

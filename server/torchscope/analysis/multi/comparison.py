@@ -125,6 +125,9 @@ class CompareSide:
     """Other work's share of the machine's cores over the rounds (None: not measured)."""
     unstable_reason: str = ""
     """When not ``stable``: ``unstable: …; rerun, or raise --timing-budget``."""
+    top_level_ops: float = 0.0
+    """Top-level ops per call, as the steps table counts them (``op_count`` counts every op,
+    nested ones included)."""
     compiled: Optional[CompiledInfo] = field(default=None, metadata=json_as(flatten=True))
     """Only on the compiled side; its fields are inline in the JSON."""
     trace_path: Optional[str] = field(default=None, metadata=json_as(omit_none=True))
