@@ -144,8 +144,9 @@ async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_p
         data = result.structured_content
         assert set(data) == {
             "id", "verdict", "ratio", "interval", "same_outputs", "patch", "refused", "message", "detail",
-            "assumes", "checks", "unchecked", "applied",
+            "assumes", "checks", "unchecked", "comparison", "applied",
         }  # fmt: skip
+        assert data["comparison"]["decision"] == data["verdict"], data["comparison"]  # issue 54
         assert {"outputs", "requires_grad", "grads", "parameters"} <= set(data["checks"]), data
         assert data["assumes"] and f"assumes: {data['assumes']}" in text(result)
         assert "checked: outputs, requires_grad, grads" in text(result)
