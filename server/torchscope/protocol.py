@@ -647,9 +647,18 @@ unprofiled medians of the same function on a shared 2-core machine differ by up 
 the guide's ``fn`` at 1024×1024 measured within 1 % eager and compiled."""
 
 WAIT_DROP = 0.2
-"""An interleaved round in which either side's batch waited this share of its wall time or more
-for a CPU (runnable while another process held the core: ``worker/timing.py``) is dropped from
-the A/B comparison (``analysis/multi/ab.py``), and the result says how many were."""
+"""An interleaved round in which one side's batch waited for a CPU (runnable while another
+process held the core: ``worker/timing.py``) this share of its wall time more than the other
+side's did is dropped from the A/B comparison (``analysis/multi/ab.py``), and the result says
+how many were: load both halves of a round shared cancels in their ratio, load one half took
+alone does not. (Dropping every round that waited at all left nothing to decide on a 2-core
+machine shared with six other jobs: every round waited.)"""
+
+
+def waited_apart(a_us: float, b_us: float, a_wait_us: float, b_wait_us: float) -> bool:
+    """One side of a round waited for a CPU ``WAIT_DROP`` of its time more than the other."""
+    return abs(a_wait_us / a_us - b_wait_us / b_us) >= WAIT_DROP
+
 
 GLIBC_MMAP_MAX = 32 * 1024 * 1024
 """glibc's ceiling for its dynamic mmap threshold on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX``):

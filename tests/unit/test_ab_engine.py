@@ -61,6 +61,9 @@ def test_rounds_with_a_core_held_are_dropped_and_counted() -> None:
     assert c.interval[0] <= 1.3 <= c.interval[1] * 1.02
     assert "10 of 40 rounds dropped" in c.reason and "45 %" in c.reason
     assert c.busy_share == 0.45
+    # Load both halves of a round shared cancels in their ratio: those rounds stay.
+    alike = compare_rounds(ABRounds(a, b, [x * 0.5 for x in a], [x * 0.5 for x in b], busy))
+    assert alike.dropped_rounds == 0 and alike.decision == "slower"
     # Too few clean rounds: the machine was too busy to decide.
     all_waited = [x * (WAIT_DROP + 0.1) for x in b]
     busy_c = compare_rounds(ABRounds(a, b, [0.0] * 40, all_waited, busy))

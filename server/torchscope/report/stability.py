@@ -56,7 +56,7 @@ def comparison_lines(comparison: ABComparison | None, indent: str = "  ") -> lis
     if comparison is None:
         return []
     c = comparison
-    dropped = f", {c.dropped_rounds} dropped (a core was held)" if c.dropped_rounds else ""
+    dropped = f", {c.dropped_rounds} dropped (a core held for one side)" if c.dropped_rounds else ""
     busy = f"; machine {format_share(c.busy_share)} busy" if c.busy_share is not None else ""
     out = [f"{indent}comparison: {c.decision}: {c.phrase}; {c.rounds} rounds{dropped}{busy}"]
     if not c.stable:

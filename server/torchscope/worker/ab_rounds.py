@@ -5,8 +5,9 @@ jobs) and ``--compare-compile``. The statistics are the host's (``analysis/multi
 Each round times one batch of each side, the order alternating (A B, B A, …), so a burst of
 load on a shared machine hits both alike. Each batch records its wall time and how long the
 calling thread waited for a CPU meanwhile (``timing._time_batch``: the run-queue delay), so a
-round in which another process held the core can be dropped; the machine's load over the
-rounds is measured as ``profile`` measures it (``stability.MachineLoad``), and each side gets
+round in which another process held the core for one side more than the other can be dropped;
+the machine's load over the rounds is measured as ``profile`` measures it
+(``stability.MachineLoad``), and each side gets
 ``profile``'s stability line (``stability.unstable_line``).
 
 The rounds run for the budget; then, while the ratio of the two sides' clean rounds is not yet
@@ -21,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from torchscope.protocol import NO_DIFFERENCE_BAND, WAIT_DROP, Machine
+from torchscope.protocol import NO_DIFFERENCE_BAND, Machine, waited_apart
 from torchscope.worker.compile_tools import steady_allocator
 from torchscope.worker.stability import MachineLoad, unstable_line
 from torchscope.worker.timing import (
@@ -74,13 +75,13 @@ class Interleaved:
 
 
 def _clean_ratios(interleaved: Interleaved) -> list[float]:
-    """Last side over first, per round, of the rounds no side waited ``WAIT_DROP`` in."""
+    """Last side over first, per round, of the rounds kept (``protocol.waited_apart``)."""
     first, last = interleaved.call_us[0], interleaved.call_us[-1]
     w_first, w_last = interleaved.wait_us[0], interleaved.wait_us[-1]
     return [
         b / a
         for a, b, wa, wb in zip(first, last, w_first, w_last)
-        if a > 0 and b > 0 and wa < WAIT_DROP * a and wb < WAIT_DROP * b
+        if a > 0 and b > 0 and not waited_apart(a, b, wa, wb)
     ]
 
 

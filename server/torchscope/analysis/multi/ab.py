@@ -2,8 +2,9 @@
 (``worker/ab_rounds.py``)? One decision for ``diff``, ``check``, ``fix --try``,
 ``--compare-compile`` and adjacent sweep rows; its statistics are :mod:`.interval`'s.
 
-- A round in which either side waited ``protocol.WAIT_DROP`` of its time or more for a CPU
-  (another process held the core) is dropped, and the result counts it; with fewer than
+- A round in which one side waited for a CPU (another process held the core) ``WAIT_DROP`` of
+  its time more than the other side did is dropped, and the result counts it
+  (``protocol.waited_apart``: load both halves shared cancels in their ratio); with fewer than
   :data:`MIN_KEPT` rounds left the machine was too busy to decide: ``inconclusive``.
 - The ratio is median(B) / median(A) over the kept rounds, with the paired bootstrap's 95 %
   interval widened by the rounds' measured noise (``interval.widened``); the decision is
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ...protocol import WAIT_DROP, Machine, Measurements, spread
+from ...protocol import Machine, Measurements, spread, waited_apart
 from ..formatting import format_share, ratio_phrase
 from ..results import ABComparison, SideSpreads
 from ..verdict.consistency import self_check_comparison
@@ -91,13 +92,13 @@ def _waits(wait_us: list[float], call_us: list[float]) -> list[float]:
 
 
 def kept_rounds(rounds: ABRounds) -> tuple[list[float], list[float]]:
-    """(A, B) µs of the rounds in which neither side waited ``WAIT_DROP`` of its time for a
-    CPU; every timed round when fewer than :data:`MIN_KEPT` are left."""
+    """(A, B) µs of the rounds not ``waited_apart``; every timed round when fewer than
+    :data:`MIN_KEPT` are left."""
     a_wait, b_wait = _waits(rounds.a_wait_us, rounds.a_us), _waits(rounds.b_wait_us, rounds.b_us)
     kept = [
         (a, b)
         for a, b, wa, wb in zip(rounds.a_us, rounds.b_us, a_wait, b_wait)
-        if a > 0 and b > 0 and wa < WAIT_DROP * a and wb < WAIT_DROP * b
+        if a > 0 and b > 0 and not waited_apart(a, b, wa, wb)
     ]
     if len(kept) < MIN_KEPT:
         kept = [(a, b) for a, b in zip(rounds.a_us, rounds.b_us) if a > 0 and b > 0]
@@ -121,7 +122,7 @@ def compare_rounds(rounds: ABRounds, band: float = NO_DIFFERENCE_BAND) -> ABComp
     reason = _reason(decision, interval, (low, high), band, too_busy)
     extra = [
         f"{rounds.added} more rounds measured past the budget" if rounds.added else "",
-        f"{dropped} of {timed} rounds dropped (a core was held)" if dropped else "",
+        f"{dropped} of {timed} rounds dropped (a core was held for one side)" if dropped else "",
         f"machine {format_share(busy)} busy with other work"
         if busy is not None and busy >= BUSY_NAMED
         else "",
@@ -152,7 +153,7 @@ def _busy_rounds(rounds: ABRounds) -> int:
     return sum(
         1
         for a, b, wa, wb in zip(rounds.a_us, rounds.b_us, a_wait, b_wait)
-        if a > 0 and b > 0 and (wa >= WAIT_DROP * a or wb >= WAIT_DROP * b)
+        if a > 0 and b > 0 and waited_apart(a, b, wa, wb)
     )
 
 
@@ -169,7 +170,7 @@ def _reason(
     if too_busy:
         return (
             f"inconclusive: the machine was too busy to decide (fewer than {MIN_KEPT} rounds "
-            "ran without waiting for a CPU)"
+            "in which both sides waited alike for a CPU)"
         )
     if decision == "faster":
         return f"{span} is all below 1 / (1 + {format_share(band)})"
