@@ -39,7 +39,7 @@ def render_fix_list(qualname: str, offers: list[tuple[Fix, Site, list[str]]]) ->
 
 def render_trial(trial: FixTrial, applied: bool, apply_asked: bool) -> str:
     """The measured line, what it assumed and checked, what happened to the file, the patch."""
-    lines = [f"{trial.id}: {trial.message}", *comparison_lines(trial.comparison)]
+    lines = [f"{trial.id}: {trial.message}", *comparison_lines(trial.comparison, reason=True)]
     if trial.assumes:
         lines.append(f"  assumes: {trial.assumes}")
     if trial.checks:

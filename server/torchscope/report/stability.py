@@ -48,20 +48,19 @@ def stability_lines(report: Report) -> list[str]:
     return [line for line in (unstable_line(report), machine_line(report)) if line]
 
 
-def comparison_lines(comparison: ABComparison | None, indent: str = "  ") -> list[str]:
+def comparison_lines(
+    comparison: ABComparison | None, indent: str = "  ", reason: bool = False
+) -> list[str]:
     """The A/B engine's decision in words, for every command's text: ``comparison: slower:
-    2.3× slower (1.1×–3.3× slower); 80 rounds, 3 dropped (a core was held); machine 24 %
-    busy``, then ``unstable: …`` as ``profile`` says it when a side's timing or the machine
-    could not be trusted (or the reason of an inconclusive one)."""
+    2.3× slower (1.1×–3.3× slower); 80 rounds, 3 dropped (a core held for one side); machine
+    24 % busy``; with ``reason`` (where no headline carries it), then its reason when it is
+    unstable (``unstable: …`` as ``profile`` says it) or inconclusive."""
     if comparison is None:
         return []
     c = comparison
     dropped = f", {c.dropped_rounds} dropped (a core held for one side)" if c.dropped_rounds else ""
     busy = f"; machine {format_share(c.busy_share)} busy" if c.busy_share is not None else ""
     out = [f"{indent}comparison: {c.decision}: {c.phrase}; {c.rounds} rounds{dropped}{busy}"]
-    if not c.stable:
-        said = c.reason if c.reason.startswith("unstable:") else f"unstable: {c.reason}"
-        out.append(f"{indent}{said}")
-    elif c.decision == "inconclusive":
+    if reason and (not c.stable or c.decision == "inconclusive"):
         out.append(f"{indent}{c.reason}")
     return out

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ...protocol import Machine, Measurements, spread, waited_apart
+from ...protocol import UNSTABLE_ADVICE, Machine, Measurements, spread, waited_apart
 from ..formatting import format_share, ratio_phrase
 from ..results import ABComparison, SideSpreads
 from ..verdict.consistency import self_check_comparison
@@ -119,16 +119,18 @@ def compare_rounds(rounds: ABRounds, band: float = NO_DIFFERENCE_BAND) -> ABComp
     busy = rounds.machine.busy_share if rounds.machine is not None else None
     unstable = rounds.a_unstable or rounds.b_unstable
     stable = not unstable and not too_busy and dropped <= timed / 2
-    reason = _reason(decision, interval, (low, high), band, too_busy)
     extra = [
         f"{rounds.added} more rounds measured past the budget" if rounds.added else "",
         f"{dropped} of {timed} rounds dropped (a core was held for one side)" if dropped else "",
         f"machine {format_share(busy)} busy with other work"
         if busy is not None and busy >= BUSY_NAMED
         else "",
-        unstable,
+        _side_why(unstable),
     ]
-    reason = "; ".join([reason, *(e for e in extra if e)])
+    clauses = [_reason(decision, band, too_busy), *(e for e in extra if e)]
+    reason = "; ".join(clauses)
+    if not stable:  # as profile says it: ``unstable: why; rerun, or raise --timing-budget``
+        reason = f"unstable: {reason}; {UNSTABLE_ADVICE}"
     comparison = ABComparison(
         decision=decision,
         ratio=ratio,
@@ -157,28 +159,28 @@ def _busy_rounds(rounds: ABRounds) -> int:
     )
 
 
-def _reason(
-    decision: str,
-    interval: RatioInterval,
-    bounds: tuple[float, float],
-    band: float,
-    too_busy: bool,
-) -> str:
-    """The decision's own clause."""
-    low, high = bounds
-    span = f"the {format_share(CONFIDENCE)} interval {low:.2f}×–{high:.2f}×"
+def _side_why(line: str) -> str:
+    """A side's ``unstable: why; advice`` line as its why alone."""
+    why = line.removeprefix("unstable: ")
+    return why.removesuffix(f"; {UNSTABLE_ADVICE}")
+
+
+def _reason(decision: str, band: float, too_busy: bool) -> str:
+    """The decision's own clause (the interval's numbers are the phrase's, not restated)."""
     if too_busy:
         return (
             f"inconclusive: the machine was too busy to decide (fewer than {MIN_KEPT} rounds "
             "in which both sides waited alike for a CPU)"
         )
-    if decision == "faster":
-        return f"{span} is all below 1 / (1 + {format_share(band)})"
-    if decision == "slower":
-        return f"{span} is all above 1 + {format_share(band)}"
+    interval = f"all of the {format_share(CONFIDENCE)} interval"
+    if decision in ("faster", "slower"):
+        return f"{decision}: {interval} clears ±{format_share(band)}"
     if decision == "no-difference":
-        return f"{span} is all within ±{format_share(band)}"
-    return f"inconclusive: {span} reaches out of ±{format_share(band)} without clearing it"
+        return f"no difference: {interval} is within ±{format_share(band)}"
+    return (
+        f"inconclusive: the {format_share(CONFIDENCE)} interval reaches out of "
+        f"±{format_share(band)} without clearing it"
+    )
 
 
 def comparison_of(a: Measurements, b: Measurements) -> Optional[ABComparison]:
@@ -223,7 +225,7 @@ def interval_comparison(interval: RatioInterval, band: float = NO_DIFFERENCE_BAN
         spread=SideSpreads(0.0, 0.0),
         busy_share=None,
         stable=True,
-        reason=_reason(decision, interval, (low, high), band, False),
+        reason=_reason(decision, band, False),
         phrase=ratio_phrase(ratio, low, high, decision in ("faster", "slower")),
         noise=interval.noise,
     )
