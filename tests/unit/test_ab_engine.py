@@ -104,3 +104,30 @@ def test_the_self_check_catches_a_contradiction() -> None:
     assert comparison_problems(replace(c, phrase="1.3× faster (1.2×–1.4× faster)"))
     assert comparison_problems(replace(c, phrase="1.3× slower ((1.2×–1.4×) slower)"))
     assert comparison_problems(replace(c, ratio=5.0))
+
+
+def test_every_text_face_shows_the_same_decision() -> None:
+    """The CLI's and the notebook's text (``render_comparison``), the editor's compare panel
+    (``comparison_markdown``) and ``fix --try``'s text show the engine's one decision and
+    phrase, and an unstable side's ``unstable: …``."""
+    from torchscope.analysis.multi.comparison import CompareSide, Comparison, SideVerdict
+    from torchscope.report.compare import comparison_markdown, render_comparison
+    from torchscope.report.fix import render_trial
+    from torchscope.source.fixes.trial import FixTrial
+
+    def side(us: float, **more: object) -> CompareSide:
+        return CompareSide(us, us, us, us, 10, us, us, 0.0, 0.0, [], 0.0, 0.0, 6.0, [],
+                           SideVerdict("overhead-bound", "…"), **more)  # type: ignore[arg-type]  # fmt: skip
+
+    a, b = _rounds(60, 1.3, 0.05)
+    c = compare_rounds(ABRounds(a, b))
+    why = "unstable: the timed calls spread by 60 % of their median; rerun, or raise --timing-budget"
+    compare = Comparison(
+        "default", side(9.0), side(12.0, stable=False, unstable_reason=why), comparison=c
+    )
+    line = f"comparison: slower: {c.phrase}; 60 rounds"
+    assert c.phrase.startswith("1.3") and c.phrase.endswith("slower)")
+    for text in (render_comparison(compare), comparison_markdown(compare)):
+        assert line in text and f"compiled: {why}" in text, text
+    trial = FixTrial("sdpa", "slower", 1 / c.ratio, None, True, "", "not faster", "m", comparison=c)
+    assert line in render_trial(trial, False, False)
