@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,6 +111,8 @@ def test_check_exits_3_when_it_cannot_decide_and_0_when_allowed(tmp_path: Path) 
     _holds_the_contract(row["comparison"])
     assert row["comparison"]["decision"] == "inconclusive", row["comparison"]
     assert row["status"] == "inconclusive" and done.returncode == 3, done.stderr
+    suite = ET.parse(repo / "torchscope-check.xml").getroot()
+    assert (suite.get("failures"), suite.get("skipped")) == ("0", "1")
     allowed = _run("check", "--timing-budget", "0.3", "--allow-inconclusive", cwd=repo)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "| ❔ | `mod.py::fn` |" in allowed.stdout

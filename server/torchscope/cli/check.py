@@ -220,11 +220,16 @@ def junit(rows: list[CheckRow]) -> bytes:
         tests=str(len(rows)),
         failures=str(sum(r.status == "regressed" for r in rows)),
         errors=str(sum(r.status == "error" for r in rows)),
-        skipped=str(sum(r.status == "skipped" for r in rows)),
+        skipped=str(sum(r.status in ("skipped", "inconclusive") for r in rows)),
     )
     for row in rows:
         case = ET.SubElement(suite, "testcase", classname="torchscope.check", name=row.entry.target)
-        tag = {"regressed": "failure", "error": "error", "skipped": "skipped"}.get(row.status)
+        tag = {
+            "regressed": "failure",
+            "error": "error",
+            "skipped": "skipped",
+            "inconclusive": "skipped",  # could not decide: neither passed nor failed
+        }.get(row.status)
         if tag:
             ET.SubElement(case, tag, message=row.message).text = row.message
         else:
