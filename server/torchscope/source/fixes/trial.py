@@ -101,8 +101,9 @@ def _effect(verdict: DiffVerdict) -> str:
     """``1.24× faster (1.13×–1.32× faster)``, ``no difference: 1.01× the time (0.98×–1.03×)``:
     the one phrase of a ratio and its interval (``formatting.ratio_phrase``), rewrite over
     original."""
-    phrase = ratio_phrase(verdict.ratio, verdict.ci_low, verdict.ci_high)
-    if verdict.id in ("faster", "slower"):
+    decided = verdict.id in ("faster", "slower")
+    phrase = ratio_phrase(verdict.ratio, verdict.ci_low, verdict.ci_high, decided)
+    if decided:
         return phrase
     return f"{verdict.id.replace('-', ' ')}: {phrase}"
 
