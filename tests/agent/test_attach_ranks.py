@@ -24,15 +24,28 @@ def test_all_ranks(runtime: Path) -> None:
         env=agent_env(runtime, STEPS="3000"), stdout=subprocess.PIPE, text=True,
         start_new_session=True,
     ))  # fmt: skip
-    assert job.stdout is not None
-    ready = [job.stdout.readline().split() for _ in range(2)]
-    pids = {int(words[1]): int(words[2]) for words in ready if words[:1] == ["ready"]}
     try:
-        _attach_every_rank(runtime, job, pids)
-    finally:  # torchrun's workers are in sessions of their own: end them by pid
-        for pid in pids.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        _attach_every_rank(runtime, job, _ready(job))
+    finally:  # torchrun's workers are in sessions of their own: end each (its agent's socket)
+        for sock in (runtime / "torchscope").glob("agent-*.sock"):
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(sock.stem.split("-")[1]), signal.SIGKILL)
+
+
+def _ready(job: subprocess.Popen[str]) -> dict[int, int]:
+    """rank → pid, from the ranks' ``ready RANK PID`` lines (among whatever else comes)."""
+    assert job.stdout is not None
+    pids: dict[int, int] = {}
+    seen: list[str] = []
+    while len(pids) < 2 and len(seen) < 50:
+        seen.append(job.stdout.readline())
+        if not seen[-1]:
+            break
+        words = seen[-1].split()
+        if words[:1] == ["ready"]:
+            pids[int(words[1])] = int(words[2])
+    assert sorted(pids) == [0, 1], seen
+    return pids
 
 
 def _attach_every_rank(runtime: Path, job: subprocess.Popen[str], pids: dict[int, int]) -> None:
