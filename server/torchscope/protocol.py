@@ -457,7 +457,8 @@ class Inputs:
     """Where a job's call inputs come from (``JobRequest.inputs``, echoed in the result)."""
 
     source: str = "call-expression"
-    """``call-expression`` | ``directive`` | ``capture`` | ``run``."""
+    """``call-expression`` | ``directive`` | ``capture`` | ``run`` | ``attached`` (a running
+    job's own calls, ``torchscope attach``)."""
     path: Optional[str] = None
     """A capture file, which the worker then loads instead of evaluating ``call``."""
     captured_at: Optional[str] = None
