@@ -35,6 +35,7 @@ from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
 from torchscope.host.session import JobService
+from torchscope.ingest.text import lone_surrogate_at, surrogate_message
 from torchscope.protocol import JobOptions, RunOptions, to_builtins
 from torchscope.report.mcp_summary import (
     compare_summary,
@@ -109,7 +110,7 @@ async def _job(
     ``summary`` of it, or an error result naming the problem."""
     file, qualname, call = where
     try:
-        target = service.target(file, qualname)
+        target = await asyncio.to_thread(service.target, file, qualname)  # reads the file
         options = service.options(overrides)
     except (TargetError, ValueError) as exc:
         return _error(str(exc))
@@ -214,7 +215,7 @@ def _add_fix_tool(server: MCPServer, jobs: JobService) -> None:
         if fix_by_id(fix) is None:
             return _error(f"no fix {fix!r} — fixes: {', '.join(f.id for f in FIXES)}")
         try:
-            target = jobs.target(file, qualname)
+            target = await asyncio.to_thread(jobs.target, file, qualname)
         except TargetError as exc:
             return _error(str(exc))
         try:
@@ -232,7 +233,7 @@ async def _run_program(
     jobs: JobService, targets: list[str], entry: list[str], run: RunOptions
 ) -> CallToolResult:
     try:
-        found = jobs.targets(targets)
+        found = await asyncio.to_thread(jobs.targets, targets)
         outcome = await jobs.run_program(found, jobs.entry(entry), run)
     except (TargetError, ValueError) as exc:
         return _error(str(exc))
@@ -321,8 +322,19 @@ def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
         return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
 
 
+class _EdgeServer(MCPServer):
+    """The SDK's server, refusing at its edge a tool call whose arguments hold a lone
+    surrogate (one error result; no tool sees it, and no reply echoes it)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        bad = lone_surrogate_at({"name": name, "arguments": arguments})
+        if bad is not None:
+            return _error(surrogate_message(f"the tool call's {bad}"))
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(jobs: JobService) -> MCPServer:
-    server: MCPServer = MCPServer(
+    server: MCPServer = _EdgeServer(
         "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     _add_job_tools(server, jobs)

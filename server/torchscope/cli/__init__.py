@@ -61,7 +61,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         code = _dispatch(argv)
-        sys.stdout.flush()  # what is still buffered meets a closed stdout here, not at exit
+        if not sys.stdout.closed:  # ``serve`` ends with stdout closed by pygls at ``exit``
+            sys.stdout.flush()  # what is still buffered meets a closed stdout here, not at exit
         return code
     except KeyboardInterrupt:
         print("interrupted — nothing left running", file=sys.stderr, flush=True)
@@ -89,6 +90,12 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     import sys
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    if any("\ud800" <= c <= "\udfff" for word in argv for c in word):  # not UTF-8: refused
+        from torchscope.ingest.text import lone_surrogate_at, surrogate_message
+
+        print(f"torchscope: {surrogate_message(str(lone_surrogate_at(argv, 'argument')))}",
+              file=sys.stderr)  # fmt: skip
+        return 2
     only = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(only).parse_args(argv)
     if getattr(args, "verbose", False):  # the job's log too: the profiler's chatter

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError
 from torchscope.host.trace_analysis import Analyse, TraceAnalyzer, analyse_here
-from torchscope.host.trace_store import TraceStore
+from torchscope.host.trace_store import StoreError, TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,
     MemoryLimitExceeded,
@@ -66,6 +66,14 @@ class ProfileFailure(Exception):
     def where(self, file: str) -> str:
         """``file:line`` (or the file alone) for the one-line messages of the CLI and MCP."""
         return f"{file}:{self.line}" if self.line else file
+
+
+def _store_ready(store: TraceStore, line: int) -> None:
+    """The trace folder can take the trace, or the ``ProfileFailure`` that says why not."""
+    try:
+        store.ready()
+    except StoreError as exc:
+        raise ProfileFailure("trace-dir", str(exc), line) from None
 
 
 def where(target: Target) -> dict[str, Any]:
@@ -320,6 +328,7 @@ class Profiler:
         problem = call_expression_problem(call) if call and kind.chooses_call else None
         if problem is not None:  # told before a worker starts (it takes seconds)
             raise ProfileFailure("call-invalid", problem, target.def_line)
+        _store_ready(self.trace_store, target.def_line)  # before a worker starts, too
         self._say_queued(on_progress)
         output: list[str] = []
 
