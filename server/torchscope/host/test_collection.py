@@ -109,6 +109,7 @@ async def _run(command: list[str], cwd: Path, timeout_s: float) -> tuple[Optiona
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
+    process_tree.own(process)
     assert process.stdout is not None
     reader = asyncio.ensure_future(process.stdout.read())
     try:

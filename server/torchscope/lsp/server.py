@@ -181,7 +181,7 @@ class TorchscopeServer(LanguageServer):
         on); ``TargetError`` says why not."""
         document = self.workspace.text_documents.get(uri)
         if document is not None:
-            return document.source
+            return str(document.source)
         return read_source(Path(to_fs_path(uri) or ""))
 
     def show(self, kind: types.MessageType, message: str) -> None:
