@@ -178,9 +178,10 @@ def private_folder(path: PathLike, anchor: Optional[PathLike] = None, tighten: i
 
 def no_space(path: PathLike, exc: OSError, what: str = "the trace", hint: str = "") -> str:
     """The one message for a write that ran out of room (:data:`NO_SPACE`)."""
-    why = {errno.EFBIG: "the file-size limit (ulimit -f) was reached"}.get(
-        exc.errno or 0, "no space left on the device"
-    )
+    why = {
+        errno.EFBIG: "the file-size limit (ulimit -f) was reached",
+        errno.ENOSPC: "no space left on the device, or a file-size limit (ulimit -f)",
+    }.get(exc.errno or 0, "the disk quota is full")
     return (
         f"no space left writing {what} to {os.fspath(path)} ({why}); free space"
         + (f" or {hint}" if hint else "")

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import logging
+import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Protocol, TypeVar
+from typing import IO, Annotated, Any, Callable, Optional, Protocol, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
@@ -322,15 +324,55 @@ def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
         return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
 
 
+_LONE_ESCAPE = re.compile(
+    r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+"""A JSON escape of a lone surrogate (a high one not followed by a low one, or a low one
+alone), which the SDK's JSON reader refuses without answering the request."""
+_MARK = "\ufffe"
+"""What such an escape becomes on the way in (a noncharacter, valid JSON): the tool call
+holding it is refused by :class:`_EdgeServer`."""
+
+
+class _MarkedLines:
+    """stdin as the SDK reads it (UTF-8, bad bytes replaced), each lone surrogate's escape
+    turned into :data:`_MARK`, so the request parses and gets its one error answer."""
+
+    def __init__(self) -> None:
+        self._lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+    def readline(self) -> str:
+        return _LONE_ESCAPE.sub(lambda _: "\\ufffe", self._lines.readline())
+
+    def close(self) -> None:
+        self._lines.close()
+
+
 class _EdgeServer(MCPServer):
-    """The SDK's server, refusing at its edge a tool call whose arguments hold a lone
+    """The SDK's server, refusing at its edge a tool call whose arguments held a lone
     surrogate (one error result; no tool sees it, and no reply echoes it)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        bad = lone_surrogate_at({"name": name, "arguments": arguments})
+        held = {"name": name, "arguments": arguments}
+        bad = lone_surrogate_at(held) or _marked_at(held)
         if bad is not None:
             return _error(surrogate_message(f"the tool call's {bad}"))
         return await super().call_tool(name, arguments, context)
+
+
+def _marked_at(value: Any, where: str = "") -> Optional[str]:
+    """Where :data:`_MARK` is in ``value`` (a lone surrogate's escape was there)."""
+    if isinstance(value, str):
+        return where if _MARK in value else None
+    if isinstance(value, dict):
+        value = {str(k): v for k, v in value.items()}
+        found = (_marked_at(v, f"{where}.{k}" if where else k) for k, v in value.items())
+    elif isinstance(value, list):
+        found = (_marked_at(v, f"{where}[{i}]") for i, v in enumerate(value))
+    else:
+        return None
+    return next((f for f in found if f is not None), None)
 
 
 def build_server(jobs: JobService) -> MCPServer:
@@ -345,9 +387,18 @@ def build_server(jobs: JobService) -> MCPServer:
 
 
 async def serve(jobs: JobService) -> None:
+    """``run_stdio_async`` with our stdin (:class:`_MarkedLines`); the SDK's low-level
+    server, as that method runs it."""
+    from anyio import wrap_file
+    from mcp.server.stdio import stdio_server
+
     jobs.analyzer.prestart()
     try:
-        await build_server(jobs).run_stdio_async()
+        server = build_server(jobs)
+        lowlevel = server._lowlevel_server
+        stdin = wrap_file(cast("IO[str]", _MarkedLines()))  # what it calls: readline, close
+        async with stdio_server(stdin=stdin) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
     finally:
         await jobs.close()
 

@@ -90,12 +90,13 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     import sys
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if any("\ud800" <= c <= "\udfff" for word in argv for c in word):  # not UTF-8: refused
-        from torchscope.ingest.text import lone_surrogate_at, surrogate_message
+    for index, word in enumerate(argv):  # bytes that are not UTF-8: a lone surrogate each
+        if any("\ud800" <= c <= "\udfff" for c in word):
+            from torchscope.ingest.text import surrogate_message
 
-        print(f"torchscope: {surrogate_message(str(lone_surrogate_at(argv, 'argument')))}",
-              file=sys.stderr)  # fmt: skip
-        return 2
+            where = f"command-line argument {index + 1} (not UTF-8)"
+            print(f"torchscope: {surrogate_message(where)}", file=sys.stderr)
+            return 2
     only = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(only).parse_args(argv)
     if getattr(args, "verbose", False):  # the job's log too: the profiler's chatter

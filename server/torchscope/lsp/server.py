@@ -30,7 +30,7 @@ from torchscope.lsp.constants import SERVER_NAME
 from torchscope.lsp.diagnostics import diagnostics_for
 from torchscope.lsp.results import ResultStore
 from torchscope.lsp.settings import Settings, SettingsError
-from torchscope.source.targets import read_source
+from torchscope.source.targets import TargetError, read_source
 
 log = logging.getLogger(__name__)
 
@@ -196,8 +196,8 @@ class TorchscopeServer(LanguageServer):
     def document_lines(self, uri: str) -> list[str]:
         """The document's lines as the editor has them (unsaved edits included)."""
         try:
-            return self.workspace.get_text_document(uri).source.splitlines()
-        except (OSError, UnicodeDecodeError):
+            return self.document_text(uri).splitlines()
+        except (TargetError, OSError, UnicodeDecodeError):
             return []
 
     def publish(self, uri: str) -> None:

@@ -187,6 +187,8 @@ def read_capture(path: str, module: Optional[types.ModuleType], cuda: bool) -> d
             data = torch.load(path, where, weights_only=False, pickle_module=_pickle_module(module))
         else:
             data = _load_data(path, where)
+    except CaptureError:
+        raise
     except FileNotFoundError:
         raise CaptureError(
             f"the capture {path} is gone — capture again with torchscope run --capture"

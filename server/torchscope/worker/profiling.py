@@ -57,8 +57,8 @@ def export_trace(prof: Any, trace_path: str, trace_name: Optional[str]) -> None:
     plain = trace_path + ".partial"
     try:
         prof.export_chrome_trace(plain)
-        if not _complete(plain):  # Kineto's writer does not report a short write
-            raise OSError(errno.ENOSPC, "the profiler's trace was cut short", plain)
+        if not _complete(plain):  # Kineto's writer reports no short write: it leaves a .tmp
+            raise TraceWriteError(no_space(trace_path, _CUT_SHORT, hint=_WHERE_HINT))
         if trace_name:
             _name_trace(plain, trace_name)
         with open(plain, "rb") as fin, atomic_file(trace_path) as out:
@@ -72,15 +72,19 @@ def export_trace(prof: Any, trace_path: str, trace_name: Optional[str]) -> None:
             raise
         raise TraceWriteError(no_space(trace_path, exc, hint=_WHERE_HINT)) from None
     finally:
-        with contextlib.suppress(OSError):
-            os.remove(plain)
+        for left in (plain, plain + ".tmp"):  # Kineto writes <plain>.tmp, then renames it
+            with contextlib.suppress(OSError):
+                os.remove(left)
 
 
 _WHERE_HINT = "set --trace-dir"
+_CUT_SHORT = OSError(errno.ENOSPC, "the profiler's trace was cut short")
 
 
 def _complete(path: str) -> bool:
-    """Whether the JSON Kineto wrote ends as a document does (``}`` past the blanks)."""
+    """Whether Kineto wrote the JSON whole: there, and ending as a document does."""
+    if not os.path.exists(path):
+        return False
     with open(path, "rb") as f:
         size = f.seek(0, os.SEEK_END)
         f.seek(max(0, size - 64))
