@@ -76,7 +76,7 @@ def _corrupt_log(folder: Path, lone: str) -> tuple[str, str, Optional[str]]:
     return str(gone), "", None
 
 
-INPUTS = [  # fmt: skip
+INPUTS = [
     Input("source is a FIFO", "is a FIFO (named pipe), not a regular file", _fifo),
     Input("source is /dev/zero", "is a device, not a regular file",
           lambda f, lone: ("/dev/zero", "good", None)),
