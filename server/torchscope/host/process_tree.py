@@ -128,6 +128,18 @@ def own(process: Any) -> None:
     _OWNED[process.pid] = process
 
 
+async def settle_owned(timeout_s: float = 2.0) -> None:
+    """Wait until asyncio's child watcher has reported every child of ours that has exited:
+    a transport closed (or collected) before that polls its ``Popen``, which reaps the child
+    under the watcher — the same "Unknown child process" line. Called as a host closes."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline and any(
+        known.returncode is None and _is_zombie(pid) for pid, known in _OWNED.items()
+    ):
+        await asyncio.sleep(0.01)
+
+
 def _reap(pids: list[int]) -> None:
     """Collect the exit status of those that became our children (we are the subreaper),
     except the ones we started (:func:`own`): one owner reaps each child."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError
+from torchscope.host import process_tree
 from torchscope.host.trace_analysis import Analyse, TraceAnalyzer, analyse_here
 from torchscope.host.trace_store import StoreError, TraceStore
 from torchscope.host.worker_process import (
@@ -392,3 +393,4 @@ class Profiler:
             self._worker = None
         if self._owns_analyzer:
             await self.analyzer.close()
+        await process_tree.settle_owned()  # one owner reaps each child: asyncio's watcher
