@@ -153,6 +153,8 @@ def private_folder(path: PathLike, anchor: Optional[PathLike] = None, tighten: i
     if base == target or base not in target.parents:
         base = _deepest_existing(target)
     parts = target.relative_to(base).parts
+    if os.path.lexists(base) and not os.path.isdir(base):
+        raise Refused(f"{target}: cannot be made: {base} is a file, not a folder; use a folder")
     os.makedirs(base, 0o700, exist_ok=True)
     fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:

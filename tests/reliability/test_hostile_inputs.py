@@ -198,3 +198,33 @@ def test_mcp(tmp_path: Path) -> None:
             assert not again, text
         code, err = mcp.close()
     assert code == 0 and "Traceback" not in err, err
+
+
+def test_an_unusable_trace_folder_through_each_face(tmp_path: Path) -> None:
+    """A trace folder that cannot be made (its parent is a file; root ignores permissions,
+    not this): one message from each face before a worker runs the job, and the servers
+    answer the next request."""
+    root = tmp_path / "root"
+    root.mkdir()
+    good = _good(root)
+    (tmp_path / "a-file").write_text("not a folder")
+    traces = tmp_path / "a-file" / "traces"
+    needle = f"trace folder {traces}: cannot be made: {traces.parent} is a file, not a folder"
+    done = subprocess.run(
+        [*TORCHSCOPE, "profile", "good.py::good", "-q", "--trace-dir", str(traces)],
+        cwd=root, env=ENV, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    _say("unusable trace folder", "CLI", f"exit {done.returncode}: {done.stderr}")
+    assert done.returncode == 1 and needle in done.stderr and "Traceback" not in done.stderr
+    with RawLsp(root, traces) as lsp:
+        reply, shown = lsp.command("torchscope.profile", {"uri": Path(good).as_uri(), "line": 3})
+        _say("unusable trace folder", "LSP", reply["result"]["error"])
+        assert needle in reply["result"]["error"] and len(shown) == 1, reply
+        _lsp_answers(lsp, root)
+        assert lsp.shutdown()[0] == 0
+    with RawMcp(root, traces) as mcp:
+        is_error, said = mcp.tool("profile_function", {"file": good, "qualname": "good"})
+        _say("unusable trace folder", "MCP", said)
+        assert is_error and needle in said and "Traceback" not in said, said
+        assert not mcp.tool("explain_finding", {"rule": "sync"})[0]
+        assert mcp.close()[0] == 0

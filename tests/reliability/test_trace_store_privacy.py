@@ -129,7 +129,7 @@ def test_an_unwritable_cache_is_one_message_before_a_worker_starts(tmp_path: Pat
     started = time.monotonic()
     done = _profile(tmp_path / "work", env={"XDG_CACHE_HOME": str(cache)})
     assert done.returncode == 1
-    _one_message(done.stderr, "set --trace-dir")
+    _one_message(done.stderr, f"{cache} is a file, not a folder")
     assert time.monotonic() - started < 30  # told before a worker imports torch, not after
 
 
@@ -192,3 +192,16 @@ def test_store_error_for_a_link_at_the_last_component(tmp_path: Path) -> None:
         TraceStore(tmp_path / "link").ready()
     assert _mode(target) == 0o755
     assert default_trace_dir(str(tmp_path)).name.startswith(tmp_path.name[:40])
+
+
+def test_an_atomic_write_that_fails_leaves_nothing(tmp_path: Path) -> None:
+    """``files.atomic_file``: the temporary goes with the error; a finished file is 0600."""
+    from torchscope.files import atomic_file, write_atomic
+
+    with pytest.raises(RuntimeError), atomic_file(tmp_path / "out.bin") as out:
+        out.write(b"half")
+        raise RuntimeError("the writer failed")
+    assert list(tmp_path.iterdir()) == []
+    write_atomic(tmp_path / "out.bin", b"whole")
+    assert (tmp_path / "out.bin").read_bytes() == b"whole" and _mode(tmp_path / "out.bin") == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
