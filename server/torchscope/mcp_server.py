@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import io
 import logging
-import re
 import sys
 from pathlib import Path
 from typing import IO, Annotated, Any, Callable, Optional, Protocol, TypeVar, cast
@@ -37,7 +35,7 @@ from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
 from torchscope.host.session import JobService
-from torchscope.ingest.text import lone_surrogate_at, surrogate_message
+from torchscope.mcp_edge import MarkedLines, lone_surrogate_refusal
 from torchscope.protocol import JobOptions, RunOptions, to_builtins
 from torchscope.report.mcp_summary import (
     compare_summary,
@@ -324,55 +322,15 @@ def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
         return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
 
 
-_LONE_ESCAPE = re.compile(
-    r"(?<!\\)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})(?<!\\)\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-)
-"""A JSON escape of a lone surrogate (a high one not followed by a low one, or a low one
-alone), which the SDK's JSON reader refuses without answering the request."""
-_MARK = "\ufffe"
-"""What such an escape becomes on the way in (a noncharacter, valid JSON): the tool call
-holding it is refused by :class:`_EdgeServer`."""
-
-
-class _MarkedLines:
-    """stdin as the SDK reads it (UTF-8, bad bytes replaced), each lone surrogate's escape
-    turned into :data:`_MARK`, so the request parses and gets its one error answer."""
-
-    def __init__(self) -> None:
-        self._lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-
-    def readline(self) -> str:
-        return _LONE_ESCAPE.sub(lambda _: "\\ufffe", self._lines.readline())
-
-    def close(self) -> None:
-        self._lines.close()
-
-
 class _EdgeServer(MCPServer):
     """The SDK's server, refusing at its edge a tool call whose arguments held a lone
     surrogate (one error result; no tool sees it, and no reply echoes it)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        held = {"name": name, "arguments": arguments}
-        bad = lone_surrogate_at(held) or _marked_at(held)
-        if bad is not None:
-            return _error(surrogate_message(f"the tool call's {bad}"))
+        refused = lone_surrogate_refusal({"name": name, "arguments": arguments})
+        if refused is not None:
+            return _error(refused)
         return await super().call_tool(name, arguments, context)
-
-
-def _marked_at(value: Any, where: str = "") -> Optional[str]:
-    """Where :data:`_MARK` is in ``value`` (a lone surrogate's escape was there)."""
-    if isinstance(value, str):
-        return where if _MARK in value else None
-    if isinstance(value, dict):
-        value = {str(k): v for k, v in value.items()}
-        found = (_marked_at(v, f"{where}.{k}" if where else k) for k, v in value.items())
-    elif isinstance(value, list):
-        found = (_marked_at(v, f"{where}[{i}]") for i, v in enumerate(value))
-    else:
-        return None
-    return next((f for f in found if f is not None), None)
 
 
 def build_server(jobs: JobService) -> MCPServer:
@@ -387,7 +345,7 @@ def build_server(jobs: JobService) -> MCPServer:
 
 
 async def serve(jobs: JobService) -> None:
-    """``run_stdio_async`` with our stdin (:class:`_MarkedLines`); the SDK's low-level
+    """``run_stdio_async`` with our stdin (``mcp_edge.MarkedLines``); the SDK's low-level
     server, as that method runs it."""
     from anyio import wrap_file
     from mcp.server.stdio import stdio_server
@@ -396,7 +354,7 @@ async def serve(jobs: JobService) -> None:
     try:
         server = build_server(jobs)
         lowlevel = server._lowlevel_server
-        stdin = wrap_file(cast("IO[str]", _MarkedLines()))  # what it calls: readline, close
+        stdin = wrap_file(cast("IO[str]", MarkedLines()))  # what it calls: readline, close
         async with stdio_server(stdin=stdin) as (read, write):
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
     finally:

@@ -20,9 +20,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError
-from torchscope.host import process_tree
 from torchscope.host.trace_analysis import Analyse, TraceAnalyzer, analyse_here
-from torchscope.host.trace_store import StoreError, TraceStore
+from torchscope.host.trace_store import TraceStore
 from torchscope.host.worker_process import (
     JobCancelled,
     MemoryLimitExceeded,
@@ -69,14 +68,6 @@ class ProfileFailure(Exception):
     def where(self, file: str) -> str:
         """``file:line`` (or the file alone) for the one-line messages of the CLI and MCP."""
         return f"{file}:{self.line}" if self.line else file
-
-
-def _store_ready(store: TraceStore, line: int) -> None:
-    """The trace folder can take the trace, or the ``ProfileFailure`` that says why not."""
-    try:
-        store.ready()
-    except StoreError as exc:
-        raise ProfileFailure("trace-dir", str(exc), line) from None
 
 
 def where(target: Target) -> dict[str, Any]:
@@ -339,10 +330,10 @@ class Profiler:
     ) -> OutcomeT:
         """Run one job of ``kind`` on ``target``; every failure is a ``ProfileFailure``.
         Jobs run one at a time, in order."""
-        problem = call_expression_problem(call) if call and kind.chooses_call else None
+        bad = call_expression_problem(call) if call and kind.chooses_call else None
+        why, problem = ("call-invalid", bad) if bad else ("trace-dir", self.trace_store.problem())
         if problem is not None:  # told before a worker starts (it takes seconds)
-            raise ProfileFailure("call-invalid", problem, target.def_line)
-        _store_ready(self.trace_store, target.def_line)  # before a worker starts, too
+            raise ProfileFailure(why, problem, target.def_line)
         self._say_queued(on_progress)
         output: list[str] = []
 
@@ -407,4 +398,3 @@ class Profiler:
             self._worker = None
         if self._owns_analyzer:
             await self.analyzer.close()
-        await process_tree.settle_owned()  # one owner reaps each child: asyncio's watcher

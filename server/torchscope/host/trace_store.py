@@ -134,6 +134,14 @@ class TraceStore:
                 "--trace-dir to a folder of yours that can be written"
             ) from None
 
+    def problem(self) -> Optional[str]:
+        """Why the folder cannot take a trace (:meth:`ready`'s message), None when it can."""
+        try:
+            self.ready()
+        except StoreError as exc:
+            return str(exc)
+        return None
+
     def _ensure_folder(self) -> None:
         """The folder, the user's own (``files.private_folder``): made 0700 without following
         a link, or checked when it exists (never chmod-ed then, except the cache's

@@ -367,8 +367,6 @@ class ProfileJob:
                     )
                     self.line_us = self._time_lines(marked.invoke)
                 return ""
-            except TraceWriteError as exc:  # no room: the fallback would fail the same way
-                raise self._fail("trace-write", str(exc)) from exc
             except Exception as exc:  # the original ran fine: blame the markers, not the user
                 note = f"line attribution unavailable: the marked copy raised {exc!r}"
         try:
@@ -380,7 +378,7 @@ class ProfileJob:
                 name,
                 profile_memory=request.options.memory,
             )
-        except TraceWriteError as exc:
+        except TraceWriteError as exc:  # no room for the trace (the marked copy's too)
             raise self._fail("trace-write", str(exc)) from exc
         except Exception as exc:
             raise self._fail(
