@@ -89,6 +89,12 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     import importlib
     import sys
 
+    from torchscope.support import refusal
+
+    refused = refusal()
+    if refused is not None:  # Windows: one line naming WSL and Remote-SSH, not a traceback
+        print(f"torchscope: {refused}", file=sys.stderr)
+        return 2
     argv = sys.argv[1:] if argv is None else list(argv)
     for index, word in enumerate(argv):  # bytes that are not UTF-8: a lone surrogate each
         if any("\ud800" <= c <= "\udfff" for c in word):
