@@ -598,6 +598,10 @@ class Measurements:
     """Why the timing cannot be trusted (the profiled and unprofiled passes disagreed twice,
     the samples spread too wide, or the heap's state decides the faults), one line ending in
     what to do; "" when stable."""
+    rounds_added: int = 0
+    """Of a two-sided job's interleaved rounds (``worker/ab_rounds.py``), how many were timed
+    past the budget because the ratio of the two sides was not yet known to half the
+    no-difference band (0 for a one-sided profile)."""
 
 
 @dataclass
@@ -635,6 +639,26 @@ def spread(values: list[float]) -> float:
 
 #: What the line of an unstable verdict ends with.
 UNSTABLE_ADVICE = "rerun, or raise --timing-budget"
+
+NO_DIFFERENCE_BAND = 0.05
+"""B within ±5 % of A per call is *no difference* (``analysis/multi/interval.py`` decides; the
+worker's interleaved rounds go on until the ratio is known to half of it): two back-to-back
+unprofiled medians of the same function on a shared 2-core machine differ by up to ~3 %, and
+the guide's ``fn`` at 1024×1024 measured within 1 % eager and compiled."""
+
+WAIT_DROP = 0.2
+"""An interleaved round in which one side's batch waited for a CPU (runnable while another
+process held the core: ``worker/timing.py``) this share of its wall time more than the other
+side's did is dropped from the A/B comparison (``analysis/multi/ab.py``), and the result says
+how many were: load both halves of a round shared cancels in their ratio, load one half took
+alone does not. (Dropping every round that waited at all left nothing to decide on a 2-core
+machine shared with six other jobs: every round waited.)"""
+
+
+def waited_apart(a_us: float, b_us: float, a_wait_us: float, b_wait_us: float) -> bool:
+    """One side of a round waited for a CPU ``WAIT_DROP`` of its time more than the other."""
+    return abs(a_wait_us / a_us - b_wait_us / b_us) >= WAIT_DROP
+
 
 GLIBC_MMAP_MAX = 32 * 1024 * 1024
 """glibc's ceiling for its dynamic mmap threshold on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX``):

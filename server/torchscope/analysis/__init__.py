@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .measure.machine import LocalMachine
     from .measure.parts import CalleeStats, CompiledOnLine, LineOp, LineStats
     from .measure.roofline import achieved_text, peaks_text
+    from .multi.ab import ABRounds, compare_rounds, comparison_of
     from .multi.compare import compare_runs
     from .multi.comparison import CompareSide, Comparison, CompileMeta
     from .multi.compiled_lines import CompiledLine, CompiledLines, KernelLines
@@ -61,10 +62,12 @@ if TYPE_CHECKING:
         COMPUTE_SHARE_CROSSOVER,
         Sweep,
         SweepPoint,
+        SweepStep,
         crossover,
         failed_point,
         past_overhead,
         point_from_report,
+        sweep_step,
     )
 
 #: Name here -> (its module, relative to this package; its name there), imported on first use.
@@ -79,6 +82,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LineStats": (".measure.parts", "LineStats"),
     "achieved_text": (".measure.roofline", "achieved_text"),
     "peaks_text": (".measure.roofline", "peaks_text"),
+    "ABRounds": (".multi.ab", "ABRounds"),
+    "compare_rounds": (".multi.ab", "compare_rounds"),
+    "comparison_of": (".multi.ab", "comparison_of"),
     "compare_runs": (".multi.compare", "compare_runs"),
     "CompareSide": (".multi.comparison", "CompareSide"),
     "Comparison": (".multi.comparison", "Comparison"),
@@ -107,10 +113,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     "COMPUTE_SHARE_CROSSOVER": (".multi.sweep", "COMPUTE_SHARE_CROSSOVER"),
     "Sweep": (".multi.sweep", "Sweep"),
     "SweepPoint": (".multi.sweep", "SweepPoint"),
+    "SweepStep": (".multi.sweep", "SweepStep"),
     "crossover": (".multi.sweep", "crossover"),
     "failed_point": (".multi.sweep", "failed_point"),
     "past_overhead": (".multi.sweep", "past_overhead"),
     "point_from_report": (".multi.sweep", "point_from_report"),
+    "sweep_step": (".multi.sweep", "sweep_step"),
 }
 
 
@@ -134,6 +142,7 @@ __all__ = [
     "COMPUTE_SHARE_CROSSOVER",
     "CONFIDENCE",
     "DEFAULT_HOT_SHARE",
+    "ABRounds",
     "CalleeStats",
     "ClusterError",
     "CompareSide",
@@ -162,6 +171,7 @@ __all__ = [
     "StepMetrics",
     "Sweep",
     "SweepPoint",
+    "SweepStep",
     "Timing",
     "TopOp",
     "Trace",
@@ -172,7 +182,9 @@ __all__ = [
     "analyze_ranks",
     "analyze_ranks_on",
     "analyze_trace",
+    "compare_rounds",
     "compare_runs",
+    "comparison_of",
     "connect_cluster",
     "crossover",
     "decide_diff",
@@ -189,5 +201,6 @@ __all__ = [
     "point_from_report",
     "rank_paths",
     "ratio_interval",
+    "sweep_step",
     "undecided",
 ]

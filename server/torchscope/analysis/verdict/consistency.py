@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 import re
 
-from ..results import Report
+from ..results import ABComparison, Report
+from .comparison_check import comparison_problems
 
 CAUSE_FINDINGS: dict[str, tuple[str, ...]] = {
     "threads": ("thread-contention",),
@@ -107,3 +108,11 @@ def self_check(report: Report) -> None:
         found = contradictions(report)
         if found:
             raise AssertionError(f"the report contradicts itself: {'; '.join(found)}")
+
+
+def self_check_comparison(comparison: ABComparison) -> None:
+    """As :func:`self_check`, for an A/B comparison (``comparison_check.py``)."""
+    if os.environ.get(SELF_CHECK) == "1":
+        found = comparison_problems(comparison)
+        if found:
+            raise AssertionError(f"the comparison contradicts itself: {'; '.join(found)}")
