@@ -700,6 +700,7 @@ class JobError(Message):
     job_id: int
     kind: str  # "import" | "target" | "call-missing" | "call-invalid" | "call-raised" | "internal"
     # | "target-not-called" (the call ran, but never reached the target: ``worker/reach.py``)
+    # | "capture" | "trace-write" (no room for the trace: ``worker/profiling.py``)
     message: str
     line: Optional[int] = None
     traceback: str = ""
@@ -851,13 +852,46 @@ def is_train_call(training: Optional[bool], grad_enabled: bool) -> bool:
     return grad_enabled and training is not False
 
 
+CALL_MAX_CHARS = 20_000
+"""The longest call expression read (a real one is a line or two: build big inputs in a
+helper function and call that)."""
+CALL_MAX_DEPTH = 100
+"""The deepest bracket nesting read in a call expression."""
+_SIMPLER = "build the inputs in a helper function in the file and call that"
+
+
+def _call_too_big(source: str) -> Optional[str]:
+    """What makes ``source`` too big to parse safely, checked before it is parsed."""
+    if len(source) > CALL_MAX_CHARS:
+        return (
+            f"call expression is {len(source):,} characters, over the {CALL_MAX_CHARS:,} read "
+            f"— {_SIMPLER}"
+        )
+    depth = deepest = 0
+    for char in source:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    if deepest > CALL_MAX_DEPTH:
+        return f"call expression nests brackets {deepest} deep, over {CALL_MAX_DEPTH} — {_SIMPLER}"
+    return None
+
+
 def call_expression_problem(source: str) -> Optional[str]:
     """What is wrong with a call expression as text (None: it parses as one call). The host
     asks before it starts a worker, so a typo is told at once; the worker asks again."""
     import ast
 
+    too_big = _call_too_big(source)
+    if too_big is not None:
+        return too_big
     try:
         tree = ast.parse(source.strip(), mode="eval")
+        compile(tree, "<call>", "eval")  # the compiler recurses deeper than the parser
+    except (RecursionError, MemoryError):
+        return f"call expression is nested too deeply to compile — {_SIMPLER}"
     except SyntaxError as exc:
         return (
             f"call expression `{source}` is not valid Python: {exc.msg} — write a call such as "
