@@ -3,8 +3,10 @@ about 1 ms, calibrated first) timed in blocks of ``--steps`` steps, with and wit
 listening, interleaved in one process (ABBA order within each round, so drift hits both
 alike): the agent is started (``torchscope.agent.listen()``) before each "agent" block and
 closed after it, so every block of both kinds sees the same machine. Prints the median step
-time of each kind over the rounds, the ratio, and the spread of the paired differences (the
-noise). Target: the ratio within the noise, under 1 %.
+time of each kind over the rounds, the ratio, the spread of the paired differences (the
+noise), and the CPU time the agent's own thread used meanwhile (``/proc/self/task/TID/stat``:
+what the agent costs, free of the machine's noise). Target: the ratio within the noise,
+under 1 %.
 
     .venv/bin/python bench/agent_idle.py [--rounds 10] [--steps 300]
 """
@@ -50,13 +52,21 @@ def _block(a: torch.Tensor, ops: int, steps: int) -> float:
     return (time.perf_counter() - start) / steps
 
 
-def _with_agent(a: torch.Tensor, ops: int, steps: int, folder: str) -> float:
+def _thread_cpu_s(native_id: int) -> float:
+    """CPU time (user + system) the thread ``native_id`` of this process has used."""
+    fields = Path(f"/proc/self/task/{native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _with_agent(a: torch.Tensor, ops: int, steps: int, folder: str, cpu: list[float]) -> float:
     listener.start(folder)
+    agent = listener.current()
+    assert agent is not None and agent.thread.native_id is not None
+    before = _thread_cpu_s(agent.thread.native_id)
     try:
         return _block(a, ops, steps)
     finally:
-        agent = listener.current()
-        assert agent is not None
+        cpu.append(_thread_cpu_s(agent.thread.native_id) - before)
         agent.close()
         agent.thread.join(5)
         listener._LISTENER = None  # the next block starts a fresh one
@@ -73,6 +83,7 @@ def main() -> int:
     os.chmod(folder, 0o700)
     plain: list[float] = []
     agent: list[float] = []
+    agent_cpu: list[float] = []  # the agent thread's own CPU time in each block
     _block(a, ops, args.steps)  # warm
     for r in range(args.rounds):
         order = ("plain", "agent") if r % 2 == 0 else ("agent", "plain")
@@ -80,7 +91,7 @@ def main() -> int:
             if kind == "plain":
                 plain.append(_block(a, ops, args.steps))
             else:
-                agent.append(_with_agent(a, ops, args.steps, folder))
+                agent.append(_with_agent(a, ops, args.steps, folder, agent_cpu))
     os.rmdir(folder)
     base, with_agent = statistics.median(plain), statistics.median(agent)
     diffs = sorted((b - p) / p for p, b in zip(plain, agent))
@@ -92,6 +103,12 @@ def main() -> int:
     print(
         f"idle agent's cost: {ratio * 100:+.2f} % (paired differences: median "
         f"{statistics.median(diffs) * 100:+.2f} %, IQR {q1 * 100:+.2f} … {q3 * 100:+.2f} %)"
+    )
+    wall = sum(agent) * args.steps
+    print(
+        f"the idle agent's thread used {sum(agent_cpu):.3f} s of CPU in {wall:.1f} s of "
+        f"steps ({sum(agent_cpu) / wall * 100:.3f} %; the clock ticks every "
+        f"{1 / os.sysconf('SC_CLK_TCK') * 1e3:.0f} ms)"
     )
     within = q1 <= 0 <= q3 or abs(ratio) < TARGET_SHARE
     print(f"target: < {TARGET_SHARE:.0%} or within the noise — {'met' if within else 'NOT met'}")
