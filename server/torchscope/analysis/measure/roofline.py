@@ -15,6 +15,7 @@ from ..formatting import format_duration, format_share
 from ..index.context import Context
 from ..results import Peaks, TopOp, Verdict
 from .efficiency import Efficiency, Rates, name_rates
+from .opclass import in_step
 
 
 def format_rate(gflops: float) -> str:
@@ -66,7 +67,27 @@ def ridge_point(peaks: Peaks) -> float | None:
 
 
 FUSION_ADVICE = "fuse the chain: torch.compile, or fused kernels (see memory-bound-chain)"
-"""What a memory-bound op (elementwise, RNG, reduction) is told: move the bytes once."""
+"""What a memory-bound op (elementwise, reduction, copy) is told: move the bytes once."""
+
+OPTIMIZER_ADVICE = (
+    "the optimizer steps one tensor at a time: pass foreach=True (or fused=True) to the "
+    "optimizer, then torch.compile"
+)
+"""What a memory-bound op inside ``Optimizer.step`` is told first: the multi-tensor or fused
+step is one argument away, before a compile."""
+
+
+def in_optimizer_step(ctx: Context, i: int) -> bool:
+    """Op ``i`` runs inside an ``Optimizer.step#…`` annotation."""
+    ann = ctx.nest.op_ann[i]
+    anns = ctx.trace.annotations
+    return ann >= 0 and in_step([anns[a].name for a in ctx.nest.annotation_chain(ann)])
+
+
+def fusion_advice(ctx: Context, i: int) -> str:
+    """The fix for memory-bound op ``i``: ``OPTIMIZER_ADVICE`` inside an optimizer step, else
+    ``FUSION_ADVICE``."""
+    return OPTIMIZER_ADVICE if in_optimizer_step(ctx, i) else FUSION_ADVICE
 
 
 def memory_verdict(
