@@ -26,7 +26,9 @@ From these, at the thread count ``n`` the verdict was taken at (``t = t1`` or ``
   its ops), or the efficiency is below ``COMPUTE_FLOOR − MARGIN`` (not compute-bound: the time
   is fixed costs of small ops, bytes or slow math — ``overhead`` or ``other``).
 - Between ``COMPUTE_FLOOR ± MARGIN`` the oracle cannot tell compute from the rest within the
-  machine's noise: either answer agrees.
+  machine's noise: either answer agrees. Each bound is widened by the measured noise (the
+  efficiency divided or multiplied by ``1 + noise``): the verdict's own timing is taken a few
+  seconds apart on a machine whose load moves, and a noisy oracle decides less.
 
 The verdict's class (:func:`verdict_class`): ``threads`` for its ``threads`` cause,
 ``compute`` for ``compute-bound``, ``overhead`` for any other ``overhead-bound``, ``other``
@@ -92,11 +94,12 @@ class Oracle:
         """The verdict classes that agree with what was measured."""
         if self.threads > 1 and self.t2_us > self.t1_us * (1 + max(THREADS_MARGIN, 2 * self.noise)):
             return frozenset({"threads"})
-        if self.efficiency >= COMPUTE_FLOOR + MARGIN:
+        widen = 1 + self.noise  # the efficiency is known to within the timings' noise
+        if self.efficiency / widen >= COMPUTE_FLOOR + MARGIN:
             return frozenset({"compute"})
-        if self.dispatch_share >= DISPATCH_SHARE:
+        if self.dispatch_share / widen >= DISPATCH_SHARE:
             return frozenset({"overhead"})
-        if self.efficiency < COMPUTE_FLOOR - MARGIN:
+        if self.efficiency * widen < COMPUTE_FLOOR - MARGIN:
             return frozenset({"overhead", "other"})
         return frozenset({"compute", "overhead", "other"})
 
