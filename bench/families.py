@@ -42,6 +42,7 @@ from tests.worker.family_oracle import (  # noqa: E402
     targets,
     verdict_class,
 )
+
 from verdict_stability import Spinner  # noqa: E402
 
 CONDITIONS = {"1": (1, False), "2held": (2, True)}
