@@ -895,6 +895,11 @@ class CallSeen:
     training: Optional[bool] = None  # the module's ``.training`` (None: not a module's method)
     grad_enabled: bool = True
     caller: str = ""
+    faults: Optional[int] = None
+    """Minor page faults of the process during the call (None: not counted)."""
+    shapes: str = ""
+    """The tensor arguments' shapes, ``[16, 1, 28, 28]`` each ("" when none): two calls of
+    other shapes are other work (``host/run_numbers.py``)."""
 
 
 @dataclass
