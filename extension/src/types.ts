@@ -270,6 +270,8 @@ export interface SweepPointInfo {
   headline?: string;
   trace_path?: string | null;
   error?: string | null;
+  /** the cause the row's verdict names (dispatch, threads, page-faults …) */
+  cause?: string;
 }
 
 /** analysis.multi.sweep.Sweep: the `sweep` object of a `torchscope.sweep` result. */

@@ -66,11 +66,15 @@ if TYPE_CHECKING:
         past_overhead,
         point_from_report,
     )
+    from .verdict.consistency import SELF_CHECK, self_check_sweep, sweep_problems
 
 #: Name here -> (its module, relative to this package; its name there), imported on first use.
 #: Keep in step with the ``TYPE_CHECKING`` imports above (``tests/unit/test_layers.py``).
 _LAZY: dict[str, tuple[str, str]] = {
     "median": (".index.columns", "median"),
+    "SELF_CHECK": (".verdict.consistency", "SELF_CHECK"),
+    "self_check_sweep": (".verdict.consistency", "self_check_sweep"),
+    "sweep_problems": (".verdict.consistency", "sweep_problems"),
     "DEFAULT_HOT_SHARE": (".measure.lines", "DEFAULT_HOT_SHARE"),
     "LocalMachine": (".measure.machine", "LocalMachine"),
     "CalleeStats": (".measure.parts", "CalleeStats"),
@@ -134,6 +138,7 @@ __all__ = [
     "COMPUTE_SHARE_CROSSOVER",
     "CONFIDENCE",
     "DEFAULT_HOT_SHARE",
+    "SELF_CHECK",
     "CalleeStats",
     "ClusterError",
     "CompareSide",
@@ -189,5 +194,7 @@ __all__ = [
     "point_from_report",
     "rank_paths",
     "ratio_interval",
+    "self_check_sweep",
+    "sweep_problems",
     "undecided",
 ]

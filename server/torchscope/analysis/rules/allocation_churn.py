@@ -64,7 +64,10 @@ class AllocationChurn(Rule):
         if faulting:
             assert faults is not None and cost is not None
             head = f"{faults:.0f} page faults per call ≈ {_fault_time(ctx, cost, share)}"
-            estimated = cost
+            m = ctx.measurements
+            call = median(m.call_us) if m is not None and m.call_us else 0.0
+            # CPU time over every thread can exceed the call; what it costs the call is the call.
+            estimated = min(cost, call) if call > 0 else cost
         else:
             pages = sum(b for _, b in large) / PAGE_BYTES
             estimated = pages * per_fault

@@ -19,8 +19,8 @@ from __future__ import annotations
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.context import Context
 from ..measure.efficiency import Efficiency, missing_peak
-from ..measure.opclass import base_name
-from ..measure.opclass.cost import ELEMENTWISE
+from ..measure.opclass import base_name, op_class
+from ..measure.opclass.cost import ELEMENTWISE, LAYOUT
 from ..measure.opclass.passes import WRITE_ONLY
 from ..measure.roofline import (
     OPTIMIZER_ADVICE,
@@ -74,6 +74,8 @@ def _chains(ctx: Context, eff: Efficiency, peaks: Peaks) -> list[list[int]]:
         track = ops[i].track
         run = current.setdefault(track, [])
         w = eff.work.get(i)
+        if w is None and op_class(ops[i].name, ops[i].args) == LAYOUT:
+            continue  # a view or an eval-mode dropout moves nothing: neither link nor break
         base = base_name(ops[i].name)
         fits = (
             w is not None

@@ -27,6 +27,7 @@ from ..measure.opclass.cost import RNG
 from ..measure.roofline import (
     CACHE_RESIDENT_BYTES,
     FUSION_ADVICE,
+    below_ridge,
     dominant_memory_op,
     format_rate,
     memory_verdict,
@@ -206,12 +207,16 @@ def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -
     )
 
 
-def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict:
+def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict | None:
     """``memory-bound``: with the op's GB/s where a bandwidth is known; a cache-resident op
-    is overhead (``_cache_resident``)."""
+    is overhead (``_cache_resident``); ops at or above the ridge point are not bound by bytes
+    (None: the compute verdict judges them)."""
     small = _cache_resident(ctx, eff, c, base)
     if small is not None:
         return small
+    dominant = dominant_memory_op(ctx, eff)
+    if dominant is not None and not below_ridge(eff, dominant[1], eff.peaks):
+        return None
     found = memory_verdict(ctx, eff, base, eff.peaks)
     if found is not None:
         return found

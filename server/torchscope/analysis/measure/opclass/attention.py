@@ -25,8 +25,19 @@ FORWARD = frozenset(
         "aten::_scaled_dot_product_flash_attention_for_cpu",
     }
 )
-BACKWARD = frozenset(f"{n}_backward" for n in FORWARD)
-NAMES = FORWARD | BACKWARD
+RAW = frozenset(
+    {
+        "aten::_flash_attention_forward",
+        "aten::_efficient_attention_forward",
+        "aten::_flash_attention_backward",
+        "aten::_efficient_attention_backward",
+    }
+)
+"""The kernels' own entry points, which take ``B, L, H, E`` (the sequence before the heads)."""
+BACKWARD = frozenset(f"{n}_backward" for n in FORWARD) | {
+    n for n in RAW if n.endswith("_backward")
+}
+NAMES = FORWARD | BACKWARD | RAW
 
 
 def is_attention(name: str) -> bool:
@@ -56,7 +67,9 @@ def cost(name: str, args: Any) -> Work | None:
         return None
     q, k, v = ts[first : first + 3]
     if len(q[0]) != 4 or len(k[0]) != 4 or len(v[0]) != 4:
-        return None
+        return None  # a nested (variable-length) batch: no model
+    if name in RAW:  # B, L, H, E → B, H, L, E
+        q, k, v = (([t[0][0], t[0][2], t[0][1], t[0][3]], t[1], t[2]) for t in (q, k, v))
     b, h, length, e = q[0]
     s, ev = k[0][2], v[0][3]
     if k[0][3] != e or v[0][2] != s or k[0][0] != b:
