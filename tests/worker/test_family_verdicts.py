@@ -70,7 +70,9 @@ def test_the_verdict_agrees_with_the_oracle(judged, name: str) -> None:
 
 
 def test_the_oracle_tells_the_classes_apart(judged) -> None:
-    """The corpus spans the classes: the oracle is not one answer for everything (an MLP's
-    GEMMs are compute; an LSTM's small steps are not)."""
-    assert judged["mlp"][1].classes() == {"compute"}
-    assert "compute" not in judged["lstm"][1].classes()
+    """The corpus spans the classes: the oracle is not one answer for everything. An MLP's
+    large GEMMs run several times nearer the peak than an LSTM's small steps, whatever the
+    load (measured 42-85 % against 2-7 %), and the LSTM is never compute-bound."""
+    mlp, lstm = judged["mlp"][1], judged["lstm"][1]
+    assert mlp.efficiency > 3 * lstm.efficiency, (mlp.label(), lstm.label())
+    assert "compute" not in lstm.classes()
