@@ -2,18 +2,22 @@
 
 For one call (a ``# torchscope:`` directive of the family corpus, evaluated once), measure:
 
-- ``t1``, ``t2``: the median time per call by ``torch.utils.benchmark.Timer`` at
-  ``num_threads=1`` and ``2`` (``blocked_autorange``, interleaved rounds), and the noise: the
-  larger relative spread (IQR / median) of the two, and how far the rounds' medians differ;
+- ``t1``, ``t2``: the median wall time per call by ``torch.utils.benchmark.Timer`` at
+  ``num_threads=1`` and ``2`` (``blocked_autorange``, interleaved rounds), and ``cpu1``: the
+  same at one thread timed by the calling thread's CPU clock (``timer=time.thread_time``: at
+  one intra-op thread the work runs on the calling thread, and the time another process held
+  the core is left out, as the verdict's causes leave out ``wait_us``). The noise of each is
+  the larger relative spread (IQR / median) of its rounds and how far their medians differ;
 - ``flops``: the call's FLOPs by ``torch.utils.flop_counter.FlopCounterMode`` (GEMMs,
   convolutions, attention, and their backward ops);
 - ``peak``: this machine's measured matmul peak at the thread count judged: the same figure
   torchscope holds its efficiency to (``worker/calibrate.peaks``, its cache or measured now);
 - ``ops``: the aten ops one call dispatches (a ``TorchDispatchMode`` that counts them), and
   ``floor``: the cost of dispatching one tiny op (``Timer`` of an in-place add on one
-  element), so ``ops × floor`` is what the call would cost if every op did nothing.
+  element, on the thread's CPU clock), so ``ops × floor`` is what the call would cost if every op did nothing.
 
-From these, at the thread count ``n`` the verdict was taken at (``t = t1`` or ``t2``):
+From these, at the thread count ``n`` the verdict was taken at (``t = cpu1`` at one thread,
+``t2`` at two):
 
 - **threads** (``n > 1``): the call at ``n`` threads is slower than at one thread by more than
   the noise (``t_n > t1 × (1 + max(THREADS_MARGIN, 2 × noise))``): its intra-op threads cost
@@ -41,6 +45,7 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +66,7 @@ MIN_RUN_S = 0.2
 class Oracle:
     t1_us: float
     t2_us: float
+    cpu1_us: float
     noise1: float
     noise2: float
     flops: float
@@ -71,7 +77,7 @@ class Oracle:
 
     @property
     def t_us(self) -> float:
-        return self.t1_us if self.threads == 1 else self.t2_us
+        return self.cpu1_us if self.threads == 1 else self.t2_us
 
     @property
     def efficiency(self) -> float:
@@ -83,7 +89,7 @@ class Oracle:
 
     @property
     def noise(self) -> float:
-        """The relative noise of the time the classes are judged on (``t1`` or ``t2``)."""
+        """The relative noise of the time the classes are judged on (``cpu1`` or ``t2``)."""
         return self.noise1 if self.threads == 1 else max(self.noise1, self.noise2)
 
     @property
@@ -108,7 +114,8 @@ class Oracle:
         names = "|".join(sorted(self.classes()))
         return (
             f"{names} (eff {self.efficiency:.0%}, dispatch {self.dispatch_share:.0%}, "
-            f"1t {self.t1_us / 1e3:.2f} ms, 2t {self.t2_us / 1e3:.2f} ms, "
+            f"1t {self.t1_us / 1e3:.2f} ms (CPU {self.cpu1_us / 1e3:.2f} ms), "
+            f"2t {self.t2_us / 1e3:.2f} ms, "
             f"noise {self.noise:.0%})"
         )
 
@@ -166,12 +173,12 @@ def _flops(call: Any) -> float:
     return float(counter.get_total_flops())
 
 
-def _timer_us(call: Any, threads: int) -> tuple[float, float]:
+def _timer_us(call: Any, threads: int, cpu: bool = False) -> tuple[float, float]:
     from torch.utils.benchmark import Timer
 
-    m = Timer("call()", globals={"call": call}, num_threads=threads).blocked_autorange(
-        min_run_time=MIN_RUN_S
-    )
+    clock = time.thread_time if cpu else time.perf_counter
+    timer = Timer("call()", globals={"call": call}, num_threads=threads, timer=clock)
+    m = timer.blocked_autorange(min_run_time=MIN_RUN_S)
     return m.median * 1e6, m.iqr / m.median
 
 
@@ -180,12 +187,8 @@ def _floor_us() -> float:
     from torch.utils.benchmark import Timer
 
     x = torch.zeros(1)
-    return float(
-        Timer("x.add_(1)", globals={"x": x}, num_threads=1)
-        .blocked_autorange(min_run_time=0.1)
-        .median
-        * 1e6
-    )
+    timer = Timer("x.add_(1)", globals={"x": x}, num_threads=1, timer=time.thread_time)
+    return float(timer.blocked_autorange(min_run_time=0.1).median * 1e6)
 
 
 def _peak(threads: int) -> float:
@@ -204,22 +207,24 @@ def _peak(threads: int) -> float:
 def measure(call: Any, threads: int) -> Oracle:
     """The oracle for ``call`` (a callable of no arguments) judged at ``threads`` threads."""
     call()  # warm: first-touch pages, oneDNN primitives
-    medians: dict[int, list[float]] = {1: [], 2: []}
-    spreads: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(ROUNDS):  # interleaved: a change of load hits both thread counts
-        for n in (1, 2):
-            median, spread = _timer_us(call, n)
-            medians[n].append(median)
-            spreads[n].append(spread)
+    kinds = {"1": (1, False), "cpu1": (1, True), "2": (2, False)}
+    medians: dict[str, list[float]] = {k: [] for k in kinds}
+    spreads: dict[str, list[float]] = {k: [] for k in kinds}
+    for _ in range(ROUNDS):  # interleaved: a change of load hits every kind of timing
+        for kind, (n, cpu) in kinds.items():
+            median, spread = _timer_us(call, n, cpu)
+            medians[kind].append(median)
+            spreads[kind].append(spread)
     noise = {
-        n: max(*spreads[n], (max(medians[n]) - min(medians[n])) / statistics.median(medians[n]))
-        for n in (1, 2)
+        k: max(*spreads[k], (max(medians[k]) - min(medians[k])) / statistics.median(medians[k]))
+        for k in kinds
     }
     return Oracle(
-        t1_us=statistics.median(medians[1]),
-        t2_us=statistics.median(medians[2]),
-        noise1=noise[1],
-        noise2=noise[2],
+        t1_us=statistics.median(medians["1"]),
+        t2_us=statistics.median(medians["2"]),
+        cpu1_us=statistics.median(medians["cpu1"]),
+        noise1=noise["cpu1"] if threads == 1 else noise["1"],
+        noise2=noise["2"],
         flops=_flops(call),
         peak_gflops=_peak(threads),
         ops=_op_count(call),
