@@ -11,10 +11,11 @@ classes). Two conditions:
 - **2 threads, a core held**: ``OMP_NUM_THREADS=2``, with a busy loop pinned to the first CPU
   (``bench/verdict_stability.Spinner``) during both the profile and the oracle.
 
-Prints ``family | threads | verdict | stable | oracle | agree``; a row agrees when the verdict's
-class is one the oracle allows, or the oracle is noisier than its ``NOISE`` and the verdict
-says ``stable: false``. Exits 1 when a 1-thread row disagrees, or a 2-thread row disagrees
-and says ``stable: true`` (the issue's acceptance).
+Prints ``family | threads | verdict | stable | oracle | agree``; ``agree`` is ``yes`` when the
+verdict's class is one the oracle allows, ``unstable`` when it is not but the oracle is noisier
+than its ``NOISE`` and the verdict says ``stable: false``, else ``no``. Exits 1 when a 1-thread
+row disagrees, or a 2-thread row disagrees and says ``stable: true``
+(the issue's acceptance).
 
     .venv/bin/python bench/families.py [--only mlp,lstm] [--conditions 1,2held]
 """
@@ -73,7 +74,10 @@ def row(name: str, condition: str) -> tuple[list[str], bool]:
     stable = "true" if verdict["stable"] else "false"
     cells = [name, label, f"{verdict['id']} ({verdict_class(verdict)})", stable, oracle.label()]
     passed = ok or (threads > 1 and not verdict["stable"])
-    return [*cells, "yes" if ok else "no"], passed
+    # "yes": the class is one the oracle allows; "unstable": it is not, but both the oracle
+    # (noisier than NOISE) and the verdict (stable: false) say they cannot be trusted.
+    said = "yes" if verdict_class(verdict) in oracle.classes() else "unstable" if ok else "no"
+    return [*cells, said], passed
 
 
 def main() -> int:
