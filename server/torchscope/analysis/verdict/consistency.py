@@ -225,6 +225,28 @@ def _comparatives(report: Report) -> list[str]:
     ]
 
 
+CAUSE_WORDS = {
+    "dispatch": re.compile(r"~(\d+) % dispatch"),
+    "rng": re.compile(r"~(\d+) % drawing random numbers"),
+    "bandwidth": re.compile(r"~(\d+) % in (?:ops that move bytes|\S+ on )"),
+}
+"""The CPU headlines' "~N % <cause>" phrases → the cause whose share they state."""
+
+
+def _cause_share_words(report: Report) -> list[str]:
+    """A headline's "~N % dispatch" (random numbers, bytes moved) is its cause's share of the
+    call, to the rounding of a whole percent."""
+    v = report.verdict
+    shares = {c.cause: c.share for c in v.causes}
+    out: list[str] = []
+    for cause, pattern in CAUSE_WORDS.items():
+        for n in pattern.findall(v.headline):
+            share = shares.get(cause, 0.0) * 100
+            if abs(float(n) - share) > 1:
+                out.append(f"the headline says ~{n} % {cause}, its cause's share is {share:.0f} %")
+    return out
+
+
 CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     lambda r: _order(r) if r.verdict.causes else [],
     _compute_bound,
@@ -236,6 +258,7 @@ CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     _costs_within_step,
     _costs_vs_call,
     _comparatives,
+    _cause_share_words,
 )
 """The checks, each a small function of the report returning what it finds wrong; a check of
 another part's object (the A/B comparison's) slots in here as one more entry."""
