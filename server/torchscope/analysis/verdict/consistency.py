@@ -126,7 +126,11 @@ _NUMBER = r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)"
 _RIDGE = re.compile(
     rf"intensity {_NUMBER} FLOP/B, (below|above) the ridge point of {_NUMBER}", re.IGNORECASE
 )
-_SHARE_OF = re.compile(rf"{_NUMBER} % of\b")
+_SHARE_OF = re.compile(
+    rf"{_NUMBER} % of (?:the call|the step|each step|a step|GPU time|[^,;()]*?(?:peak|bandwidth))"
+)
+"""Shares of a whole (the call, the step, a peak): at most 100 %. A difference may exceed it
+("105 % of the median rank's compute") and is not matched."""
 _TIMES = re.compile(rf"{_NUMBER}× (faster|slower)")
 
 
