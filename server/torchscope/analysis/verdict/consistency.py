@@ -13,13 +13,16 @@
   ``step-regimes`` puts a cost on the gap.
 
 - Issue 55: an intensity "below" the ridge point is below it, and only memory-bound says so;
-  no share over 100 %; a finding's cost is at most the longest profiled step, and one over
-  the unprofiled call comes with the note that costs are per profiled step; "N× faster" is
-  at least 1×.
+  no share of a whole over 100 %; a headline's "~N % dispatch" is its cause's share; a
+  finding's cost is at most the longest profiled step (or, for ``CALL_COSTS``, the call), and
+  one over the unprofiled call comes with the note that costs are per profiled step; "N×
+  faster" is at least 1×; a sweep's rows agree with its crossover line (``sweep_problems``).
 
-``contradictions`` lists what is wrong (``CHECKS``, one small function each). The tests run it
-on every vendored trace, and with ``TORCHSCOPE_SELF_CHECK=1`` (the test suite sets it) every
-analysis raises on a contradiction, so every worker test's report is held to it too.
+``contradictions`` lists what is wrong (``CHECKS``, one small function each: another part's
+check of its own object slots in as one more entry). The tests run it on every vendored trace;
+with ``TORCHSCOPE_SELF_CHECK=1`` (the test suite sets it) every analysis raises on a
+contradiction, and the codec runs ``self_check`` on every report it encodes or decodes
+(``protocol.register_check``), logging to ``TORCHSCOPE_SELF_CHECK_LOG`` for the suite's hook.
 """
 
 from __future__ import annotations
