@@ -49,6 +49,11 @@ def test_a_contradicting_headline_is_caught(report: Report) -> None:
 def test_shares_and_comparatives_are_caught(report: Report) -> None:
     v = replace(report.verdict, headline="overhead-bound (CPU): 130 % of the call in dispatch")
     assert any("130 % of" in c for c in contradictions(replace(report, verdict=v)))
+    dispatch = replace(
+        report.verdict, headline="overhead-bound (CPU): 3.1 ms per call, ~97 % dispatch"
+    )
+    found = contradictions(replace(report, verdict=dispatch))
+    assert any("says ~97 % dispatch, its cause's share is" in c for c in found)
     slower = replace(report.verdict, headline="x: with 1 thread 4 ms (0.78× faster)")
     assert any("0.78× faster" in c for c in contradictions(replace(report, verdict=slower)))
 

@@ -169,3 +169,30 @@ def test_sdpa_forward_and_backward(heads_kv: int, tmp_path: Path) -> None:
     assert_agrees(model, {kernel: math})
     backward = sdpa_backward_flop_count(q.shape, q.shape, k.shape, v.shape)
     assert_agrees(model, {f"{kernel}_backward": float(backward)})
+
+
+def test_an_lstm_layer_is_its_gemms(tmp_path: Path) -> None:
+    """FlopCounterMode counts nothing for the CPU's fused LSTM layer (``mkldnn_rnn_layer``):
+    the oracle is the same layers unrolled into ``LSTMCell`` calls, whose GEMMs it counts."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch runs its LSTM without oneDNN's fused layer")
+    steps, batch, width, hidden = 10, 4, 32, 64
+    lstm = torch.nn.LSTM(width, hidden, num_layers=2, batch_first=True)
+    x = torch.randn(batch, steps, width)
+
+    def unrolled() -> None:
+        inputs = list(x.unbind(1))
+        for layer in range(2):
+            cell = torch.nn.LSTMCell(width if layer == 0 else hidden, hidden)
+            h = c = torch.zeros(batch, hidden)
+            outputs = []
+            for step in inputs:
+                h, c = cell(step, (h, c))
+                outputs.append(h)
+            inputs = outputs
+
+    with torch.no_grad():
+        oracle = sum(torch_count(unrolled).values())
+        model = model_count(lambda: lstm(x), tmp_path)
+    assert set(model) == {"aten::mkldnn_rnn_layer"}, model
+    assert_agrees(model, {"aten::mkldnn_rnn_layer": oracle})

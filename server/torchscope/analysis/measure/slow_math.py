@@ -61,6 +61,12 @@ def _gemm_cause(
 ) -> str:
     found = gemm.dims(name, args)
     sizes = _sizes(found[0]) if found is not None else []
+    if found is not None and name == gemm.RNN_LAYER:
+        d = found[0]
+        return (
+            f"a recurrent layer: each of its {d.batch} time steps is a {d.m}×{d.k} · "
+            f"{d.k}×{d.n} GEMM; a larger batch gives each step more work"
+        )
     if found is not None and min(sizes) < THIN:
         d = found[0]
         head = min(d.k, d.n)

@@ -281,7 +281,9 @@ def cpu_cause_verdict(
     elif cause == "page-faults":
         verdict = replace(base, headline=_faults_headline(c))
     elif cause == "dispatch":
-        verdict = replace(base, headline=_dispatch_headline(c, share))
+        # the dispatch cause's share (capped by the threads and faults), as the causes say
+        said = min(1.0, c.costs[cause] / c.run_us) if c.run_us > 0 else share
+        verdict = replace(base, headline=_dispatch_headline(c, said))
     elif cause == "rng":
         verdict = replace(base, id="rng-bound", headline=_rng_headline(ctx, eff, c))
     else:

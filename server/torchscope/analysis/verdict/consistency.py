@@ -13,13 +13,16 @@
   ``step-regimes`` puts a cost on the gap.
 
 - Issue 55: an intensity "below" the ridge point is below it, and only memory-bound says so;
-  no share over 100 %; a finding's cost is at most the longest profiled step, and one over
-  the unprofiled call comes with the note that costs are per profiled step; "N× faster" is
-  at least 1×.
+  no share of a whole over 100 %; a headline's "~N % dispatch" is its cause's share; a
+  finding's cost is at most the longest profiled step (or, for ``CALL_COSTS``, the call), and
+  one over the unprofiled call comes with the note that costs are per profiled step; "N×
+  faster" is at least 1×; a sweep's rows agree with its crossover line (``sweep_problems``).
 
-``contradictions`` lists what is wrong (``CHECKS``, one small function each). The tests run it
-on every vendored trace, and with ``TORCHSCOPE_SELF_CHECK=1`` (the test suite sets it) every
-analysis raises on a contradiction, so every worker test's report is held to it too.
+``contradictions`` lists what is wrong (``CHECKS``, one small function each: another part's
+check of its own object slots in as one more entry). The tests run it on every vendored trace;
+with ``TORCHSCOPE_SELF_CHECK=1`` (the test suite sets it) every analysis raises on a
+contradiction, and the codec runs ``self_check`` on every report it encodes or decodes
+(``protocol.register_check``), logging to ``TORCHSCOPE_SELF_CHECK_LOG`` for the suite's hook.
 """
 
 from __future__ import annotations
@@ -126,7 +129,11 @@ _NUMBER = r"(\d+(?:\.\d+)?(?:e[+-]?\d+)?)"
 _RIDGE = re.compile(
     rf"intensity {_NUMBER} FLOP/B, (below|above) the ridge point of {_NUMBER}", re.IGNORECASE
 )
-_SHARE_OF = re.compile(rf"{_NUMBER} % of\b")
+_SHARE_OF = re.compile(
+    rf"{_NUMBER} % of (?:the call|the step|each step|a step|GPU time|[^,;()]*?(?:peak|bandwidth))"
+)
+"""Shares of a whole (the call, the step, a peak): at most 100 %. A difference may exceed it
+("105 % of the median rank's compute") and is not matched."""
 _TIMES = re.compile(rf"{_NUMBER}× (faster|slower)")
 
 
@@ -225,6 +232,28 @@ def _comparatives(report: Report) -> list[str]:
     ]
 
 
+CAUSE_WORDS = {
+    "dispatch": re.compile(r"~(\d+) % dispatch"),
+    "rng": re.compile(r"~(\d+) % drawing random numbers"),
+    "bandwidth": re.compile(r"~(\d+) % in (?:ops that move bytes|\S+ on )"),
+}
+"""The CPU headlines' "~N % <cause>" phrases → the cause whose share they state."""
+
+
+def _cause_share_words(report: Report) -> list[str]:
+    """A headline's "~N % dispatch" (random numbers, bytes moved) is its cause's share of the
+    call, to the rounding of a whole percent."""
+    v = report.verdict
+    shares = {c.cause: c.share for c in v.causes}
+    out: list[str] = []
+    for cause, pattern in CAUSE_WORDS.items():
+        for n in pattern.findall(v.headline):
+            share = shares.get(cause, 0.0) * 100
+            if abs(float(n) - share) > 1:
+                out.append(f"the headline says ~{n} % {cause}, its cause's share is {share:.0f} %")
+    return out
+
+
 CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     lambda r: _order(r) if r.verdict.causes else [],
     _compute_bound,
@@ -236,6 +265,7 @@ CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     _costs_within_step,
     _costs_vs_call,
     _comparatives,
+    _cause_share_words,
 )
 """The checks, each a small function of the report returning what it finds wrong; a check of
 another part's object (the A/B comparison's) slots in here as one more entry."""

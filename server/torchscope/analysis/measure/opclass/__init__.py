@@ -67,7 +67,7 @@ def _class_of_name(name: str) -> str | None:
         return COMMUNICATION
     if is_optimizer(name):
         return OPTIMIZER
-    if name in gemm.NAMES or name in gemm.CALLERS:
+    if name in gemm.NAMES or name in gemm.CALLERS or name == gemm.RNN_LAYER:
         return GEMM
     if attention.is_attention(name):
         return ATTENTION
@@ -92,6 +92,8 @@ def has_work(name: str) -> bool:
     """Whether ``op_cost`` can know the work of an op of this name (a check on the name alone,
     so callers can skip the other ops without reading their arguments)."""
     if name in gemm.NAMES or name in conv.NAMES or name in attention.NAMES:
+        return True
+    if name == gemm.RNN_LAYER:
         return True
     cls = _class_of_name(name)
     base = base_name(name)
@@ -122,7 +124,7 @@ def op_cost(name: str, args: Any) -> Work | None:
     unknown (and for the callers that leave the work to the op they call)."""
     if not isinstance(args, Mapping) or not has_work(name):
         return None
-    if name in gemm.NAMES:
+    if name in gemm.NAMES or name == gemm.RNN_LAYER:
         return gemm.cost(name, args)
     if name in conv.NAMES:
         return conv.cost(name, args)

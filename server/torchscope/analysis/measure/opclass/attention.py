@@ -34,9 +34,7 @@ RAW = frozenset(
     }
 )
 """The kernels' own entry points, which take ``B, L, H, E`` (the sequence before the heads)."""
-BACKWARD = frozenset(f"{n}_backward" for n in FORWARD) | {
-    n for n in RAW if n.endswith("_backward")
-}
+BACKWARD = frozenset(f"{n}_backward" for n in FORWARD) | {n for n in RAW if n.endswith("_backward")}
 NAMES = FORWARD | BACKWARD | RAW
 
 
