@@ -19,6 +19,7 @@ import { buildProfileArgs, resolveSettings } from "./settings";
 import type { StatusBar } from "./statusBar";
 import { TraceCommands } from "./traceCommands";
 import type { CommandResult, TargetInfo } from "./types";
+import { walkthroughRows } from "./walkthrough";
 
 
 /** Run a row's handler; a failure is logged and shown with a way to the log. */
@@ -78,6 +79,7 @@ export class Commands {
       ...this.traces.rows(),
       ...this.compare.rows(),
       ...this.run.rows(),
+      ...walkthroughRows(this.context),
     ];
     const traces = new vscode.Disposable(() => {
       this.traces.dispose();

@@ -72,6 +72,8 @@ export const ClientCommands = {
   profileOnProcesses: "torchscope.profileOnProcesses",
   /** Picks the program (launch.json, the last one, a command line), then `torchscope.profileInRun`. */
   profileInRun: "torchscope.profileFunctionInRun",
+  /** The Getting Started walkthrough's step: the guide's example into the workspace, opened. */
+  openExample: "torchscope.openExample",
 } as const;
 
 /** Client commands the server's hover markdown may run (command links). */

@@ -1,10 +1,11 @@
 /** torchscope's VS Code client: wiring only; each concern lives in its own module. */
 import * as vscode from "vscode";
 import { Commands } from "./commands";
+import { SETTINGS_SECTION } from "./constants";
 import { createLogChannel, traceInfo } from "./log";
 import { onDidChangeInterpreter } from "./python";
 import { ServerManager } from "./server";
-import { needsNotify, needsRestart } from "./settings";
+import { needsNotify, needsRestart, resolveSettings } from "./settings";
 import { StatusBar } from "./statusBar";
 
 let server: ServerManager | undefined;
@@ -30,7 +31,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     await onDidChangeInterpreter(() => {
-      srv.scheduleRestart("Python interpreter changed");
+      // An explicit torchscope.pythonPath wins over the Python extension's choice (interpreter.ts).
+      if (resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION)).pythonPath === "") {
+        srv.scheduleRestart("Python interpreter changed");
+      }
     }),
   );
 

@@ -2,8 +2,9 @@
  * Which Python runs the server and the user's code, and whether it has a usable torch
  * (pure logic, no `vscode` import; python.ts does the I/O).
  *
- * Order: the interpreter the Python extension selected for the resource, else the
- * `torchscope.pythonPath` setting, else `python3`.
+ * Order: an explicit `torchscope.pythonPath` (as the formatter and linter extensions'
+ * `interpreter` settings win over the Python extension's choice), else the interpreter the
+ * Python extension selected for the resource, else `python3`.
  */
 import { MIN_TORCH_VERSION } from "./constants";
 
@@ -44,16 +45,16 @@ export function expandPath(p: string, workspaceFolder?: string, home?: string): 
 }
 
 export function chooseInterpreter(inputs: InterpreterInputs): Interpreter {
-  const fromExt = inputs.fromPythonExtension?.trim();
-  if (fromExt !== undefined && fromExt !== "") {
-    return { path: fromExt, source: "python-extension" };
-  }
   const setting = inputs.settingPath?.trim();
   if (setting !== undefined && setting !== "") {
     const expanded = expandPath(setting, inputs.workspaceFolder, inputs.home);
     if (!expanded.includes("${workspaceFolder}")) {
       return { path: expanded, source: "setting" };
     }
+  }
+  const fromExt = inputs.fromPythonExtension?.trim();
+  if (fromExt !== undefined && fromExt !== "") {
+    return { path: fromExt, source: "python-extension" };
   }
   return { path: DEFAULT_PYTHON, source: "default" };
 }
@@ -110,8 +111,9 @@ export type TorchCheck =
   | { ok: true; python: string; torch: string }
   | { ok: false; problem: "no-python" | "old-python" | "no-torch" | "old-torch"; message: string; detail?: string };
 
-/** Oldest Python the bundled server dependencies (cattrs, msgpack) support. */
-export const MIN_PYTHON_VERSION: readonly [number, number] = [3, 10];
+/** Oldest Python torchscope supports: pyproject.toml's `requires-python` (a test holds them,
+ * the extension README and the bundled dependencies' pins to it). */
+export const MIN_PYTHON_VERSION: readonly [number, number] = [3, 9];
 
 /** Interpret the probe's outcome. `spawnError` is set when the interpreter could not run at all. */
 export function interpretTorchProbe(

@@ -28,6 +28,7 @@ import {
   rememberedProgram,
   type RunChoice,
   type RunProgram,
+  runArgs,
   runChoices,
   runEntryKey,
   runModeItems,
@@ -170,15 +171,14 @@ export class RunCommands {
     if (mode === undefined) {
       return;
     }
-    const { entry, cwd } = program;
+    const { entry } = program;
     const { client, located, target } = started;
     const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, located.document.uri));
     // capture: the call's arguments go to .torchscope/inputs/, for the "Profile with captured
     // inputs" lens (a later Profile replays them).
     const args = {
       ...buildProfileArgs(located.document.uri.toString(), target.line, undefined, settings),
-      entry,
-      ...(cwd !== undefined ? { cwd } : {}),
+      ...runArgs(program), // entry, cwd, and a launch configuration's env and envFile
       capture: true,
       mode,
     };

@@ -1,11 +1,12 @@
 /**
  * **Profile this function in a run…**: which program to run (pure, no `vscode`). The choices
  * are the workspace's launch.json Python configurations (`type` `python` or `debugpy`, with
- * `program` or `module`, run in their `cwd`), the tests the Python extension's test explorer
+ * `program` or `module`, run in their `cwd` with their `env` and `envFile`), the tests the Python extension's test explorer
  * would list (collected by the server: `torchscope.collectTests`) and a free command line; the
  * one picked is remembered per function.
  */
 import * as path from "node:path";
+import { envMap } from "./settings";
 
 /** A launch.json configuration, as `vscode.workspace.getConfiguration("launch")` gives it. */
 export interface LaunchConfig {
@@ -16,13 +17,19 @@ export interface LaunchConfig {
   module?: unknown;
   args?: unknown;
   cwd?: unknown;
+  env?: unknown;
+  envFile?: unknown;
 }
 
-/** The program to run: its words (`["python", "train.py", …]`) and the folder it runs in
- * (undefined: the workspace folder). This is what is remembered per function. */
+/** The program to run: its words (`["python", "train.py", …]`), the folder it runs in
+ * (undefined: the workspace folder) and, from a launch configuration, its `env` and `envFile`
+ * (the worker that runs it starts with them, over `torchscope.env`). This is what is
+ * remembered per function. */
 export interface RunProgram {
   entry: string[];
   cwd?: string;
+  env?: Record<string, string>;
+  envFile?: string;
 }
 
 /** One choice: a name to show, the program, and a note (`detail`) to show under it. */
@@ -91,7 +98,23 @@ export function launchChoice(config: LaunchConfig, folder: string, file: string)
   const label = typeof config.name === "string" && config.name !== "" ? config.name : head.join(" ");
   const choice: RunChoice = { label, entry: [...head, ...args.map((a) => substitute(a, folder, file))] };
   const cwd = folderSetting(config.cwd, folder, file);
-  return cwd === undefined ? choice : { ...choice, cwd };
+  const env = launchEnv(config.env, folder, file);
+  const envFile = folderSetting(config.envFile, folder, file);
+  return {
+    ...choice,
+    ...(cwd !== undefined ? { cwd } : {}),
+    ...(env !== undefined ? { env } : {}),
+    ...(envFile !== undefined ? { envFile } : {}),
+  };
+}
+
+/** A launch configuration's `env`: its text values, variables filled in (undefined: none). */
+function launchEnv(value: unknown, folder: string, file: string): Record<string, string> | undefined {
+  const env = envMap(value);
+  for (const name of Object.keys(env)) {
+    env[name] = substitute(env[name], folder, file);
+  }
+  return Object.keys(env).length > 0 ? env : undefined;
 }
 
 /**
@@ -144,9 +167,15 @@ export function rememberedProgram(stored: unknown): RunProgram | undefined {
     return { entry: stored };
   }
   if (typeof stored === "object" && stored !== null) {
-    const { entry, cwd } = stored as { entry?: unknown; cwd?: unknown };
+    const { entry, cwd, env, envFile } = stored as { entry?: unknown; cwd?: unknown; env?: unknown; envFile?: unknown };
     if (isWords(entry)) {
-      return typeof cwd === "string" && cwd !== "" ? { entry, cwd } : { entry };
+      const vars = envMap(env);
+      return programOf({
+        entry,
+        ...(typeof cwd === "string" && cwd !== "" ? { cwd } : {}),
+        ...(Object.keys(vars).length > 0 ? { env: vars } : {}),
+        ...(typeof envFile === "string" && envFile !== "" ? { envFile } : {}),
+      });
     }
   }
   return undefined;
@@ -154,7 +183,24 @@ export function rememberedProgram(stored: unknown): RunProgram | undefined {
 
 /** The program of a choice, as it is sent and remembered. */
 export function programOf(choice: RunProgram): RunProgram {
-  return choice.cwd === undefined ? { entry: choice.entry } : { entry: choice.entry, cwd: choice.cwd };
+  const { entry, cwd, env, envFile } = choice;
+  return {
+    entry,
+    ...(cwd !== undefined ? { cwd } : {}),
+    ...(env !== undefined ? { env } : {}),
+    ...(envFile !== undefined ? { envFile } : {}),
+  };
+}
+
+/** The program's part of `torchscope.profileInRun`'s argument (server-side names). */
+export function runArgs(program: RunProgram): { entry: string[]; cwd?: string; env?: Record<string, string>; env_file?: string } {
+  const { entry, cwd, env, envFile } = program;
+  return {
+    entry,
+    ...(cwd !== undefined ? { cwd } : {}),
+    ...(env !== undefined ? { env } : {}),
+    ...(envFile !== undefined ? { env_file: envFile } : {}),
+  };
 }
 
 function sameProgram(a: RunProgram, b: RunProgram): boolean {

@@ -3,6 +3,7 @@
  * `<python> extension/launcher/launch.py serve` over stdio, restart (debounced) when the
  * interpreter changes. States and their transitions are logged.
  */
+import * as os from "node:os";
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -16,7 +17,7 @@ import { CLIENT_ID, CLIENT_NAME, HOVER_COMMANDS, Notifications, RESTART_DEBOUNCE
 import { describeInterpreter, type Interpreter } from "./interpreter";
 import { errorText, logChannel, serverLogLevel, traceError, traceInfo, traceWarn } from "./log";
 import { hasPythonExtension, probeTorch, resolveInterpreter } from "./python";
-import { resolveSettings, serverSettings } from "./settings";
+import { resolveSettings, serverSettings, workerEnvFile } from "./settings";
 import type { StatusBar } from "./statusBar";
 
 export interface ProfileDone {
@@ -114,8 +115,16 @@ export class ServerManager implements vscode.Disposable {
     if (client?.isRunning() !== true) {
       return;
     }
-    const settings = serverSettings(resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION)), this.traceDir());
+    const settings = this.serverSettings(this.workspaceFolder());
     await client.sendNotification(DidChangeConfigurationNotification.type, { settings });
+  }
+
+  /** The settings the server reads (server-side names), the worker's env file resolved. */
+  private serverSettings(folder: vscode.WorkspaceFolder | undefined): Record<string, unknown> {
+    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, folder?.uri));
+    const pythonEnvFile = vscode.workspace.getConfiguration("python", folder?.uri).get("envFile");
+    const envFile = workerEnvFile(settings.envFile, pythonEnvFile, folder?.uri.fsPath, os.homedir());
+    return serverSettings(settings, this.traceDir(), envFile);
   }
 
   /**
@@ -155,7 +164,6 @@ export class ServerManager implements vscode.Disposable {
     }
     traceInfo(`python ${torch.python}, torch ${torch.torch}`);
 
-    const settings = resolveSettings(vscode.workspace.getConfiguration(SETTINGS_SECTION, folder?.uri));
     const launcher = this.context.asAbsolutePath(LAUNCHER);
     const run: Executable = {
       command: interpreter.path,
@@ -174,7 +182,7 @@ export class ServerManager implements vscode.Disposable {
       // Hovers link to these client commands (open a trace, open Inductor's generated code).
       markdown: { isTrusted: { enabledCommands: [...HOVER_COMMANDS] } },
       initializationOptions: {
-        settings: serverSettings(settings, this.traceDir()),
+        settings: this.serverSettings(folder),
         interpreter: interpreter.path,
         extensionVersion: (this.context.extension.packageJSON as { version?: string }).version,
       },

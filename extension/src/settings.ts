@@ -3,6 +3,7 @@
  * `vscode.workspace.getConfiguration(SETTINGS_SECTION, scope)`, which satisfies
  * `ConfigurationLike`).
  */
+import { expandPath } from "./interpreter";
 import type { ProfileArgs } from "./types";
 
 /**
@@ -41,6 +42,12 @@ export interface Settings {
   keepTracesDays: number;
   /** Gigabytes the private trace folder may hold; the oldest traces go first. */
   keepTracesGB: number;
+  /** `auto`: the worker starts (imports torch) when the server does; `off`: at the first job. */
+  prestart: "auto" | "off";
+  /** Environment variables for the worker (`torchscope.env`), over `envFile`'s. */
+  env: Record<string, string>;
+  /** Raw `torchscope.envFile` (empty: the Python extension's `python.envFile`; see workerEnvFile). */
+  envFile: string;
 }
 
 export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
@@ -51,6 +58,9 @@ export const DEFAULT_SETTINGS: Readonly<Settings> = Object.freeze({
   perfettoOrigin: "https://ui.perfetto.dev",
   keepTracesDays: 7,
   keepTracesGB: 2,
+  prestart: "auto",
+  env: {},
+  envFile: "",
 });
 
 /** The part of `vscode.WorkspaceConfiguration` we read. Keys are relative to `torchscope.`. */
@@ -77,6 +87,32 @@ function bool(value: unknown, fallback: boolean): boolean {
 
 function str(value: unknown, fallback: string): string {
   return typeof value === "string" ? value.trim() : fallback;
+}
+
+/** A map of environment variables: the entries whose value is text (or a number, written as text). */
+export function envMap(value: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return out;
+  }
+  for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
+    if (name !== "" && (typeof v === "string" || (typeof v === "number" && Number.isFinite(v)))) {
+      out[name] = String(v);
+    }
+  }
+  return out;
+}
+
+/**
+ * The env file the worker reads: `torchscope.envFile` when set, else the Python extension's
+ * `python.envFile` (its default `${workspaceFolder}/.env`; nothing without the extension), with
+ * `${workspaceFolder}`, `${userHome}` and `~` expanded. "" when there is none (or it names a
+ * folder while none is open).
+ */
+export function workerEnvFile(envFile: string, pythonEnvFile: unknown, workspaceFolder?: string, home?: string): string {
+  const chosen = envFile.trim() !== "" ? envFile : typeof pythonEnvFile === "string" ? pythonEnvFile : "";
+  const expanded = expandPath(chosen, workspaceFolder, home);
+  return expanded.includes("${") ? "" : expanded;
 }
 
 /** The job options, in one call: each `JOB_SETTINGS` row that holds a value of its type
@@ -118,15 +154,19 @@ export function resolveSettings(config: ConfigurationLike): Settings {
     perfettoOrigin: origin === "" ? d.perfettoOrigin : origin,
     keepTracesDays: num(config.get("keepTracesDays"), d.keepTracesDays, 0.01, 3650, false),
     keepTracesGB: num(config.get("keepTracesGB"), d.keepTracesGB, 0.01, 10000, false),
+    prestart: config.get("prestart") === "off" ? "off" : "auto",
+    env: envMap(config.get("env")),
+    envFile: str(config.get("envFile"), d.envFile),
   };
 }
 
 /**
  * Settings as the server reads them: `initializationOptions: {settings}` and
  * `workspace/didChangeConfiguration` `{settings}` (snake_case, like the command arguments).
- * `traceDir`: the private trace folder (under the workspace storage; see server.ts).
+ * `traceDir`: the private trace folder (under the workspace storage; see server.ts);
+ * `envFile`: the worker's env file as `workerEnvFile` resolved it ("" clears it).
  */
-export function serverSettings(s: Settings, traceDir?: string): Record<string, unknown> {
+export function serverSettings(s: Settings, traceDir?: string, envFile = ""): Record<string, unknown> {
   const out: Record<string, unknown> = {
     ...s.job,
     hot_line_threshold: s.hotLineThreshold,
@@ -134,6 +174,9 @@ export function serverSettings(s: Settings, traceDir?: string): Record<string, u
     perfetto_origin: s.perfettoOrigin,
     keep_traces_days: s.keepTracesDays,
     keep_traces_gb: s.keepTracesGB,
+    prestart: s.prestart,
+    env: s.env,
+    env_file: envFile,
   };
   if (traceDir !== undefined) {
     out.trace_dir = traceDir;
@@ -160,5 +203,5 @@ export function needsRestart(e: ConfigurationChangeLike): boolean {
 
 /** A change the running server should hear about (`workspace/didChangeConfiguration`). */
 export function needsNotify(e: ConfigurationChangeLike): boolean {
-  return e.affectsConfiguration("torchscope") && !needsRestart(e);
+  return (e.affectsConfiguration("torchscope") || e.affectsConfiguration("python.envFile")) && !needsRestart(e);
 }

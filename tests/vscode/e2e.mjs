@@ -466,7 +466,13 @@ async function profileFromContextMenu(hotText, command = "Profile this function"
   const y = box.y + box.height / 2;
   await page.mouse.click(x, y);
   await page.mouse.click(x, y, { button: "right" });
-  // "Profile this function" also matches "… in a run…", which comes after it in the menu.
+  // Only "Profile this function" is at the top of the menu; the other commands are in the
+  // "torchscope" submenu (package.json `submenus`), opened by hovering it.
+  if (command !== "Profile this function") {
+    const submenu = page.getByRole("menuitem", { name: "torchscope", exact: true }).first();
+    await submenu.waitFor({ state: "visible", timeout: remaining(15000) });
+    await submenu.hover();
+  }
   const item = page.getByRole("menuitem", { name: command }).first();
   await item.waitFor({ state: "visible", timeout: remaining(15000) });
   await screenshot("context-menu");

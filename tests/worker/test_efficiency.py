@@ -217,31 +217,40 @@ def test_cached_peaks_correct_themselves(tmp_path: Path, monkeypatch: pytest.Mon
     assert stored[key]["cores"] == cores and stored[key]["at"] >= now
 
 
-def test_a_warmed_worker_has_calibrated_before_the_first_job(tmp_path: Path) -> None:
-    """The server prestarts the worker and waits for it to be warm (profiler warm-up and the
-    float32 calibration, done while idle): the first profile then calibrates nothing."""
+def test_the_prestarted_worker_calibrates_nothing_and_the_first_job_does_once(
+    tmp_path: Path,
+) -> None:
+    """Issue 53: the prestarted worker imports torch and warms the CPU profiler, nothing more
+    (on a GPU box a calibration at start would run on the GPU before any job asked for it).
+    The first job calibrates the device it ran on and caches the peaks; the next reads them."""
     cache = tmp_path / "cache"
+    stored = cache / "torchscope" / calibrate.CACHE_FILE
     target = function_named(read_source(SAMPLES), str(SAMPLES), "square_gemm")
-    said: list[str] = []
+    call = "square_gemm(torch.randn(256, 256), torch.randn(256, 256))"
+    first: list[str] = []
+    second: list[str] = []
 
     async def go() -> bool:
-        profiler = Profiler(sys.executable, TraceStore(tmp_path / "traces"))
+        # The worker's cache folder through the env it is started with (torchscope.env).
+        env = {"XDG_CACHE_HOME": str(cache)}
+        profiler = Profiler(sys.executable, TraceStore(tmp_path / "traces"), env=env)
         try:
-            warm = await profiler.warm()
-            call = "square_gemm(torch.randn(256, 256), torch.randn(256, 256))"
-            await profiler.run_job(
-                PROFILE, target, call, JobOptions(steps=2, warmup=1),
-                lambda m: said.append(f"{m.stage}: {m.message}"),
-            )
-            return warm
+            assert await profiler.warm()
+            calibrated_at_start = stored.exists()
+            for said in (first, second):
+                await profiler.run_job(
+                    PROFILE,
+                    target,
+                    call,
+                    JobOptions(steps=2, warmup=1),
+                    lambda m, said=said: said.append(f"{m.stage}: {m.message}"),
+                )
+            return calibrated_at_start
         finally:
             await profiler.close()
 
-    before = os.environ["XDG_CACHE_HOME"]
-    os.environ["XDG_CACHE_HOME"] = str(cache)
-    try:
-        assert asyncio.run(go())
-    finally:
-        os.environ["XDG_CACHE_HOME"] = before
-    assert (cache / "torchscope" / calibrate.CACHE_FILE).exists()
-    assert not any(s.startswith("calibrate:") for s in said), said
+    assert asyncio.run(go()) is False
+    assert any(s.startswith("calibrate: calibrating") for s in first), first
+    assert not any(s.startswith("calibrate:") for s in second), second
+    keys = json.loads(stored.read_text())
+    assert keys and all("|cpu:" in key for key in keys), keys  # a CPU job calibrates the CPU

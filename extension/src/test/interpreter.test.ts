@@ -10,19 +10,25 @@ import {
 } from "../interpreter";
 
 describe("interpreter fallback order", () => {
-  it("prefers the Python extension's interpreter", () => {
+  it("an explicit torchscope.pythonPath wins over the Python extension's interpreter", () => {
     assert.deepEqual(chooseInterpreter({ fromPythonExtension: "/env/bin/python", settingPath: "/other/python" }), {
-      path: "/env/bin/python",
-      source: "python-extension",
+      path: "/other/python",
+      source: "setting",
     });
-  });
-
-  it("falls back to torchscope.pythonPath", () => {
     assert.deepEqual(chooseInterpreter({ fromPythonExtension: undefined, settingPath: "/opt/py/bin/python" }), {
       path: "/opt/py/bin/python",
       source: "setting",
     });
-    assert.deepEqual(chooseInterpreter({ fromPythonExtension: "  ", settingPath: "/opt/py/bin/python" }).source, "setting");
+  });
+
+  it("else takes the Python extension's choice", () => {
+    assert.deepEqual(chooseInterpreter({ fromPythonExtension: "/env/bin/python", settingPath: "" }), {
+      path: "/env/bin/python",
+      source: "python-extension",
+    });
+    assert.deepEqual(chooseInterpreter({ fromPythonExtension: "/env/bin/python", settingPath: "  " }).source, "python-extension");
+    // A setting that names ${workspaceFolder} with no folder open is no choice: the extension's is.
+    assert.deepEqual(chooseInterpreter({ fromPythonExtension: "/env/bin/python", settingPath: "${workspaceFolder}/py" }).source, "python-extension");
   });
 
   it("falls back to python3", () => {
@@ -86,11 +92,12 @@ describe("torch check", () => {
     assert.match(r.message, /pip install --upgrade torch/);
   });
 
-  it("needs Python 3.10 or newer", () => {
-    const r = interpretTorchProbe("/old/python", '{"python": "3.9.18", "torch": "2.2.0"}');
+  it("needs Python 3.9 or newer (pyproject.toml's requires-python)", () => {
+    const r = interpretTorchProbe("/old/python", '{"python": "3.8.18", "torch": "2.2.0"}');
     assert.ok(!r.ok);
     assert.equal(r.problem, "old-python");
-    assert.match(r.message, /Python 3\.10 or newer/);
+    assert.match(r.message, /Python 3\.9 or newer/);
+    assert.ok(interpretTorchProbe("/py39/python", '{"python": "3.9.18", "torch": "2.2.0"}').ok);
   });
 
   it("reports an interpreter that does not run", () => {

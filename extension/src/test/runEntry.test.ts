@@ -5,6 +5,7 @@ import {
   programOf,
   pytestSettings,
   rememberedProgram,
+  runArgs,
   type RunChoice,
   runChoices,
   runEntryKey,
@@ -70,6 +71,32 @@ describe("run entries from launch.json", () => {
     assert.equal(launchChoice({ ...config, cwd: "" }, FOLDER, FILE)?.cwd, undefined);
     const choice: RunChoice = { label: "t", entry: ["python", "x.py"], cwd: "/d", detail: "d" };
     assert.deepEqual(programOf(choice), { entry: ["python", "x.py"], cwd: "/d" });
+  });
+
+  it("runs a configuration with its env and envFile, variables filled in (issue 53)", () => {
+    const config = {
+      name: "gpu 1",
+      type: "debugpy",
+      program: "train.py",
+      env: { CUDA_VISIBLE_DEVICES: "1", DATA: "${workspaceFolder}/data", DROPPED: null },
+      envFile: "${workspaceFolder}/gpu.env",
+    };
+    const choice = launchChoice(config, FOLDER, FILE);
+    assert.deepEqual(choice, {
+      label: "gpu 1",
+      entry: ["python", "train.py"],
+      env: { CUDA_VISIBLE_DEVICES: "1", DATA: "/work/project/data" },
+      envFile: "/work/project/gpu.env",
+    });
+    // Sent to the server under its names, and remembered with the program.
+    assert.deepEqual(runArgs(programOf(choice)), {
+      entry: ["python", "train.py"],
+      env: { CUDA_VISIBLE_DEVICES: "1", DATA: "/work/project/data" },
+      env_file: "/work/project/gpu.env",
+    });
+    assert.deepEqual(rememberedProgram(JSON.parse(JSON.stringify(programOf(choice)))), programOf(choice));
+    assert.deepEqual(runArgs({ entry: ["pytest"] }), { entry: ["pytest"] });
+    assert.equal(launchChoice({ ...config, env: "A=1", envFile: "" }, FOLDER, FILE)?.env, undefined);
   });
 
   it("remembers the program with its cwd, and reads what was remembered before cwd", () => {

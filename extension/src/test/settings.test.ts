@@ -1,5 +1,15 @@
 import * as assert from "node:assert/strict";
-import { buildProfileArgs, DEFAULT_SETTINGS, needsNotify, needsRestart, resolveSettings, serverSettings, type ConfigurationLike } from "../settings";
+import {
+  buildProfileArgs,
+  DEFAULT_SETTINGS,
+  envMap,
+  needsNotify,
+  needsRestart,
+  resolveSettings,
+  serverSettings,
+  workerEnvFile,
+  type ConfigurationLike,
+} from "../settings";
 
 function config(values: Record<string, unknown>): ConfigurationLike {
   return {
@@ -34,6 +44,9 @@ describe("settings resolution", () => {
         keepTracesDays: 30,
         keepTracesGB: 0.5,
         maxMemory: " 12G ",
+        prestart: "off",
+        env: { CUDA_VISIBLE_DEVICES: "1" },
+        envFile: "/w/gpu.env",
       }),
     );
     assert.deepEqual(s, {
@@ -44,6 +57,9 @@ describe("settings resolution", () => {
       perfettoOrigin: "https://perfetto.example.org",
       keepTracesDays: 30,
       keepTracesGB: 0.5,
+      prestart: "off",
+      env: { CUDA_VISIBLE_DEVICES: "1" },
+      envFile: "/w/gpu.env",
     });
   });
 
@@ -79,6 +95,9 @@ describe("settings resolution", () => {
       perfetto_origin: "https://ui.perfetto.dev",
       keep_traces_days: 7,
       keep_traces_gb: 2,
+      prestart: "auto",
+      env: {},
+      env_file: "",
     });
     assert.equal(serverSettings(DEFAULT_SETTINGS, "/ws/storage/traces").trace_dir, "/ws/storage/traces");
     // a memory size is sent as set, "" too (the server's default: half the RAM)
@@ -106,6 +125,30 @@ describe("settings resolution", () => {
     assert.equal(buildProfileArgs("file:///w/m.py", 4, undefined, on).memory, true);
     assert.equal(buildProfileArgs("file:///w/m.py", 4, undefined, DEFAULT_SETTINGS).memory, undefined);
     assert.equal(buildProfileArgs("file:///w/m.py", 4, undefined, DEFAULT_SETTINGS, true).memory, true);
+  });
+
+  it("sends prestart, env and the resolved env file (issue 53)", () => {
+    const s = resolveSettings(config({ prestart: "off", env: { CUDA_VISIBLE_DEVICES: "1", N: 2, BAD: { x: 1 } } }));
+    const sent = serverSettings(s, undefined, "/w/.env");
+    assert.equal(sent.prestart, "off");
+    assert.deepEqual(sent.env, { CUDA_VISIBLE_DEVICES: "1", N: "2" });
+    assert.equal(sent.env_file, "/w/.env");
+    assert.equal(resolveSettings(config({ prestart: "sometimes" })).prestart, "auto");
+    assert.deepEqual(envMap(["A=1"]), {});
+    assert.deepEqual(envMap(null), {});
+  });
+
+  it("takes torchscope.envFile, else the Python extension's python.envFile, expanded", () => {
+    assert.equal(workerEnvFile("", "${workspaceFolder}/.env", "/w"), "/w/.env");
+    assert.equal(workerEnvFile("~/gpu.env", "${workspaceFolder}/.env", "/w", "/home/u"), "/home/u/gpu.env");
+    assert.equal(workerEnvFile("", undefined, "/w"), ""); // no Python extension: none
+    assert.equal(workerEnvFile("", "${workspaceFolder}/.env", undefined), ""); // no folder open
+    assert.equal(resolveSettings(config({ envFile: " ${workspaceFolder}/a.env " })).envFile, "${workspaceFolder}/a.env");
+  });
+
+  it("notifies the server when python.envFile changes", () => {
+    assert.equal(needsNotify(change("python.envFile")), true);
+    assert.equal(needsNotify(change("torchscope.env")), true);
   });
 
   it("restarts only for the interpreter, notifies for the rest", () => {

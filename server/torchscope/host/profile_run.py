@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar
 
 from torchscope.analysis import Measurements, Report, TraceError
@@ -152,7 +154,7 @@ def with_fixes(report: Report, target: Target, result: ProfileResult) -> Report:
     return attach_fixes(report, source, target.qualname, result.measured.device_kind)
 
 
-#: How long ``Profiler.warm`` waits for the worker's start-up work (a calibration takes ~2 s).
+#: How long ``Profiler.warm`` waits for the worker's start-up work (the CPU profiler's warm-up).
 WARM_TIMEOUT_S = 60.0
 
 
@@ -168,6 +170,8 @@ class HostJob(Generic[ReplyT, OutcomeT]):
     chooses_call = True
     #: Close the worker after the job: the kind leaves the process changed for later jobs.
     fresh_worker_after = False
+    #: Variables its worker needs over the service's (a launch configuration's ``env``).
+    env: Mapping[str, str] = MappingProxyType({})
 
     def request(self, fields: dict[str, Any], target: Target, store: TraceStore) -> JobRequest:
         """The request to send; ``fields`` are ``job_fields``' (every request carries them)."""
@@ -252,8 +256,11 @@ class Profiler:
         cwd: Optional[str] = None,
         on_worker_stderr: Optional[Callable[[str], None]] = None,
         analyzer: Optional[TraceAnalyzer] = None,
+        env: Optional[Mapping[str, str]] = None,
     ) -> None:
         self.python = python
+        self.env = dict(env or {})
+        """Variables the worker gets over the host's (``torchscope.env``, an env file)."""
         self._owns_analyzer = analyzer is None
         self.analyzer = analyzer or TraceAnalyzer()
         self.trace_store = trace_store
@@ -285,20 +292,26 @@ class Profiler:
         return worker.hello if worker is not None and worker.alive else None
 
     async def warm(self, timeout_s: float = WARM_TIMEOUT_S) -> bool:
-        """Start the worker and wait until its start-up work (profiler warm-up, calibration)
-        is done, so the first job pays none of it; jobs asked for meanwhile wait their turn."""
+        """Start the worker and wait for its start-up work (``worker/main.py``); jobs wait."""
         async with self._lock:
             self._running = ""
             worker = await self._ensure_worker()
             return await worker.wait_warm(timeout_s)
 
-    async def _ensure_worker(self) -> WorkerProcess:
+    async def _ensure_worker(self, env: Optional[Mapping[str, str]] = None) -> WorkerProcess:
+        """The worker; for a job (``env``: its own variables), one with them over the service's."""
+        wanted = {**self.env, **(env or {})}
         async with self._start_lock:
+            old = self._worker
+            if env is not None and old is not None and old.alive and old.env != wanted:
+                await old.close()  # under run_job's lock: no job is running on it
             if self._worker is None or not self._worker.alive:
                 if self._worker is not None:  # died between jobs: end it the one way
                     await self._worker.kill()
                 self.analyzer.prestart()  # ~0.3 s, while the worker imports torch
-                worker = WorkerProcess(self.python, cwd=self.cwd, on_stderr=self._on_worker_stderr)
+                worker = WorkerProcess(
+                    self.python, cwd=self.cwd, on_stderr=self._on_worker_stderr, env=wanted
+                )
                 try:
                     await worker.start()
                 except WorkerError as exc:
@@ -330,7 +343,9 @@ class Profiler:
 
         async with self._lock:
             self._running = target.qualname
-            hello = await self.hello()
+            worker = await self._ensure_worker(kind.env)
+            assert worker.hello is not None
+            hello = worker.hello
             chosen, inputs = (
                 choose_inputs(target, call, hello.cuda_available, options.workspace_root)
                 if kind.chooses_call
@@ -340,7 +355,6 @@ class Profiler:
                 next(self._job_ids), target, chosen, options, self.trace_store, inputs
             )
             request = kind.request(fields, target, self.trace_store)
-            worker = await self._ensure_worker()
             try:
                 reply = await worker.run(request, on_progress, collect_output, options.timeout_s)
             except JobCancelled as exc:

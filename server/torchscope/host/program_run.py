@@ -11,6 +11,7 @@ the run's ``run`` and ``inputs`` objects (``RunOutcome.shown``).
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -183,8 +184,16 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
     fresh_worker_after = True
     chooses_call = False
 
-    def __init__(self, targets: list[Target], entry: Entry, run: RunOptions, cwd: str = "") -> None:
+    def __init__(
+        self,
+        targets: list[Target],
+        entry: Entry,
+        run: RunOptions,
+        cwd: str = "",
+        env: Optional[Mapping[str, str]] = None,
+    ) -> None:
         self.targets = targets
+        self.env = dict(env or {})  # a launch configuration's (``HostJob.env``)
         self.cwd = cwd  # the program's working directory ("": the worker's, the workspace root)
         self.entry = entry
         self.run = run

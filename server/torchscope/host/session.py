@@ -53,6 +53,7 @@ class JobService:
         analyzer: Optional[TraceAnalyzer] = None,
         defaults: Optional[JobOptions] = None,
         retention: Optional[Retention] = None,
+        env: Optional[Mapping[str, str]] = None,
     ) -> None:
         self.root = Path(cwd) if cwd else Path.cwd()
         self.profiler = Profiler(
@@ -61,6 +62,7 @@ class JobService:
             cwd=cwd,
             on_worker_stderr=on_worker_stderr,
             analyzer=analyzer,
+            env=env,
         )
         self.analyzer = self.profiler.analyzer
         self.defaults = defaults or JobOptions(workspace_root=str(self.root))
@@ -117,12 +119,14 @@ class JobService:
         cwd: Optional[Path] = None,
         on_progress: OnProgress = None,
         on_output: OnOutput = None,
+        env: Optional[Mapping[str, str]] = None,
     ) -> RunOutcome:
         """``torchscope run``: the program ``entry``, run in ``cwd`` (default: the worker's),
-        with ``targets`` profiled on its calls; ``ProfileFailure``: the job failed."""
+        with ``targets`` profiled on its calls, and ``env`` (a launch configuration's) over
+        the service's variables; ``ProfileFailure``: the job failed."""
         from torchscope.host.program_run import RunJobKind, run_program
 
-        kind = RunJobKind(targets, entry, run, cwd=str(cwd) if cwd else "")
+        kind = RunJobKind(targets, entry, run, cwd=str(cwd) if cwd else "", env=env)
         chosen = options or self.defaults
         return await run_program(self.profiler, kind, chosen, on_progress, on_output)
 

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Optional
 
@@ -51,8 +52,10 @@ def dependency_path() -> Optional[str]:
     return str(folder)
 
 
-def worker_environment(marker: str) -> dict[str, str]:
-    env = dict(os.environ)
+def worker_environment(marker: str, extra: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The host's environment, ``extra`` over it (``torchscope.env``, an env file, a launch
+    configuration's: ``CUDA_VISIBLE_DEVICES`` chooses the GPU there), then our own markers."""
+    env = {**os.environ, **(extra or {})}
     env.setdefault("PYTHONUNBUFFERED", "1")
     env[MARKER_ENV] = marker
     env[HOST_PID_ENV] = str(os.getpid())

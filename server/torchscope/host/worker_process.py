@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Optional
 
@@ -89,8 +89,11 @@ class WorkerProcess:
         cwd: Optional[str] = None,
         on_stderr: Optional[Callable[[str], None]] = None,
         extra_paths: Optional[list[str]] = None,
+        env: Optional[Mapping[str, str]] = None,
     ) -> None:
         self.python = python
+        self.env = dict(env or {})
+        """Variables set for the worker over the host's (``torchscope.env``, an env file)."""
         if extra_paths is None:
             extra_paths = os.environ.get(EXTRA_PATHS_ENV, "").split(os.pathsep)
         self.extra_paths = [p for p in extra_paths if p]
@@ -121,7 +124,7 @@ class WorkerProcess:
 
     async def start(self) -> Hello:
         process_tree.become_subreaper()  # escaped descendants come back to us, to be killed
-        env = worker_environment(self.marker)
+        env = worker_environment(self.marker, self.env)
         dependencies = dependency_path()
         try:
             self._guardian, self._guardian_pipe = start_guardian(PACKAGE_PARENT, self.marker)
@@ -325,7 +328,7 @@ class WorkerProcess:
                 return message
 
     async def wait_warm(self, timeout_s: float) -> bool:
-        """Until the worker says its start-up work is done (profiler warm-up, calibration);
+        """Until the worker says its start-up work is done (the CPU profiler's warm-up);
         only between jobs. False when it did not within ``timeout_s``."""
         try:
             while not self.warm:

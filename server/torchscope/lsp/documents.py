@@ -15,8 +15,8 @@ def register(server: TorchscopeServer) -> None:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TorchscopeServer, params: types.InitializedParams) -> None:
-        ls.prestart_worker()
-        ls.analyzer.prestart()  # Open trace's child, warm before the first trace
+        if ls.prestart_worker():  # not with torchscope.prestart "off": nothing starts early
+            ls.analyzer.prestart()  # Open trace's child, warm before the first trace
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def changed(ls: TorchscopeServer, params: types.DidChangeConfigurationParams) -> None:

@@ -1,10 +1,12 @@
-"""``torchscope.profileInRun {uri, line | qualname, entry, cwd?, calls?, capture?, timeout_s?,
-…}``: the function profiled on the arguments a real program passes it (``torchscope run``,
-docs/real-inputs.md).
+"""``torchscope.profileInRun {uri, line | qualname, entry, cwd?, env?, env_file?, calls?,
+capture?, timeout_s?, …}``: the function profiled on the arguments a real program passes it
+(``torchscope run``, docs/real-inputs.md).
 
 ``entry`` is the program, a command line (``"python train.py --steps 3"``) or its words
 (``["pytest", "tests/test_x.py::test_y"]``), run from ``cwd`` (a launch configuration's: a
-folder, relative to the workspace root or absolute), else from the workspace root. The job is
+folder, relative to the workspace root or absolute), else from the workspace root, with
+``env_file``'s variables and ``env``'s over them (a launch configuration's: the worker that runs
+the program is started with them, over the server's ``env`` settings). The job is
 the CLI's (``host.program_run.run_program``); ``$/progress`` says "waiting for the first
 call", then "calls seen: N of M", then the profile's passes. The result is published as a
 profile's (the verdict on the ``def`` line, the line diagnostics); the answer is ``{ok,
@@ -16,13 +18,15 @@ error diagnostic on the ``def``), as for a profile.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
+from torchscope.host.env_file import EnvFileError, environment
 from torchscope.host.profile_run import ProfileFailure
 from torchscope.host.program_run import RunOutcome, TargetRun
 from torchscope.lsp.constants import CMD_PROFILE_IN_RUN
@@ -36,6 +40,7 @@ from torchscope.lsp.jobs import (
     refuse,
 )
 from torchscope.lsp.server import TorchscopeServer
+from torchscope.lsp.settings import Settings
 from torchscope.protocol import RunOptions, to_builtins
 from torchscope.source.targets import TargetError, function_named, read_source
 
@@ -47,6 +52,8 @@ class RunArgs:
     entry: list[str]
     run: RunOptions  # ``calls``, ``mode``, ``capture``…: checked by ``RunOptions.updated``
     cwd: Optional[str] = None
+    env: Mapping[str, str] = field(default_factory=dict)  # the launch configuration's
+    env_file: Optional[str] = None
 
 
 def _parse(raw: dict[str, Any]) -> RunArgs:
@@ -64,9 +71,10 @@ def _parse(raw: dict[str, Any]) -> RunArgs:
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: 'cwd' must be a folder's path, got {cwd!r}")
     try:
         run = RunOptions().updated(raw)
+        env = Settings().updated({k: raw[k] for k in ("env", "env_file") if k in raw})
     except ValueError as exc:
         raise BadArguments(f"{CMD_PROFILE_IN_RUN}: {exc}") from exc
-    return RunArgs(words, run, cwd)
+    return RunArgs(words, run, cwd, env.env, env.env_file)
 
 
 def _folder(ls: TorchscopeServer, run: RunArgs, line: int) -> Optional[Path]:
@@ -92,8 +100,13 @@ async def _start(
     except ValueError as exc:
         raise ProfileFailure("entry", str(exc), target.def_line) from exc
     cwd = folder if run.cwd is not None else None
+    try:  # the launch configuration's envFile, then its env
+        env = environment(run.env, run.env_file, ls.workspace_root())
+    except EnvFileError as exc:
+        message = f"{exc} — fix the launch configuration's envFile"
+        raise ProfileFailure("entry", message, target.def_line) from exc
     outcome = await ls.jobs.run_program(
-        [target], entry, run.run, located.options, cwd, on_progress, on_out
+        [target], entry, run.run, located.options, cwd, on_progress, on_out, env
     )
     [part] = outcome.targets
     if part.outcome is None:

@@ -86,7 +86,14 @@ class TorchscopeServer(LanguageServer):
         """The job service for the configured interpreter (recreated when settings change it);
         a job's options are the settings' (``Settings.job``) with the command's overrides."""
         settings = self.settings
-        key = (settings.worker_python, settings.trace_dir, settings.keep_traces, settings.retention)
+        key = (
+            settings.worker_python,
+            settings.trace_dir,
+            settings.keep_traces,
+            settings.retention,
+            tuple(sorted(settings.env.items())),
+            settings.env_file,
+        )
         if self._jobs is None or key != self._jobs_key:
             if self._jobs is not None:
                 self._closing.add(asyncio.ensure_future(self._jobs.close()))
@@ -100,18 +107,31 @@ class TorchscopeServer(LanguageServer):
                 on_worker_stderr=self.log_worker,
                 analyzer=self.analyzer,  # one warm child for opened traces and profiles'
                 retention=settings.retention,
+                env=self._worker_env(root),
             )
         return self._jobs
+
+    def _worker_env(self, root: Optional[Path]) -> dict[str, str]:
+        """The settings' variables for the worker; a bad env file is said once and skipped."""
+        try:
+            return self.settings.worker_env(root)
+        except SettingsError as exc:
+            self.show(types.MessageType.Error, f"torchscope: {exc}; the worker starts without it")
+            return dict(self.settings.env)
 
     @property
     def profiler(self) -> Profiler:
         """The job service's worker (its handshake, its lock)."""
         return self.jobs.profiler
 
-    def prestart_worker(self) -> None:
-        """Start the worker (import torch, warm the profiler, calibrate the peaks) in the
-        background, so the first **Profile** answers in well under a second instead of paying
-        that start-up; "worker ready" is logged once all of it is done."""
+    def prestart_worker(self) -> bool:
+        """Start the worker (import torch, warm the CPU profiler: no GPU work, no calibration)
+        in the background, so the first **Profile** answers in well under a second instead of
+        paying that start-up; "worker ready" is logged once all of it is done. Not with
+        ``prestart: "off"`` (the worker then starts at the first job): False."""
+        if self.settings.prestart == "off":
+            self.log("worker not prestarted (torchscope.prestart: off): it starts at the first job")
+            return False
         profiler = self.profiler
 
         async def start() -> None:
@@ -126,6 +146,7 @@ class TorchscopeServer(LanguageServer):
             self.log(f"worker ready: {versions}, {devices}")
 
         self._closing.add(asyncio.ensure_future(start()))
+        return True
 
     def workspace_root(self) -> Optional[Path]:
         try:

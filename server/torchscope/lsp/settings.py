@@ -1,8 +1,8 @@
 """Server settings: from ``initializationOptions.settings``, overridable per command.
 
 The settings that reach a job are one ``JobOptions`` (``Settings.job``), filled with one call;
-the others (interpreter, trace folder and how long its traces stay, hot-line threshold, inlay
-hints) stay in the editor.
+the others (interpreter, its environment and whether it starts before the first job, trace
+folder and how long its traces stay, hot-line threshold, inlay hints) stay in the editor.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from torchscope.analysis import DEFAULT_HOT_SHARE
+from torchscope.host.env_file import EnvFileError, environment
 from torchscope.host.trace_store import Retention
 from torchscope.protocol import JobOptions
 
@@ -45,6 +46,31 @@ def _positive(values: Mapping[str, Any], key: str, default: Optional[float]) -> 
     return float(value)
 
 
+#: ``torchscope.prestart``: start the worker (import torch, the CPU profiler's warm-up) when
+#: the editor connects, or at the first job.
+PRESTART_CHOICES = ("auto", "off")
+
+
+def _choice(values: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...]) -> str:
+    value = values.get(key, default)
+    if value not in choices:
+        raise SettingsError(f"setting {key!r} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
+
+
+def _env(values: Mapping[str, Any], key: str, default: Mapping[str, str]) -> dict[str, str]:
+    """A map of environment variables: names to text (a number is written as text)."""
+    value = values.get(key)
+    if value is None:
+        return dict(default)
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and k and isinstance(v, (str, int, float)) and not isinstance(v, bool)
+        for k, v in value.items()
+    ):
+        raise SettingsError(f"setting {key!r} must map variable names to text, got {value!r}")
+    return {k: str(v) for k, v in value.items()}
+
+
 def _share(values: Mapping[str, Any], key: str, default: float) -> float:
     """A share: 0.05 or 5 (percent) both mean 5 %."""
     value = _float(values, key, default, 0.0)
@@ -64,6 +90,11 @@ class Settings:
     keep_traces_gb: Optional[float] = None  # None: TORCHSCOPE_TRACE_KEEP_GB, else 2
     hot_share: float = DEFAULT_HOT_SHARE
     inlay_hints: bool = True
+    prestart: str = "auto"  # PRESTART_CHOICES
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables set for the worker (``torchscope.env``), over ``env_file``'s."""
+    env_file: Optional[str] = None
+    """An env file for the worker (``torchscope.envFile``, else ``python.envFile``)."""
 
     @property
     def retention(self) -> Retention:
@@ -102,4 +133,23 @@ class Settings:
             keep_traces_gb=_positive(values, "keep_traces_gb", self.keep_traces_gb),
             hot_share=_share(values, "hot_line_threshold", self.hot_share),
             inlay_hints=bool(values.get("inlay_hints", self.inlay_hints)),
+            prestart=_choice(values, "prestart", self.prestart, PRESTART_CHOICES),
+            env=_env(values, "env", self.env),
+            env_file=_text(values, "env_file", self.env_file),
         )
+
+    def worker_env(self, root: Optional[Path]) -> dict[str, str]:
+        """``env_file``'s variables (relative to ``root``) with ``env`` over them;
+        ``SettingsError`` says what is wrong with the file."""
+        try:
+            return environment(self.env, self.env_file, root)
+        except EnvFileError as exc:
+            raise SettingsError(str(exc)) from None
+
+
+def _text(values: Mapping[str, Any], key: str, default: Optional[str]) -> Optional[str]:
+    """A path or other text; "" clears it."""
+    value = values.get(key, default)
+    if value is not None and not isinstance(value, str):
+        raise SettingsError(f"setting {key!r} must be text, got {value!r}")
+    return value or None

@@ -63,11 +63,12 @@ DTYPES = ("float32", "float64", "float16", "bfloat16")
 
 
 def device_label(device: str) -> str:
-    """``cpu:2t`` (thread count matters on CPU) or ``cuda:NVIDIA H100 …``."""
+    """``cpu:2t`` (thread count matters on CPU) or ``cuda:NVIDIA H100 …`` (the current device:
+    ``CUDA_VISIBLE_DEVICES`` chooses which)."""
     import torch
 
     if device == "cuda":
-        return f"cuda:{torch.cuda.get_device_name(0)}"
+        return f"cuda:{torch.cuda.get_device_name()}"
     return f"cpu:{torch.get_num_threads()}t"
 
 
@@ -76,7 +77,7 @@ def torch_device_name(device: str) -> str:
     (``protocol.cpu_name``)."""
     import torch
 
-    return torch.cuda.get_device_name(0) if device == "cuda" else cpu_name()
+    return torch.cuda.get_device_name() if device == "cuda" else cpu_name()
 
 
 def cache_key(device: str, dtype: str) -> str:

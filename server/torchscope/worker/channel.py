@@ -49,14 +49,6 @@ class Channel:
                 written = os.write(self._write_fd, view)
                 view = view[written:]
 
-    def waiting(self) -> bool:
-        """Is a message (or its first bytes) already there to read?"""
-        if self._pending:
-            return True
-        import select
-
-        return bool(select.select([self._read_fd], [], [], 0)[0])
-
     def receive(self) -> Optional[Message]:
         """Block for the next message; None when the host closed the pipe."""
         while not self._pending:

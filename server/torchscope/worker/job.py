@@ -87,12 +87,27 @@ class ProfileJob:
     def __init__(self, request: JobRequest, send: Callable[[Any], None], cuda: bool) -> None:
         self.request = request
         self._send = send
-        self.use_cuda = cuda and request.options.device != "cpu"
+        self.cuda_available = cuda and request.options.device != "cpu"
+        """The job may use CUDA (``use_cuda`` says whether it does)."""
         self.module: Any = None
         self.target: Any = None
         self.gemm_dtypes: list[str] = []  # what the profiled GEMMs ran in (calibration)
         self.line_us: dict[int, list[float]] = {}  # per line, unprofiled µs per call
         self.profiled_us: list[float] = []  # wall µs of each profiled call (CPU)
+
+    @property
+    def use_cuda(self) -> bool:
+        """The job uses CUDA (synchronises, profiles kernels, calibrates the GPU) once it asks
+        for it: ``--device cuda``, or ``auto`` and the user's code has initialised CUDA (its
+        call expression or the function made a CUDA tensor). A CPU function never makes a
+        CUDA context here, and is not judged by the GPU's peaks."""
+        if not self.cuda_available:
+            return False
+        if self.request.options.device == "cuda":
+            return True
+        import torch
+
+        return bool(torch.cuda.is_initialized())
 
     #: The passes this job reports progress for, in order (a subclass may add its own).
     stages: tuple[str, ...] = STAGES
@@ -138,7 +153,7 @@ class ProfileJob:
         path = request.inputs.path
         if path:  # a capture of a real call (``torchscope run --capture``)
             try:
-                prepared = load_capture(path, module, target, self.use_cuda)
+                prepared = load_capture(path, module, target, self.cuda_available)
             except CaptureError as exc:
                 raise self._fail("capture", f"{at}{exc}", exc.__cause__) from exc
             return self._at_batch(prepared) if request.inputs.batch is not None else prepared

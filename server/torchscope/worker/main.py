@@ -19,6 +19,7 @@ from torchscope.protocol import (
 )
 from torchscope.worker import safety
 from torchscope.worker.channel import Channel
+from torchscope.worker.gpu_names import gpu_names
 
 MIN_TORCH = (2, 1)
 
@@ -53,38 +54,25 @@ def _torch_status() -> tuple[Optional[str], bool, list[str], Optional[str]]:
                 f"{sys.executable} -m pip install -U torch"
             ),
         )
-    cuda = bool(torch.cuda.is_available())
-    names = (
-        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if cuda else []
-    )
-    return version, cuda, names, None
+    cuda = bool(torch.cuda.is_available())  # asks the driver: no CUDA context, no lazy init
+    return version, cuda, gpu_names() if cuda else [], None
 
 
-def _warm_up_profiler(cuda: bool) -> None:
-    """Pay the profiler's one-time start-up (≈1.5 s: Kineto, CUPTI) now, while the user is
-    still reading, instead of inside the first profile they ask for."""
+def _warm_up_profiler() -> None:
+    """Pay the CPU profiler's one-time start-up (≈0.6 s here: Kineto's set-up) now, while the
+    user is still reading, instead of inside the first profile they ask for. CPU activity on a
+    CPU tensor only: no GPU work until a job asks for CUDA (that job pays CUPTI's start-up
+    and the GPU's calibration, once per process and per machine and device)."""
     try:
         import torch
         from torch.profiler import ProfilerActivity, profile
 
         from torchscope.worker.profiling import quiet_profiler
 
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-        with quiet_profiler(), profile(activities=activities, record_shapes=True):
+        with quiet_profiler(), profile(activities=[ProfilerActivity.CPU], record_shapes=True):
             torch.add(torch.zeros(1), 1)
     except Exception as exc:  # not fatal: the first job will meet the same problem and say so
         print(f"[torchscope] profiler warm-up failed: {exc!r}", file=sys.stderr)
-
-
-def _precalibrate(cuda: bool) -> None:
-    """Calibrate float32 (the dtype most functions use) while no job waits; a job that needs
-    another dtype, or comes first, calibrates then and says so."""
-    try:
-        from torchscope.worker.calibrate import peaks
-
-        peaks("cuda" if cuda else "cpu", ["float32"])
-    except Exception as exc:  # not fatal: the first job calibrates and reports a problem
-        print(f"[torchscope] calibration at start-up failed: {exc!r}", file=sys.stderr)
 
 
 def main() -> None:
@@ -105,9 +93,7 @@ def main() -> None:
     )
     if error:
         return
-    _warm_up_profiler(cuda)
-    if not channel.waiting():  # idle: measure the peaks now, not in the user's first profile
-        _precalibrate(cuda)
+    _warm_up_profiler()
     channel.send(Progress(0, WARM_STAGE, "the worker is warm", 1.0))
     from torchscope.worker.job import JobFailed
     from torchscope.worker.jobs import run_request
