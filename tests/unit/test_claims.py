@@ -54,6 +54,14 @@ def test_shares_and_comparatives_are_caught(report: Report) -> None:
     )
     found = contradictions(replace(report, verdict=dispatch))
     assert any("says ~97 % dispatch, its cause's share is" in c for c in found)
+    peak = replace(
+        report.verdict,
+        efficiency=0.12,
+        headline="low-efficiency (CPU): 3.1 ms per call in aten::mm — 52 GFLOP/s, 40 % of this "
+        "CPU's measured peak",
+    )
+    found = contradictions(replace(report, verdict=peak))
+    assert any("says 40 % of the peak, its efficiency is 12%" in c for c in found), found
     slower = replace(report.verdict, headline="x: with 1 thread 4 ms (0.78× faster)")
     assert any("0.78× faster" in c for c in contradictions(replace(report, verdict=slower)))
 

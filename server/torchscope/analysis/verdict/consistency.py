@@ -254,6 +254,24 @@ def _cause_share_words(report: Report) -> list[str]:
     return out
 
 
+_EFFICIENCY = re.compile(
+    rf"{_NUMBER} % of (?:this \w+'s measured peak|[^,;()]*?spec-sheet peak|"
+    r"(?:measured|spec-sheet) bandwidth)"
+)
+
+
+def _efficiency_words(report: Report) -> list[str]:
+    """The headline's "N % of this CPU's measured peak" (or of the bandwidth) is the verdict's
+    efficiency, to the rounding of a whole percent."""
+    v = report.verdict
+    said = _EFFICIENCY.findall(v.headline)
+    if not said or v.efficiency is None:
+        return []
+    if abs(float(said[0]) - v.efficiency * 100) > 1:
+        return [f"the headline says {said[0]} % of the peak, its efficiency is {v.efficiency:.0%}"]
+    return []
+
+
 CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     lambda r: _order(r) if r.verdict.causes else [],
     _compute_bound,
@@ -266,6 +284,7 @@ CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     _costs_vs_call,
     _comparatives,
     _cause_share_words,
+    _efficiency_words,
 )
 """The checks, each a small function of the report returning what it finds wrong; a check of
 another part's object (the A/B comparison's) slots in here as one more entry."""
