@@ -138,3 +138,21 @@ def test_a_sweep_row_and_its_crossover_line_agree() -> None:
         sweep_problems(crossed, "crossover: low-efficiency from N=2 (overhead-bound at N=1)") == []
     )
     assert sweep_problems(crossed, "crossover: compute-bound from N=2")
+
+
+def test_page_faults_are_a_share_of_the_time_the_call_ran() -> None:
+    """A loaded run: 100 ms per call, 85 ms of it waiting for a CPU. 1000 faults × 5 µs = 5 ms
+    is 5 % of the call but 33 % of the 15 ms it ran — the share the causes give it — so when
+    they name page faults, allocation-churn is there to measure them."""
+    m = Measurements(
+        0.0,
+        [100_000.0] * 3,
+        1.1,
+        page_faults=[1000.0] * 3,
+        page_fault_us=5.0,
+        wait_us=[85_000.0] * 3,
+    )
+    report = analyze_trace(CPU_TRACES / "fn512.json.gz", m)
+    assert contradictions(report) == []
+    (churn,) = [f for f in report.findings if f.rule == "allocation-churn"]
+    assert churn.details["page_fault_share"] == pytest.approx(5_000 / 15_000)
