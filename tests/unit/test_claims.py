@@ -127,9 +127,10 @@ def test_a_sweep_row_and_its_crossover_line_agree() -> None:
     assert sweep_problems(
         threads, "crossover: none — still overhead-bound at N=2: try larger sizes"
     )
-    dispatch = [replace(p, cause="dispatch") for p in threads]
-    assert "try larger sizes" in crossover_text(dispatch, None)
-    assert sweep_problems(dispatch, crossover_text(dispatch, None)) == []
+    for cause in ("dispatch", "compute", "bandwidth"):  # dispatch, small shapes, small tensors
+        rows = [replace(p, cause=cause) for p in threads]
+        assert "try larger sizes" in crossover_text(rows, None)
+        assert sweep_problems(rows, crossover_text(rows, None)) == []
     crossed = [
         point(1, 0.3, "overhead-bound", "dispatch"),
         point(2, 0.9, "low-efficiency", "compute"),

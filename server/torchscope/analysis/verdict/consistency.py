@@ -322,12 +322,17 @@ def _row_problems(p: SweepPoint) -> list[str]:
     return []
 
 
+SIZE_BLIND = ("threads", "page-faults")
+"""Overheads a larger size does not cure (dispatch, a small GEMM's fixed cost and a
+cache-resident op's do: their share falls as the work grows)."""
+
+
 def sweep_problems(points: list[SweepPoint], line: str) -> list[str]:
     """Every way a sweep's rows contradict each other or the crossover ``line`` under them:
     the crossover's size and verdict are a row's, every row from it on is past the overhead and
     one before it is not; "not overhead-bound at any size" has no overhead-bound row; "try
-    larger sizes" stands under a largest row whose overhead is dispatch (the one overhead a
-    larger size cures)."""
+    larger sizes" never stands under a largest row whose overhead a larger size does not cure
+    (``SIZE_BLIND``)."""
     ok = sorted((p for p in points if p.ok), key=lambda p: p.n)
     out = [problem for p in ok for problem in _row_problems(p)]
     found = re.match(r"crossover: (\S+) from \w+=(\d+)", line)
@@ -342,7 +347,7 @@ def sweep_problems(points: list[SweepPoint], line: str) -> list[str]:
             out.append(f"no row before N={at} is overhead-bound, yet it is a crossover")
     if "not overhead-bound at any size" in line and any(not past_overhead(p) for p in ok):
         out.append("'not overhead-bound at any size' above an overhead-bound row")
-    if "try larger sizes" in line and ok and ok[-1].cause not in ("", "dispatch"):
+    if "try larger sizes" in line and ok and ok[-1].cause in SIZE_BLIND:
         out.append(f"'try larger sizes' while the largest row's overhead is {ok[-1].cause!r}")
     return out
 
