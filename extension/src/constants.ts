@@ -108,3 +108,8 @@ export const CALL_EXPRESSION_STATE_PREFIX = "torchscope.call:";
 
 /** Workspace-state key prefix for the remembered sweep call and sizes. */
 export const SWEEP_STATE_PREFIX = "torchscope.sweep:";
+
+/** Mirrors ``torchscope.support.WINDOWS_REFUSAL``: on Windows the extension refuses with it. */
+export const WINDOWS_REFUSAL =
+  "torchscope does not run on Windows (its worker needs POSIX process APIs): run it in WSL, " +
+  "or on a Linux machine through VS Code's Remote-SSH";

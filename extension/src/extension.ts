@@ -3,6 +3,7 @@ import * as vscode from "vscode";
 import { Commands } from "./commands";
 import { SETTINGS_SECTION } from "./constants";
 import { createLogChannel, traceInfo } from "./log";
+import { refusal } from "./platform";
 import { onDidChangeInterpreter } from "./python";
 import { ServerManager } from "./server";
 import { needsNotify, needsRestart, resolveSettings } from "./settings";
@@ -15,6 +16,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(log);
   const version = (context.extension.packageJSON as { version?: string }).version ?? "?";
   traceInfo(`torchscope ${version} activating (VS Code ${vscode.version}, ${vscode.env.remoteName ?? "local"})`);
+  const refused = refusal(process.platform);
+  if (refused !== undefined) {
+    traceInfo(refused);
+    void vscode.window.showErrorMessage(refused);
+    return;
+  }
 
   const status = new StatusBar();
   server = new ServerManager(context, status);

@@ -54,6 +54,14 @@ def test_shares_and_comparatives_are_caught(report: Report) -> None:
     )
     found = contradictions(replace(report, verdict=dispatch))
     assert any("says ~97 % dispatch, its cause's share is" in c for c in found)
+    peak = replace(
+        report.verdict,
+        efficiency=0.12,
+        headline="low-efficiency (CPU): 3.1 ms per call in aten::mm — 52 GFLOP/s, 40 % of this "
+        "CPU's measured peak",
+    )
+    found = contradictions(replace(report, verdict=peak))
+    assert any("says 40 % of the peak, its efficiency is 12%" in c for c in found), found
     slower = replace(report.verdict, headline="x: with 1 thread 4 ms (0.78× faster)")
     assert any("0.78× faster" in c for c in contradictions(replace(report, verdict=slower)))
 
@@ -119,9 +127,10 @@ def test_a_sweep_row_and_its_crossover_line_agree() -> None:
     assert sweep_problems(
         threads, "crossover: none — still overhead-bound at N=2: try larger sizes"
     )
-    dispatch = [replace(p, cause="dispatch") for p in threads]
-    assert "try larger sizes" in crossover_text(dispatch, None)
-    assert sweep_problems(dispatch, crossover_text(dispatch, None)) == []
+    for cause in ("dispatch", "compute", "bandwidth"):  # dispatch, small shapes, small tensors
+        rows = [replace(p, cause=cause) for p in threads]
+        assert "try larger sizes" in crossover_text(rows, None)
+        assert sweep_problems(rows, crossover_text(rows, None)) == []
     crossed = [
         point(1, 0.3, "overhead-bound", "dispatch"),
         point(2, 0.9, "low-efficiency", "compute"),
@@ -130,3 +139,21 @@ def test_a_sweep_row_and_its_crossover_line_agree() -> None:
         sweep_problems(crossed, "crossover: low-efficiency from N=2 (overhead-bound at N=1)") == []
     )
     assert sweep_problems(crossed, "crossover: compute-bound from N=2")
+
+
+def test_page_faults_are_a_share_of_the_time_the_call_ran() -> None:
+    """A loaded run: 100 ms per call, 85 ms of it waiting for a CPU. 1000 faults × 5 µs = 5 ms
+    is 5 % of the call but 33 % of the 15 ms it ran — the share the causes give it — so when
+    they name page faults, allocation-churn is there to measure them."""
+    m = Measurements(
+        0.0,
+        [100_000.0] * 3,
+        1.1,
+        page_faults=[1000.0] * 3,
+        page_fault_us=5.0,
+        wait_us=[85_000.0] * 3,
+    )
+    report = analyze_trace(CPU_TRACES / "fn512.json.gz", m)
+    assert contradictions(report) == []
+    (churn,) = [f for f in report.findings if f.rule == "allocation-churn"]
+    assert churn.details["page_fault_share"] == pytest.approx(5_000 / 15_000)

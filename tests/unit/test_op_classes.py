@@ -111,6 +111,9 @@ def test_classes_and_no_model_means_none() -> None:
     assert op_class("aten::cudnn_convolution") == "convolution"
     assert op_class("aten::matmul") == "gemm"
     assert op_class("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    fp8 = {"Input Dims": [[64, 32], [32, 16], [], []], "Input type": ["c10::Float8_e4m3fn"] * 2}
+    scaled = op_cost("aten::_scaled_mm", fp8)
+    assert scaled is not None and scaled.flops == 2 * 64 * 32 * 16 and scaled.op_class == "gemm"
     # classified, but no model: None, never a GEMM guess
     assert op_cost("aten::_foreach_add_", {"Input Dims": [[], []]}) is None
     assert op_cost("aten::cudnn_convolution", conv_args([1, 3, 8, 8], [4, 3, 3, 3])) is None

@@ -88,6 +88,12 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
     import importlib
     import sys
 
+    from torchscope.support import refusal
+
+    refused = refusal()
+    if refused is not None:  # Windows: one line naming WSL and Remote-SSH, not a traceback
+        print(f"torchscope: {refused}", file=sys.stderr)
+        return 2
     argv = sys.argv[1:] if argv is None else list(argv)
     only = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(only).parse_args(argv)

@@ -53,6 +53,12 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
     )
     analyze.add_argument("--json", action="store_true", help="print the report as JSON")
     analyze.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say on stderr which trace reader runs (and what the pure-Python one costs)",
+    )
+    analyze.add_argument(
         "--steps",
         metavar="FIRST-LAST",
         help="analyse only ProfilerStep#FIRST..#LAST (e.g. 10-20): for traces too large to "
@@ -107,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from torchscope.analysis import LocalMachine, TraceError, analyze_trace
     from torchscope.report import render_report
 
+    if args.verbose:
+        _say_reader()
     items: list[str] = args.trace
     if len(items) > 1 or Path(items[0]).is_dir() or _is_glob(items[0]):
         return analyze_ranks_command(args)
@@ -133,6 +141,14 @@ def run(args: argparse.Namespace) -> int:
     if args.open:  # the link goes to stderr with --json, so stdout stays one JSON object
         return _open(trace, args, sys.stderr if as_json else sys.stdout)
     return EXIT_OK
+
+
+def _say_reader() -> None:
+    """``-v``: which trace reader this command runs, once (the pure-Python one with its cost)."""
+    from torchscope.ingest import accel
+
+    note = accel.reader_note()
+    print(f"torchscope: {note or 'trace reader: native (C)'}", file=sys.stderr)
 
 
 def _is_glob(item: str) -> bool:
@@ -167,6 +183,8 @@ def analyze_ranks_command(args: argparse.Namespace) -> int:
     from torchscope.report import render_report
     from torchscope.report.ranks import render_ranks
 
+    if args.verbose:
+        _say_reader()
     items: list[str] = args.trace
     as_json: bool = args.json
     cluster = _cluster(args)

@@ -59,24 +59,25 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
+/* A type from its spec, held for the life of the process (the globals point at it). */
+static PyTypeObject *make_type(PyType_Spec *spec) {
+    PyTypeObject *type = (PyTypeObject *)PyType_FromSpec(spec);
+#ifndef Py_TPFLAGS_DISALLOW_INSTANTIATION
+    if (type != NULL && spec != &MemEventSpec) type->tp_new = NULL; /* 3.9: not from Python */
+#endif
+    return type;
+}
+
 PyMODINIT_FUNC PyInit__native(void) {
-    if (PyType_Ready(&StoreType) < 0 || PyType_Ready(&ArgsType) < 0 ||
-        PyType_Ready(&SpanType) < 0 || PyType_Ready(&MemEventType) < 0)
+    if ((StoreType = make_type(&StoreSpec)) == NULL || (ArgsType = make_type(&ArgsSpec)) == NULL ||
+        (SpanType = make_type(&SpanSpec)) == NULL ||
+        (MemEventType = make_type(&MemEventSpec)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
-    Py_INCREF(&ArgsType);
-    if (PyModule_AddObject(m, "Args", (PyObject *)&ArgsType) < 0) {
-        Py_DECREF(&ArgsType);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&SpanType);
-    Py_INCREF(&MemEventType);
-    if (PyModule_AddObject(m, "Span", (PyObject *)&SpanType) < 0 ||
-        PyModule_AddObject(m, "MemoryEvent", (PyObject *)&MemEventType) < 0) {
-        Py_DECREF(&SpanType);
-        Py_DECREF(&MemEventType);
+    if (PyModule_AddObject(m, "Args", Py_NewRef((PyObject *)ArgsType)) < 0 ||
+        PyModule_AddObject(m, "Span", Py_NewRef((PyObject *)SpanType)) < 0 ||
+        PyModule_AddObject(m, "MemoryEvent", Py_NewRef((PyObject *)MemEventType)) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -4,6 +4,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+
+#include "_native_compat.h"
 #include <stdint.h>
 #include <string.h>
 
@@ -68,6 +70,21 @@ static inline int too_big(const Num *n) { return n->is_int && (n->i >= EXACT || 
 
 /* A tuple subclass instance, as tuple.__new__(type, items) makes it (steals the items). */
 static inline PyObject *new_tuple(PyTypeObject *type, PyObject **items, Py_ssize_t n) {
+#ifdef Py_LIMITED_API
+    /* The stable ABI cannot see a tuple's insides (3.14's hash cache): tuple.__new__ makes
+     * it, a call per tuple; only a model other than torch's own (a test's) comes here. */
+    PyObject *plain = PyTuple_New(n), *t = NULL;
+    if (plain == NULL) {
+        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(items[i]);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(plain, i, items[i]);
+    PyObject *make = PyObject_GetAttrString((PyObject *)&PyTuple_Type, "__new__");
+    if (make != NULL) t = PyObject_CallFunctionObjArgs(make, (PyObject *)type, plain, NULL);
+    Py_XDECREF(make);
+    Py_DECREF(plain);
+    return t;
+#else
     PyObject *t = type->tp_alloc(type, n);
     if (t == NULL) {
         for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(items[i]);
@@ -78,6 +95,7 @@ static inline PyObject *new_tuple(PyTypeObject *type, PyObject **items, Py_ssize
 #endif
     for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(t, i, items[i]);
     return t;
+#endif
 }
 
 /* Reads a Python int or float into a Num; BAIL for other objects and ints beyond 2**53. */
@@ -106,7 +124,15 @@ static inline PyObject *num_obj(const Num *n) {
 }
 
 /* Store (_native_store.c): the temporary file the args bytes are set aside in. */
-extern PyTypeObject StoreType;
+/* The four types are heap types (PyType_FromSpec at import: what the stable ABI allows),
+ * none of them but MemoryEvent made from Python. */
+#ifdef Py_TPFLAGS_DISALLOW_INSTANTIATION
+#define NO_NEW (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION)
+#else
+#define NO_NEW Py_TPFLAGS_DEFAULT /* 3.9: tp_new is cleared after the type is made */
+#endif
+extern PyType_Spec StoreSpec, SpanSpec, MemEventSpec, ArgsSpec;
+extern PyTypeObject *StoreType;
 typedef struct {
     PyObject_HEAD
     PyObject *file, *name; /* the Python file object (held open) and its name */
@@ -128,7 +154,7 @@ Py_ssize_t store_put(Store *s, const char *p, Py_ssize_t n);
 const char *store_get(Store *s, Py_ssize_t off, Py_ssize_t n, char *into);
 
 /* Span (_native_span.c): one complete event, its fields inline. */
-extern PyTypeObject SpanType;
+extern PyTypeObject *SpanType;
 /* A Span; its args the store's bytes at off, len (store not NULL), else empty. NULL with
  * no exception set: a number beyond what a Span holds (the caller hands the trace back). */
 PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track,
@@ -139,10 +165,10 @@ void span_set_empty(PyObject *empty);
 int span_fields(PyObject *span, Num *start, Num *end, long long *track);
 
 /* MemoryEvent (_native_memory.c): one [memory] event, its fields inline. */
-extern PyTypeObject MemEventType;
+extern PyTypeObject *MemEventType;
 
 /* Args (_native_args.c): an event's args object, read back and decoded when first read. */
-extern PyTypeObject ArgsType;
+extern PyTypeObject *ArgsType;
 typedef struct {
     PyObject_HEAD
     PyObject *store; /* the Store its bytes are in */

@@ -18,7 +18,7 @@ void args_set_decoder(PyObject *decode) {
 }
 
 PyObject *args_new(PyObject *store, Py_ssize_t off, Py_ssize_t len) {
-    Args *a = PyObject_New(Args, &ArgsType);
+    Args *a = PyObject_New(Args, ArgsType);
     if (a == NULL) return NULL;
     a->store = Py_NewRef(store);
     a->off = off;
@@ -31,7 +31,7 @@ static void args_dealloc(PyObject *self) {
     Args *a = (Args *)self;
     Py_XDECREF(a->store);
     Py_XDECREF(a->dict);
-    Py_TYPE(self)->tp_free(self);
+    free_instance(self);
 }
 
 /* The args' bytes, read into `stack` (STACK_ROOM bytes) or, when longer, into *heap (to
@@ -90,7 +90,7 @@ static PyObject *args_richcompare(PyObject *self, PyObject *other, int op) {
     if (op != Py_EQ && op != Py_NE) Py_RETURN_NOTIMPLEMENTED;
     PyObject *d = decoded((Args *)self);
     if (d == NULL) return NULL;
-    if (Py_IS_TYPE(other, &ArgsType)) {
+    if (Py_IS_TYPE(other, ArgsType)) {
         other = decoded((Args *)other);
         if (other == NULL) return NULL;
     }
@@ -182,21 +182,19 @@ static PyMethodDef args_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyMappingMethods args_as_mapping = {.mp_length = args_len, .mp_subscript = args_getitem};
-static PySequenceMethods args_as_sequence = {.sq_contains = args_contains};
-
-PyTypeObject ArgsType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.ingest._native.Args",
-    .tp_basicsize = sizeof(Args),
-    .tp_dealloc = args_dealloc,
-    .tp_repr = args_repr,
-    .tp_as_sequence = &args_as_sequence,
-    .tp_as_mapping = &args_as_mapping,
-    .tp_hash = PyObject_HashNotImplemented,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "An event's args object, decoded from the trace bytes when first read.",
-    .tp_richcompare = args_richcompare,
-    .tp_iter = args_iter,
-    .tp_methods = args_methods,
+static PyType_Slot args_slots[] = {
+    {Py_tp_dealloc, args_dealloc},
+    {Py_tp_repr, args_repr},
+    {Py_mp_length, args_len},
+    {Py_mp_subscript, args_getitem},
+    {Py_sq_contains, args_contains},
+    {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_doc, "An event's args object, decoded from the trace bytes when first read."},
+    {Py_tp_richcompare, args_richcompare},
+    {Py_tp_iter, args_iter},
+    {Py_tp_methods, args_methods},
+    {0, NULL},
 };
+
+PyType_Spec ArgsSpec = {"torchscope.ingest._native.Args", sizeof(Args), 0, NO_NEW, args_slots};
+PyTypeObject *ArgsType;

@@ -35,7 +35,7 @@ static int fits32(long long v) { return v >= INT32_MIN && v <= INT32_MAX; }
 /* A MemoryEvent, or NULL: with no exception set, a number does not fit in its field. */
 static PyObject *mem_make(const Num *ts, long long track, const long long v[4]) {
     if (!fits32(track) || !fits32(v[2]) || !fits32(v[3])) return NULL;
-    MemEvent *m = PyObject_New(MemEvent, &MemEventType);
+    MemEvent *m = PyObject_New(MemEvent, MemEventType);
     if (m == NULL) return NULL;
     m->ts = ts->is_int ? (double)ts->i : ts->d;
     m->int_ts = ts->is_int;
@@ -73,22 +73,19 @@ static PyGetSetDef mem_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject MemEventType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.ingest._native.MemoryEvent",
-    .tp_basicsize = sizeof(MemEvent),
-    .tp_dealloc = (destructor)PyObject_Free,
-    .tp_repr = mem_repr,
-    .tp_as_sequence = &mem_as_sequence,
-    .tp_as_mapping = &mem_as_mapping,
-    .tp_hash = mem_hash,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One [memory] event, its fields inline (ingest/model.py's MemoryEvent, compact).",
-    .tp_richcompare = mem_richcompare,
-    .tp_methods = mem_methods,
-    .tp_getset = mem_getset,
-    .tp_new = mem_new,
+static PyType_Slot mem_slots[] = {
+    {Py_tp_dealloc, free_instance},
+    {Py_tp_doc, "One [memory] event, its fields inline (ingest/model.py's MemoryEvent, compact)."},
+    {Py_tp_getset, mem_getset},
+    {Py_tp_new, mem_new},
+    RECORD_TYPE_SLOTS(mem),
+    {0, NULL},
 };
+
+PyType_Spec MemEventSpec = {
+    "torchscope.ingest._native.MemoryEvent", sizeof(MemEvent), 0, Py_TPFLAGS_DEFAULT, mem_slots,
+};
+PyTypeObject *MemEventType;
 
 static const char *const MEM_KEYS[4] = {"Bytes", "Addr", "Device Type", "Device Id"};
 
@@ -131,7 +128,7 @@ int memory_event(Ctx *c, const Event *ev) {
      * one simple; the scan no longer holds the args to hand them over raw). */
     if (!ev->has_ts || !memory_fields(ev->args, ev->args_len, r->v)) return BAIL;
     /* a compact MemoryEvent holds device type and id in 32 bits (Kineto's are small) */
-    int compact = c->memory_type == (PyObject *)&MemEventType;
+    int compact = c->memory_type == (PyObject *)MemEventType;
     return !compact || (fits32(r->v[2]) && fits32(r->v[3])) ? 0 : BAIL;
 }
 
@@ -152,7 +149,7 @@ PyObject *memory_events(Ctx *c, const State *s) {
             Py_DECREF(key);
         }
         PyObject *e = NULL;
-        if (key != NULL && !PyErr_Occurred() && c->memory_type == (PyObject *)&MemEventType) {
+        if (key != NULL && !PyErr_Occurred() && c->memory_type == (PyObject *)MemEventType) {
             long t = track != NULL ? PyLong_AsLong(track) : -1;
             if (!PyErr_Occurred()) e = mem_make(&ts, t, r->v); /* they fit: memory_event */
             if (e == NULL || PyList_Append(out, e) < 0) Py_CLEAR(out);

@@ -82,7 +82,7 @@ static int item_of(PyObject *span, int rank, Py_ssize_t index, Item *it) {
     Num start, end;
     long long t;
     if (index > INT32_MAX) return BAIL;
-    if (Py_IS_TYPE(span, &SpanType)) {
+    if (Py_IS_TYPE(span, SpanType)) {
         span_fields(span, &start, &end, &t);
     } else {
         if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) < 4) return BAIL;

@@ -33,14 +33,17 @@ static inline PyObject *record_tuple(PyObject *self, Py_ssize_t n, FieldFn field
     static PyObject *prefix##_get_4(PyObject *self, void *Py_UNUSED(c)) { return field(self, 4); } \
     static PyObject *prefix##_get_5(PyObject *self, void *Py_UNUSED(c)) { return field(self, 5); } \
     RECORD_SLOTS(prefix, field, prefix##_n, pickled_as, fmt)                                \
-    static PySequenceMethods prefix##_as_sequence = {.sq_length = prefix##_length,          \
-                                                     .sq_item = prefix##_item};             \
-    static PyMappingMethods prefix##_as_mapping = {.mp_length = prefix##_length,            \
-                                                   .mp_subscript = prefix##_subscript};     \
     static PyMethodDef prefix##_methods[] = {                                               \
         {"__reduce__", prefix##_reduce, METH_NOARGS, NULL},                                 \
         {NULL, NULL, 0, NULL},                                                              \
     };
+
+/* The type slots of a record type `prefix` (for its PyType_Spec's slot table). */
+#define RECORD_TYPE_SLOTS(prefix)                                                           \
+    {Py_tp_repr, prefix##_repr}, {Py_tp_hash, prefix##_hash},                               \
+        {Py_tp_richcompare, prefix##_richcompare}, {Py_tp_methods, prefix##_methods},       \
+        {Py_sq_length, prefix##_length}, {Py_sq_item, prefix##_item},                       \
+        {Py_mp_length, prefix##_length}, {Py_mp_subscript, prefix##_subscript}
 
 #define RECORD_SLOTS(prefix, field, n, pickled_as, fmt)                                     \
     static PyObject *prefix##_tuple(PyObject *self) { return record_tuple(self, n, field); } \

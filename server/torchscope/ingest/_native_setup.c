@@ -82,7 +82,7 @@ static int unpack_config(Ctx *c) {
                           &decode))
         return ERR;
     c->decode_any = decode;
-    c->compact = c->span_type == (PyObject *)&SpanType;
+    c->compact = c->span_type == (PyObject *)SpanType;
     if (c->compact && config.n_keys != 1) {
         PyErr_SetString(PyExc_ValueError, "configure: a Span holds one span key (correlation)");
         return ERR;

@@ -37,7 +37,7 @@ void span_set_empty(PyObject *empty) {
 PyObject *span_make(const Num *start, const Num *end, PyObject *name, long track,
                     PyObject *store, Py_ssize_t off, Py_ssize_t len, PyObject *corr) {
     if (len > INT32_MAX || track > INT32_MAX || off >= OFF_LIMIT) return NULL;
-    Span *s = PyObject_New(Span, &SpanType);
+    Span *s = PyObject_New(Span, SpanType);
     if (s == NULL) return NULL;
     s->start = start->is_int ? (double)start->i : start->d;
     s->end = end->is_int ? (double)end->i : end->d;
@@ -69,7 +69,7 @@ static void span_dealloc(PyObject *self) {
     Py_XDECREF(s->name);
     if (s->flags & STORED_ARGS) Py_DECREF((PyObject *)store_of((int)s->store));
     if (!(s->flags & INT_CORR)) Py_XDECREF(s->corr);
-    Py_TYPE(self)->tp_free(self);
+    free_instance(self);
 }
 
 static PyObject *time_obj(double d, int is_int) {
@@ -111,21 +111,16 @@ static PyGetSetDef span_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject SpanType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.ingest._native.Span",
-    .tp_basicsize = sizeof(Span),
-    .tp_dealloc = span_dealloc,
-    .tp_repr = span_repr,
-    .tp_as_sequence = &span_as_sequence,
-    .tp_as_mapping = &span_as_mapping,
-    .tp_hash = span_hash,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One complete event, its fields inline (ingest/model.py's Span, compact).",
-    .tp_richcompare = span_richcompare,
-    .tp_methods = span_methods,
-    .tp_getset = span_getset,
+static PyType_Slot span_slots[] = {
+    {Py_tp_dealloc, span_dealloc},
+    {Py_tp_doc, "One complete event, its fields inline (ingest/model.py's Span, compact)."},
+    {Py_tp_getset, span_getset},
+    RECORD_TYPE_SLOTS(span),
+    {0, NULL},
 };
+
+PyType_Spec SpanSpec = {"torchscope.ingest._native.Span", sizeof(Span), 0, NO_NEW, span_slots};
+PyTypeObject *SpanType;
 
 /* For nest: a Span's start, end (as Nums) and track, without making objects. */
 int span_fields(PyObject *o, Num *start, Num *end, long long *track) {

@@ -103,7 +103,7 @@ static void store_dealloc(PyObject *self) {
     }
     Py_XDECREF(s->name);
     if (s->id >= 0 && table[s->id] == s) table[s->id] = NULL;
-    Py_TYPE(self)->tp_free(self);
+    free_instance(self);
 }
 
 /* A free id, or -1 with RuntimeError. */
@@ -128,7 +128,7 @@ PyObject *store_new(PyObject *file) {
     if (no < 0 && PyErr_Occurred()) return NULL;
     PyObject *name = PyObject_GetAttrString(file, "name");
     if (name == NULL) return NULL;
-    Store *s = PyObject_New(Store, &StoreType);
+    Store *s = PyObject_New(Store, StoreType);
     if (s == NULL) {
         Py_DECREF(name);
         return NULL;
@@ -153,11 +153,11 @@ PyObject *store_new(PyObject *file) {
     return (PyObject *)s;
 }
 
-PyTypeObject StoreType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "torchscope.ingest._native.Store",
-    .tp_basicsize = sizeof(Store),
-    .tp_dealloc = store_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The temporary file a trace's args bytes are set aside in (_native_store.c).",
+static PyType_Slot store_slots[] = {
+    {Py_tp_dealloc, store_dealloc},
+    {Py_tp_doc, "The temporary file a trace's args bytes are set aside in (_native_store.c)."},
+    {0, NULL},
 };
+
+PyType_Spec StoreSpec = {"torchscope.ingest._native.Store", sizeof(Store), 0, NO_NEW, store_slots};
+PyTypeObject *StoreType;

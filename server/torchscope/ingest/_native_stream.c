@@ -27,8 +27,8 @@ static int window_read(Window *w) {
     PyObject *piece = PyObject_CallFunction(w->read, "n", want);
     if (piece == NULL) return ERR;
     if (!PyBytes_Check(piece)) {
-        PyErr_Format(PyExc_TypeError, "scan_stream: read() gave %.100s, not bytes",
-                     Py_TYPE(piece)->tp_name);
+        PyErr_Format(PyExc_TypeError, "scan_stream: read() gave %S, not bytes",
+                     (PyObject *)Py_TYPE(piece));
         Py_DECREF(piece);
         return ERR;
     }

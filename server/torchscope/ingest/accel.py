@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+import sysconfig
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -23,6 +25,27 @@ from .text import clean, has_surrogate
 native: ModuleType | None = None
 _configured: list[EventModel | None] = [None]
 _EMPTY: dict[str, Any] = {}
+
+
+#: What reading a trace costs without the C reader: docs/performance.md's measure of
+#: ``bench/analyze_command.py`` (the pure-Python reader against the C one, same trace).
+PURE_PYTHON_COST = "about 2.9x slower"
+
+
+def reader_note() -> str | None:
+    """One line for a face to say once when the C reader is not in use: why, and what it
+    costs; None when it is."""
+    if native is not None:
+        return None
+    if os.environ.get("TORCHSCOPE_NO_NATIVE"):
+        why = "TORCHSCOPE_NO_NATIVE is set"
+    else:
+        python = f"CPython {sys.version_info[0]}.{sys.version_info[1]}"
+        why = f"no build of it for {sysconfig.get_platform()}, {python} in this install"
+    return (
+        f"the native trace reader is not loaded ({why}): traces are read in pure Python, "
+        f"{PURE_PYTHON_COST} (same results)"
+    )
 
 
 def json_loads(data: Any) -> Any:

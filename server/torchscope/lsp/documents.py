@@ -15,6 +15,7 @@ def register(server: TorchscopeServer) -> None:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: TorchscopeServer, params: types.InitializedParams) -> None:
+        ls.log_reader_note()
         if ls.prestart_worker():  # not with torchscope.prestart "off": nothing starts early
             ls.analyzer.prestart()  # Open trace's child, warm before the first trace
 

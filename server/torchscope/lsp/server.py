@@ -167,6 +167,15 @@ class TorchscopeServer(LanguageServer):
     def log(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None:
         self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
+    def log_reader_note(self) -> None:
+        """Once per session, in the editor's log: the native trace reader is missing here, and
+        what that costs (nothing when it loaded)."""
+        from torchscope.ingest import accel
+
+        note = accel.reader_note()
+        if note is not None:
+            self.log(note, types.MessageType.Info)
+
     def log_worker(self, line: str) -> None:
         self.log(f"[worker] {line}")
 

@@ -57,8 +57,8 @@ def crossover_text(points: list[SweepPoint], cross: Optional[int], name: str = "
 
 def _remedy(last: SweepPoint) -> str:
     """What to try when the largest size is still overhead-bound, by the overhead its row
-    names: larger sizes only cure dispatch (issue 55: "try larger sizes" under rows about
-    threads and page faults)."""
+    names: larger sizes cure dispatch and a small op's fixed cost, not the threads or page
+    faults (issue 55: "try larger sizes" under rows about threads and page faults)."""
     if last.cause == "threads":
         return "its overhead is the intra-op threads, not the size: torch.set_num_threads(1)"
     if last.cause == "page-faults":

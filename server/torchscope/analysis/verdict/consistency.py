@@ -254,6 +254,24 @@ def _cause_share_words(report: Report) -> list[str]:
     return out
 
 
+_EFFICIENCY = re.compile(
+    rf"{_NUMBER} % of (?:this \w+'s measured peak|[^,;()]*?spec-sheet peak|"
+    r"(?:measured|spec-sheet) bandwidth)"
+)
+
+
+def _efficiency_words(report: Report) -> list[str]:
+    """The headline's "N % of this CPU's measured peak" (or of the bandwidth) is the verdict's
+    efficiency, to the rounding of a whole percent."""
+    v = report.verdict
+    said = _EFFICIENCY.findall(v.headline)
+    if not said or v.efficiency is None:
+        return []
+    if abs(float(said[0]) - v.efficiency * 100) > 1:
+        return [f"the headline says {said[0]} % of the peak, its efficiency is {v.efficiency:.0%}"]
+    return []
+
+
 CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     lambda r: _order(r) if r.verdict.causes else [],
     _compute_bound,
@@ -266,6 +284,7 @@ CHECKS: tuple[Callable[[Report], list[str]], ...] = (
     _costs_vs_call,
     _comparatives,
     _cause_share_words,
+    _efficiency_words,
 )
 """The checks, each a small function of the report returning what it finds wrong; a check of
 another part's object (the A/B comparison's) slots in here as one more entry."""
@@ -303,12 +322,17 @@ def _row_problems(p: SweepPoint) -> list[str]:
     return []
 
 
+SIZE_BLIND = ("threads", "page-faults")
+"""Overheads a larger size does not cure (dispatch, a small GEMM's fixed cost and a
+cache-resident op's do: their share falls as the work grows)."""
+
+
 def sweep_problems(points: list[SweepPoint], line: str) -> list[str]:
     """Every way a sweep's rows contradict each other or the crossover ``line`` under them:
     the crossover's size and verdict are a row's, every row from it on is past the overhead and
     one before it is not; "not overhead-bound at any size" has no overhead-bound row; "try
-    larger sizes" stands under a largest row whose overhead is dispatch (the one overhead a
-    larger size cures)."""
+    larger sizes" never stands under a largest row whose overhead a larger size does not cure
+    (``SIZE_BLIND``)."""
     ok = sorted((p for p in points if p.ok), key=lambda p: p.n)
     out = [problem for p in ok for problem in _row_problems(p)]
     found = re.match(r"crossover: (\S+) from \w+=(\d+)", line)
@@ -323,7 +347,7 @@ def sweep_problems(points: list[SweepPoint], line: str) -> list[str]:
             out.append(f"no row before N={at} is overhead-bound, yet it is a crossover")
     if "not overhead-bound at any size" in line and any(not past_overhead(p) for p in ok):
         out.append("'not overhead-bound at any size' above an overhead-bound row")
-    if "try larger sizes" in line and ok and ok[-1].cause not in ("", "dispatch"):
+    if "try larger sizes" in line and ok and ok[-1].cause in SIZE_BLIND:
         out.append(f"'try larger sizes' while the largest row's overhead is {ok[-1].cause!r}")
     return out
 

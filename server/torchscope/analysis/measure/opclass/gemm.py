@@ -15,14 +15,14 @@ from typing import Any, NamedTuple
 from .cost import GEMM, Work, work
 from .tensors import numel, tensors
 
-NAMES = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm"})
+NAMES = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::_scaled_mm"})
+"""``_scaled_mm`` is an fp8 ``mm`` with scales (its first two arguments are the operands)."""
 RNN_LAYER = "aten::mkldnn_rnn_layer"
 CALLERS = frozenset(
     {
         "aten::matmul",
         "aten::linear",
         "aten::einsum",
-        "aten::_scaled_mm",
         "aten::addbmm",
         "aten::lstm",
         "aten::gru",
