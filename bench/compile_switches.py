@@ -7,7 +7,7 @@ does not pay it (issue 42).
 profiled pass; its timing pass runs the first compile, without them. This compiles the same
 function both ways in one process (the switched one in its own Inductor folder) and times them
 in interleaved rounds without the profiler, with the timing pass's own
-``worker.compile_tools.time_interleaved``:
+``worker.ab_rounds.time_interleaved``:
 
 - **switches on / off**: what the switches would add to each compiled call were they on when
   timing; and the difference between two compiles with them **off** (the noise floor of this
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO / "server"))
 
 import torch  # noqa: E402
 
-from torchscope.worker.compile_tools import time_interleaved  # noqa: E402
+from torchscope.worker.ab_rounds import time_interleaved  # noqa: E402
 from torchscope.worker.kernel_provenance import provenance_switches  # noqa: E402
 
 
@@ -95,7 +95,7 @@ def main() -> int:
             return 2
         calls = [off_a, off_b, on]
         estimates = [1e-5, 1e-5, 1e-5]
-        (a, b, c), _ = time_interleaved(calls, estimates, 50, args.budget, False)
+        (a, b, c) = time_interleaved(calls, estimates, 50, args.budget, False).call_us
     med = [statistics.median(s) for s in (a, b, c)]
     print(f"head at {args.n}×{args.n}, {len(a)} interleaved rounds, µs per call (median):")
     print(f"  switches off (compile A)  {med[0]:8.2f}")

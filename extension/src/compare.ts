@@ -27,6 +27,8 @@ export interface CompareInfo {
   verdict: { id: string; headline: string } | null;
   findings: { rule: string; message: string }[];
   error: { kind: string; message: string } | null;
+  /** The A/B engine's decision (issue 54): the same as the CLI's, MCP's and the notebook's. */
+  comparison: { decision: string; stable: boolean; reason: string; phrase: string } | null;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -44,6 +46,16 @@ export function parseCompare(report: unknown): CompareInfo | undefined {
   const findings = Array.isArray(c.findings)
     ? c.findings.filter((f): f is { rule: string; message: string } => isRecord(f) && typeof f.rule === "string" && typeof f.message === "string")
     : [];
+  const a = c.comparison;
+  const comparison =
+    isRecord(a) && typeof a.decision === "string"
+      ? {
+          decision: a.decision,
+          stable: a.stable !== false,
+          reason: typeof a.reason === "string" ? a.reason : "",
+          phrase: typeof a.phrase === "string" ? a.phrase : "",
+        }
+      : null;
   return {
     mode: typeof c.mode === "string" ? c.mode : "default",
     eager: c.eager as unknown as CompareSide,
@@ -52,14 +64,19 @@ export function parseCompare(report: unknown): CompareInfo | undefined {
     verdict,
     findings,
     error,
+    comparison,
   };
 }
 
-/** The notification's text: the verdict headline, or the compile failure's first line. */
-export function compareSummary(compare: CompareInfo): { text: string; failed: boolean } {
+/** The notification's text: the verdict headline (an unstable or inconclusive comparison's
+ * reason is in it, as the server words it), or the compile failure's first line. `undecided`:
+ * the A/B engine could not decide, or a side's timing was unstable. */
+export function compareSummary(compare: CompareInfo): { text: string; failed: boolean; undecided: boolean } {
+  const c = compare.comparison;
+  const undecided = c !== null && (c.decision === "inconclusive" || !c.stable);
   if (compare.verdict !== null) {
-    return { text: compare.verdict.headline, failed: false };
+    return { text: compare.verdict.headline, failed: false, undecided };
   }
   const first = (compare.error?.message ?? "torch.compile failed").trim().split("\n")[0] ?? "";
-  return { text: `${first} — the eager profile is shown`, failed: true };
+  return { text: `${first} — the eager profile is shown`, failed: true, undecided: false };
 }

@@ -136,7 +136,8 @@ export class CompareCommands {
     }
     const summary = compareSummary(compare);
     traceInfo(`compare ${target.qualname}: ${summary.text}`);
-    this.status.set(summary.failed ? { kind: "error", message: `${target.qualname}: ${summary.text}` } : { kind: "idle", detail: `${target.qualname}: ${summary.text}` });
+    const undecided = summary.undecided ? "could not decide — " : "";
+    this.status.set(summary.failed ? { kind: "error", message: `${target.qualname}: ${summary.text}` } : { kind: "idle", detail: `${target.qualname}: ${undecided}${summary.text}` });
     const body = await markdownHtml(result.markdown ?? "");
     showResultPanel(`compare:${located.document.uri.toString()}#${target.qualname}`, `torch.compile: ${target.qualname}`, body);
   }

@@ -2,7 +2,7 @@
  * Profile across sizes (pure logic, no `vscode` import): the sizes the user types, the call
  * template with its `{N}` placeholder, the notification's summary and the chart's embedding.
  */
-import type { SweepInfo, SweepPointInfo } from "./types";
+import type { SweepInfo, SweepPointInfo, SweepStepInfo } from "./types";
 
 /** Sizes offered in the input box: the issue's example, small enough for a laptop CPU. */
 export const DEFAULT_SIZES = "16,64,256,1024";
@@ -89,7 +89,7 @@ export function validateSweepCall(text: string, name: string = SIZE_NAME): strin
   return undefined;
 }
 
-export type { SweepInfo, SweepPointInfo } from "./types";
+export type { SweepInfo, SweepPointInfo, SweepStepInfo } from "./types";
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null;
@@ -100,13 +100,16 @@ export function parseSweep(value: unknown): SweepInfo | undefined {
   if (!isRecord(value) || !Array.isArray(value.points) || typeof value.call !== "string") {
     return undefined;
   }
-  const points = value.points.filter((p): p is SweepPointInfo => isRecord(p) && typeof p.N === "number");
+  const points = value.points
+    .filter((p): p is SweepPointInfo => isRecord(p) && typeof p.N === "number")
+    .map((p) => ({ ...p, stable: (p as { stable?: unknown }).stable !== false }));
   return {
     name: typeof value.name === "string" ? value.name : SIZE_NAME,
     call: value.call,
     points,
     crossover: typeof value.crossover === "number" ? value.crossover : null,
     chart_path: typeof value.chart_path === "string" ? value.chart_path : null,
+    steps: Array.isArray(value.steps) ? value.steps.filter((s): s is SweepStepInfo => isRecord(s) && typeof s.from === "number" && isRecord(s.comparison)) : [],
   };
 }
 
@@ -118,7 +121,14 @@ const OVERHEAD_VERDICTS = ["overhead-bound"];
  * rows' own verdicts as the server's crossover line is (report/sweep.py: crossover_text).
  */
 export function sweepSummary(sweep: SweepInfo): string {
-  const ok = sweep.points.filter((p) => p.error === null || p.error === undefined);
+  const line = crossoverLine(sweep);
+  const unstable = sweep.points.filter((p) => (p.error === null || p.error === undefined) && !p.stable).length;
+  return unstable > 0 ? `${line} (${unstable} unstable ${unstable === 1 ? "row" : "rows"} left out)` : line;
+}
+
+/** The crossover from the stable rows only, as the server reads it (issue 54). */
+function crossoverLine(sweep: SweepInfo): string {
+  const ok = sweep.points.filter((p) => (p.error === null || p.error === undefined) && p.stable);
   const past = (p: SweepPointInfo): boolean => !OVERHEAD_VERDICTS.includes(p.verdict);
   if (sweep.crossover !== null) {
     const at = ok.find((p) => p.N === sweep.crossover);
@@ -128,7 +138,7 @@ export function sweepSummary(sweep: SweepInfo): string {
     return `not overhead-bound at any size (from ${sweep.name}=${ok[0]?.N ?? "?"})`;
   }
   if (ok.length === 0) {
-    return "no size could be profiled";
+    return sweep.points.some((p) => p.error === null || p.error === undefined) ? "no stable size to read a crossover from" : "no size could be profiled";
   }
   const last = ok[ok.length - 1];
   return past(last)

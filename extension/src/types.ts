@@ -177,6 +177,13 @@ export interface CompareSide {
   op_count: number;
   ops: CompareOp[];
   verdict: { id: string; headline: string };
+  /** profile's stability checks over this side's interleaved rounds (issue 54) */
+  stable: boolean;
+  spread: number;
+  busy_share: number | null;
+  unstable_reason: string;
+  /** top-level ops per call, as the steps table counts them (op_count: nested ones included) */
+  top_level_ops: number;
   trace_path?: string;
   compile_s?: number | null;
   graphs?: CompareGraph[];
@@ -222,6 +229,31 @@ export interface CompareVerdict {
   rounds: number;
 }
 
+/** analysis.results.SideSpreads */
+export interface SideSpreads {
+  before: number;
+  after: number;
+}
+
+/** analysis.results.ABComparison: the A/B engine's `comparison` object, the same in every command. */
+export interface ABComparison {
+  /** faster | slower | no-difference | inconclusive (B against A) */
+  decision: string;
+  ratio: number | null;
+  interval: (number | null)[];
+  band: number;
+  rounds: number;
+  dropped_rounds: number;
+  spread: SideSpreads;
+  busy_share: number | null;
+  stable: boolean;
+  reason: string;
+  /** the ratio and its interval in one direction: "2.3× slower (1.1×–3.3× slower)" */
+  phrase: string;
+  added_rounds: number;
+  noise: number;
+}
+
 /** analysis.multi.comparison.CompareError */
 export interface CompareError {
   kind: string;
@@ -256,6 +288,8 @@ export interface Comparison {
   lines?: CompiledLineInfo[];
   /** why there are no per-line compiled times ('' when there are) */
   lines_note?: string;
+  /** the A/B engine's decision, compiled against eager */
+  comparison: ABComparison | null;
 }
 
 /** analysis.multi.sweep.SweepPoint: one point of the `sweep` object (the size under `N`). */
@@ -272,6 +306,18 @@ export interface SweepPointInfo {
   error?: string | null;
   /** the cause the row's verdict names (dispatch, threads, page-faults …) */
   cause?: string;
+  /** profile's stability checks on this size; an unstable row is left out of the crossover */
+  stable: boolean;
+  spread: number | null;
+  busy_share: number | null;
+  unstable_reason: string;
+}
+
+/** analysis.multi.sweep.SweepStep: two adjacent sizes compared by the A/B engine. */
+export interface SweepStepInfo {
+  from: number;
+  to: number;
+  comparison: ABComparison;
 }
 
 /** analysis.multi.sweep.Sweep: the `sweep` object of a `torchscope.sweep` result. */
@@ -284,6 +330,7 @@ export interface SweepInfo {
   /** A sweep over a capture's batch dimension: the capture's own batch size and that dimension. */
   captured_batch?: number;
   batch_dim?: number | null;
+  steps: SweepStepInfo[];
 }
 
 /** analysis.multi.rank_model.RankSummary: one row of `report.ranks` (multi-process profiles, µs per step). */

@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Protocol, TypeVar
+from typing import IO, Annotated, Any, Callable, Optional, Protocol, TypeVar, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, ContentBlock, TextContent
@@ -35,6 +35,7 @@ from torchscope.host.compare_run import COMPARE
 from torchscope.host.fix_run import FixNotApplicable
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure
 from torchscope.host.session import JobService
+from torchscope.mcp_edge import MarkedLines, lone_surrogate_refusal
 from torchscope.protocol import JobOptions, RunOptions, to_builtins
 from torchscope.report.mcp_summary import (
     compare_summary,
@@ -109,7 +110,7 @@ async def _job(
     ``summary`` of it, or an error result naming the problem."""
     file, qualname, call = where
     try:
-        target = service.target(file, qualname)
+        target = await asyncio.to_thread(service.target, file, qualname)  # reads the file
         options = service.options(overrides)
     except (TargetError, ValueError) as exc:
         return _error(str(exc))
@@ -214,7 +215,7 @@ def _add_fix_tool(server: MCPServer, jobs: JobService) -> None:
         if fix_by_id(fix) is None:
             return _error(f"no fix {fix!r} — fixes: {', '.join(f.id for f in FIXES)}")
         try:
-            target = jobs.target(file, qualname)
+            target = await asyncio.to_thread(jobs.target, file, qualname)
         except TargetError as exc:
             return _error(str(exc))
         try:
@@ -232,7 +233,7 @@ async def _run_program(
     jobs: JobService, targets: list[str], entry: list[str], run: RunOptions
 ) -> CallToolResult:
     try:
-        found = jobs.targets(targets)
+        found = await asyncio.to_thread(jobs.targets, targets)
         outcome = await jobs.run_program(found, jobs.entry(entry), run)
     except (TargetError, ValueError) as exc:
         return _error(str(exc))
@@ -321,8 +322,19 @@ def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
         return _ok({"rule": rule.strip(), "docs": where, "text": section}, section)
 
 
+class _EdgeServer(MCPServer):
+    """The SDK's server, refusing at its edge a tool call whose arguments held a lone
+    surrogate (one error result; no tool sees it, and no reply echoes it)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        refused = lone_surrogate_refusal({"name": name, "arguments": arguments})
+        if refused is not None:
+            return _error(refused)
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(jobs: JobService) -> MCPServer:
-    server: MCPServer = MCPServer(
+    server: MCPServer = _EdgeServer(
         "torchscope", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
     )
     _add_job_tools(server, jobs)
@@ -333,9 +345,18 @@ def build_server(jobs: JobService) -> MCPServer:
 
 
 async def serve(jobs: JobService) -> None:
+    """``run_stdio_async`` with our stdin (``mcp_edge.MarkedLines``); the SDK's low-level
+    server, as that method runs it."""
+    from anyio import wrap_file
+    from mcp.server.stdio import stdio_server
+
     jobs.analyzer.prestart()
     try:
-        await build_server(jobs).run_stdio_async()
+        server = build_server(jobs)
+        lowlevel = server._lowlevel_server
+        stdin = wrap_file(cast("IO[str]", MarkedLines()))  # what it calls: readline, close
+        async with stdio_server(stdin=stdin) as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
     finally:
         await jobs.close()
 

@@ -615,6 +615,10 @@ class Measurements:
     """Why the timing cannot be trusted (the profiled and unprofiled passes disagreed twice,
     the samples spread too wide, or the heap's state decides the faults), one line ending in
     what to do; "" when stable."""
+    rounds_added: int = 0
+    """Of a two-sided job's interleaved rounds (``worker/ab_rounds.py``), how many were timed
+    past the budget because the ratio of the two sides was not yet known to half the
+    no-difference band (0 for a one-sided profile)."""
 
 
 @dataclass
@@ -652,6 +656,26 @@ def spread(values: list[float]) -> float:
 
 #: What the line of an unstable verdict ends with.
 UNSTABLE_ADVICE = "rerun, or raise --timing-budget"
+
+NO_DIFFERENCE_BAND = 0.05
+"""B within ±5 % of A per call is *no difference* (``analysis/multi/interval.py`` decides; the
+worker's interleaved rounds go on until the ratio is known to half of it): two back-to-back
+unprofiled medians of the same function on a shared 2-core machine differ by up to ~3 %, and
+the guide's ``fn`` at 1024×1024 measured within 1 % eager and compiled."""
+
+WAIT_DROP = 0.2
+"""An interleaved round in which one side's batch waited for a CPU (runnable while another
+process held the core: ``worker/timing.py``) this share of its wall time more than the other
+side's did is dropped from the A/B comparison (``analysis/multi/ab.py``), and the result says
+how many were: load both halves of a round shared cancels in their ratio, load one half took
+alone does not. (Dropping every round that waited at all left nothing to decide on a 2-core
+machine shared with six other jobs: every round waited.)"""
+
+
+def waited_apart(a_us: float, b_us: float, a_wait_us: float, b_wait_us: float) -> bool:
+    """One side of a round waited for a CPU ``WAIT_DROP`` of its time more than the other."""
+    return abs(a_wait_us / a_us - b_wait_us / b_us) >= WAIT_DROP
+
 
 GLIBC_MMAP_MAX = 32 * 1024 * 1024
 """glibc's ceiling for its dynamic mmap threshold on 64-bit (``DEFAULT_MMAP_THRESHOLD_MAX``):
@@ -692,6 +716,7 @@ class JobError(Message):
     job_id: int
     kind: str  # "import" | "target" | "call-missing" | "call-invalid" | "call-raised" | "internal"
     # | "target-not-called" (the call ran, but never reached the target: ``worker/reach.py``)
+    # | "capture" | "trace-write" (no room for the trace: ``worker/profiling.py``)
     message: str
     line: Optional[int] = None
     traceback: str = ""
@@ -843,13 +868,46 @@ def is_train_call(training: Optional[bool], grad_enabled: bool) -> bool:
     return grad_enabled and training is not False
 
 
+CALL_MAX_CHARS = 20_000
+"""The longest call expression read (a real one is a line or two: build big inputs in a
+helper function and call that)."""
+CALL_MAX_DEPTH = 100
+"""The deepest bracket nesting read in a call expression."""
+_SIMPLER = "build the inputs in a helper function in the file and call that"
+
+
+def _call_too_big(source: str) -> Optional[str]:
+    """What makes ``source`` too big to parse safely, checked before it is parsed."""
+    if len(source) > CALL_MAX_CHARS:
+        return (
+            f"call expression is {len(source):,} characters, over the {CALL_MAX_CHARS:,} read "
+            f"— {_SIMPLER}"
+        )
+    depth = deepest = 0
+    for char in source:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    if deepest > CALL_MAX_DEPTH:
+        return f"call expression nests brackets {deepest} deep, over {CALL_MAX_DEPTH} — {_SIMPLER}"
+    return None
+
+
 def call_expression_problem(source: str) -> Optional[str]:
     """What is wrong with a call expression as text (None: it parses as one call). The host
     asks before it starts a worker, so a typo is told at once; the worker asks again."""
     import ast
 
+    too_big = _call_too_big(source)
+    if too_big is not None:
+        return too_big
     try:
         tree = ast.parse(source.strip(), mode="eval")
+        compile(tree, "<call>", "eval")  # the compiler recurses deeper than the parser
+    except (RecursionError, MemoryError):
+        return f"call expression is nested too deeply to compile — {_SIMPLER}"
     except SyntaxError as exc:
         return (
             f"call expression `{source}` is not valid Python: {exc.msg} — write a call such as "

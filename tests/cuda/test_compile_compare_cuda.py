@@ -57,7 +57,7 @@ def test_compiled_adds_a_dtod_bias_copy(compared: dict[str, Any]) -> None:
     assert copies[0]["bytes"] == N * N * 4
     assert not [c for c in compared["eager"]["copies"] if c["kind"] == "DtoD"]
     assert any(f["rule"] == "compile-copy" for f in compared["findings"])
-    assert compared["verdict"]["id"] in ("keep-eager", "compile-wins", "no-difference")
+    assert compared["verdict"]["id"] in ("keep-eager", "compile-wins", "no-difference", "inconclusive")
     assert compared["compiled"]["device_us"] > 0 and compared["compiled"]["launches"] >= 1
 
 

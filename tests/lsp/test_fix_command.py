@@ -5,6 +5,7 @@ the real worker, Apply answered through ``window/showMessageRequest`` and the ed
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,10 @@ async def test_try_fix_measures_then_apply_edits_the_function(
     edit = await asyncio.wait_for(editor.edits.get(), 30)
     [question] = editor.questions
     assert question.message.startswith("torchscope: train_step: measured ")
-    assert "faster (95 % interval " in question.message and ", same outputs" in question.message
+    # issue 54: one phrase, one direction, one pair of parentheses
+    faster = r"measured [\d.]+× faster \([\d.]+×–[\d.]+× faster\), same outputs"
+    assert re.search(faster, question.message), question.message
+    assert result["fix"]["comparison"]["decision"] == "faster", result["fix"]
     # What was checked and what the fix assumes, on the measured line (issue 39).
     assert "· checked: outputs, requires_grad, grads" in question.message, question.message
     assert question.message.endswith(f"· assumes: {trial['assumes']}"), question.message

@@ -121,7 +121,9 @@ async def test_compare_compile(trace_dir: Path) -> None:
         compare = result.structured_content["compare"]
         assert result.structured_content["verdict"]["id"] in VERDICT_IDS  # the eager profile
         if compare["error"] is None:
-            assert compare["verdict"]["id"] in {"keep-eager", "compile-wins", "no-difference"}
+            assert compare["verdict"]["id"] in {"keep-eager", "compile-wins", "no-difference", "inconclusive"}
+            decision = compare["comparison"]["decision"]
+            assert f"comparison: {decision}: " in text(result)
             assert f"torch.compile (mode=default): {compare['verdict']['headline']}" in text(result)
         else:  # no C++ compiler for Inductor: the eager profile still comes back
             assert compare["error"]["message"] in text(result)
@@ -142,8 +144,9 @@ async def test_try_fix_is_fix_try_json_and_writes_nothing(trace_dir: Path, tmp_p
         data = result.structured_content
         assert set(data) == {
             "id", "verdict", "ratio", "interval", "same_outputs", "patch", "refused", "message", "detail",
-            "assumes", "checks", "unchecked", "applied",
+            "assumes", "checks", "unchecked", "comparison", "applied",
         }  # fmt: skip
+        assert data["comparison"]["decision"] == data["verdict"], data["comparison"]  # issue 54
         assert {"outputs", "requires_grad", "grads", "parameters"} <= set(data["checks"]), data
         assert data["assumes"] and f"assumes: {data['assumes']}" in text(result)
         assert "checked: outputs, requires_grad, grads" in text(result)

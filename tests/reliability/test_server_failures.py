@@ -233,3 +233,15 @@ async def test_closed_document_gets_no_diagnostics(client: LanguageClient, cases
     assert result["ok"], result
     await asyncio.sleep(0.5)
     assert client.diagnostics[uri] is unpublished
+    # reopened unchanged: the result that finished while it was closed is shown now
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 2, cases.read_text()))
+    )
+    for _ in range(100):
+        if client.diagnostics[uri] is not unpublished:
+            break
+        await asyncio.sleep(0.1)
+    assert client.diagnostics[uri] is not unpublished, "not published on reopen"
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri))
+    )

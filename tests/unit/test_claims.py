@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from torchscope.analysis import Finding, Measurements, Report, Sweep, SweepPoint, analyze_trace
-from torchscope.analysis.verdict.consistency import contradictions, sweep_problems
+from torchscope.analysis.verdict.consistency import contradictions
 from torchscope.analysis.verdict.cost_basis import NOTE_START, profiled_cost_note
+from torchscope.analysis.verdict.sweep_check import sweep_problems
 from torchscope.protocol import from_builtins, to_builtins
 from torchscope.report.sweep import crossover_text
 

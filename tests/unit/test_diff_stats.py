@@ -48,17 +48,22 @@ def test_verdicts() -> None:
     assert verdict.headline.startswith("no difference from HEAD")
     faster = decide(RatioInterval(0.8, 0.78, 0.82, 50, 0.01), "before the edit", 100, 80)
     assert faster.id == "faster"
-    assert faster.headline.startswith("25 % faster than before the edit (±2 %")
-    # An interval that reaches into the ±5 % band around 1.0 is no difference.
+    # issue 54: the one phrase, in one direction with one pair of parentheses
+    assert faster.headline.startswith(
+        "faster than before the edit: 1.25× faster (1.22×–1.28× faster); 100 µs → 80 µs"
+    )
+    # An interval that reaches out of the ±5 % band without clearing it is inconclusive (issue
+    # 54's four outcomes; it read "no difference" before).
     assert decide(RatioInterval(0.9, 0.85, 0.96, 50, 0.0), "HEAD", 100, 90).id == (
-        "no-difference"
+        "inconclusive"
     )
     # Measured noise wider than the bootstrap interval widens the interval into the band.
     noisy = decide(RatioInterval(0.85, 0.84, 0.86, 50, 0.2), "HEAD", 100, 85)
-    assert noisy.id == "no-difference"
+    assert noisy.id == "inconclusive"
+    assert "slower" not in noisy.headline and "faster than" not in noisy.headline
     assert (round(noisy.ci_low, 3), round(noisy.ci_high, 3)) == (0.708, 1.02)
     big = decide(RatioInterval(0.25, 0.24, 0.26, 50, 0.0), "HEAD", 100, 25)
-    assert big.headline.startswith("4.0× faster than HEAD")
+    assert big.headline.startswith("faster than HEAD: 4.0× faster (3.8×–4.2× faster)")
 
 
 def test_undecided_is_a_suggested_difference_the_interval_cannot_confirm() -> None:
@@ -99,24 +104,23 @@ def test_a_large_change_whose_interval_clears_the_band_is_a_verdict_however_nois
     assert interval.noise > 0.5 and 1 / 1.5 < interval.high < 1 / 1.05
     faster = decide(interval, "the original", 100, 23)
     assert faster.id == "faster", faster.headline
-    assert faster.headline.startswith("3.8× faster than the original")
+    assert faster.headline.startswith("faster than the original: 3.8× faster")
     assert faster.ci_low == interval.ratio / 1.5 and faster.ci_high == interval.high
     assert faster.band == 0.05
     # The same rounds the other way round: slower, by the same rule.
     slower = decide(ratio_interval(after, before), "HEAD", 23, 100)
     assert slower.id == "slower" and slower.ci_low > 1.05
-    # A small change inside the same noise is still no difference.
+    # A small change inside the same noise is not decided (issue 54: inconclusive).
     small = decide(RatioInterval(0.9, 0.88, 0.92, 60, 0.6), "HEAD", 100, 90)
-    assert small.id == "no-difference"
+    assert small.id == "inconclusive"
 
 
 def test_the_interval_is_in_the_ratio_s_unit_at_both_ends() -> None:
     """A 1.6× change whose interval starts just under 1.5× read ``interval 49 %–1.7×``: each
     end in its own unit. Both ends take the ratio's."""
     slower = decide(RatioInterval(1.58, 1.494, 1.666, 50, 0.0), "HEAD", 100, 158)
-    assert slower.headline.startswith("1.6× slower than HEAD"), slower.headline
-    assert slower.headline.endswith("interval 1.5×–1.7×)"), slower.headline
+    assert slower.headline.startswith("slower than HEAD: 1.6× slower (1.5×–1.7× slower)")
     faster = decide(RatioInterval(1 / 1.58, 1 / 1.666, 1 / 1.494, 50, 0.0), "HEAD", 158, 100)
-    assert faster.headline.endswith("interval 1.5×–1.7×)"), faster.headline
+    assert "1.6× faster (1.5×–1.7× faster)" in faster.headline, faster.headline
     assert format_change_interval(1.12, 1.08, 1.16) == "8 %–16 %"
     assert format_change_interval(1 / 1.12, 1 / 1.08, 1 / 1.6) == "8 %–60 %"

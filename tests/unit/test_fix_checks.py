@@ -86,7 +86,7 @@ def test_a_trial_says_what_it_checked_and_names_the_refusal() -> None:
             "notes": ["with dropout off (the two draw different masks)"]}  # fmt: skip
     trial = measured_trial("sdpa", _verdict("faster", 0.5, 0.4, 0.6), held, "patch", "it holds")
     assert trial.offered and trial.message == (
-        "measured 2.0× faster (95 % interval 1.7×–2.5×), same outputs with dropout off "
+        "measured 2.0× faster (1.7×–2.5× faster), same outputs with dropout off "
         "(the two draw different masks), same grads and buffers"
     )
     assert trial.summary == f"{trial.message} · checked: {', '.join(checks)} · assumes: it holds"

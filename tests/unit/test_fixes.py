@@ -170,7 +170,7 @@ def test_trial_messages_say_which_refusal() -> None:
     same = {"same": True, "compared": 1, "detail": ""}
     faster = measured_trial("sdpa", _verdict("faster", 0.5, 0.4, 0.6), same, "patch")
     assert faster.offered and faster.ratio == 2.0
-    assert faster.message == "measured 2.0× faster (95 % interval 1.7×–2.5×), same outputs"
+    assert faster.message == "measured 2.0× faster (1.7×–2.5× faster), same outputs"
     differ = {"same": False, "compared": 1, "detail": "result: max difference 3"}
     changed = measured_trial("sdpa", _verdict("faster", 0.5, 0.4, 0.6), differ, "patch")
     assert changed.refused == CHANGES_OUTPUTS and changed.message.endswith(
@@ -178,6 +178,14 @@ def test_trial_messages_say_which_refusal() -> None:
     )
     flat = measured_trial("sdpa", _verdict("no-difference", 1.0, 0.95, 1.05), same, "patch")
     assert flat.refused == NOT_FASTER and flat.message.endswith("— not offered: not faster")
+    # issue 54: a comparison that decided no direction is worded with none, however its
+    # interval leans (the CPU run once read "no difference: 1.03× faster (1.01×–1.05× faster)")
+    leaning = measured_trial("sdpa", _verdict("no-difference", 0.97, 0.95, 0.99), same, "p")
+    assert leaning.message.startswith("measured no difference: 0.97× the time (0.95×–0.99×)")
+    unsure = measured_trial("sdpa", _verdict("inconclusive", 0.94, 0.93, 0.96), same, "p")
+    assert unsure.message.startswith("measured inconclusive: 0.94× the time (0.93×–0.96×)")
+    assert unsure.message.endswith("— not offered: not shown faster (inconclusive)")
+    assert "× faster" not in unsure.message
 
 
 def test_sync_in_loop_is_offered_on_cuda_only_and_means_the_same() -> None:

@@ -41,7 +41,7 @@ pytestmark = pytest.mark.slow
 
 CALL = "fn(torch.randn({n}, {n}), torch.randn({n}, {n}), torch.randn({n}, {n}))"
 SIZES = (8, 64, 1024)
-VERDICT_IDS = {"keep-eager", "compile-wins", "no-difference"}
+VERDICT_IDS = {"keep-eager", "compile-wins", "no-difference", "inconclusive"}
 
 
 def _env(cache: Path) -> dict[str, str]:
@@ -237,6 +237,13 @@ def test_cli_compare_json_has_the_documented_schema(inductor_cache: Path, trace_
     assert per_call | {"compile_s", "graphs", "recompiles"} <= set(compare["compiled"])
     assert set(compare["verdict"]) >= {"id", "headline"}
     assert compare["verdict"]["id"] in VERDICT_IDS
+    # issue 54: the A/B engine's object, the same in every command, and each side's stability
+    c = compare["comparison"]
+    assert set(c) >= {"decision", "ratio", "interval", "band", "rounds", "dropped_rounds"}
+    assert set(c) >= {"spread", "busy_share", "stable", "reason"}
+    assert c["interval"][0] <= c["ratio"] <= c["interval"][1] and c["rounds"] > 0
+    assert {"stable", "spread", "busy_share"} <= set(compare["eager"])
+    assert {"stable", "spread", "busy_share"} <= set(compare["compiled"])
     assert compare["mode"] == "default"
     assert Path(compare["compiled"]["trace_path"]).parent == trace_dir
     # issue 42: the line of fn's matmul + add carries the compiled addmm's time

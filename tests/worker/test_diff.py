@@ -242,17 +242,25 @@ def test_comment_only_edit_is_no_difference(tmp_path: Path, trace_dir: Path) -> 
     kind = _KeptRounds(before, "HEAD")
     outcomes = asyncio.run(run())
     verdicts = [v for rounds in kind.rounds for v in _slice_verdicts(*rounds)]
-    wrong = [v for v in verdicts if v.id != "no-difference"]
+    # Issue 54's four outcomes: an unchanged function is no-difference or inconclusive (the
+    # interval reaching out of ±5 % on a busy machine), never faster or slower.
+    wrong = [v for v in verdicts if v.id in ("faster", "slower")]
+    undecided = [v for v in verdicts if v.id == "inconclusive"]
     ratios = ", ".join(f"{v.ratio:.3f}" for v in verdicts)
     print(
-        f"\n(b) false positives: {len(wrong)}/{len(verdicts)}; ratios {ratios}; "
+        f"\n(b) false positives: {len(wrong)}/{len(verdicts)}, inconclusive "
+        f"{len(undecided)}/{len(verdicts)}; ratios {ratios}; "
         f"noise {min(v.noise for v in verdicts):.3f}–{max(v.noise for v in verdicts):.3f}; "
         f"rounds {min(v.rounds for v in verdicts)}–{max(v.rounds for v in verdicts)}; "
         f"whole jobs: {', '.join(o.diff.verdict.id for o in outcomes)}"
     )
     assert len(verdicts) == JOBS * SLICES
     assert len(wrong) <= 1, wrong
-    assert all(o.diff.verdict.id == "no-difference" for o in outcomes), outcomes
+    assert all(o.diff.verdict.id in ("no-difference", "inconclusive") for o in outcomes)
+    for o in outcomes:  # the comparison object, the same in every command
+        c = o.diff.comparison
+        assert c is not None and c.decision == o.diff.verdict.id
+        assert c.rounds >= len(c.interval) and 0 <= c.dropped_rounds <= c.rounds
     # The line under the comment moved by one: it is still matched to itself.
     moved = [r for r in outcomes[-1].diff.lines_changed if r.text == "return x"]
     assert all(r.line == (r.before_line or 0) + 1 for r in moved)

@@ -349,5 +349,8 @@ def test_a_trial_the_first_rounds_cannot_decide_measures_again_and_says_so(
 
     found = on_one_worker(file, tmp_path / "traces", trial)
     again = [m for m in said if m.startswith("measuring again (2/3): ")]
-    assert again == ["measuring again (2/3): the interval still reaches the no-difference band"]
+    assert again == [
+        "measuring again (2/3): the interval reaches out of the no-difference band without "
+        "clearing it"
+    ]
     assert found.same_outputs and found.refused != CHANGES_OUTPUTS, found

@@ -42,7 +42,7 @@ describe("torch.compile comparison", () => {
   it("summarises the verdict, or the compile failure", () => {
     const c = parseCompare(report);
     assert.ok(c !== undefined);
-    assert.deepEqual(compareSummary(c), { text: report.compare.verdict.headline, failed: false });
+    assert.deepEqual(compareSummary(c), { text: report.compare.verdict.headline, failed: false, undecided: false });
     const failed = parseCompare({
       compare: {
         eager: report.compare.eager,
@@ -55,7 +55,17 @@ describe("torch.compile comparison", () => {
     assert.deepEqual(compareSummary(failed), {
       text: "torch.compile failed: InvalidCxxCompiler: No working C++ compiler — the eager profile is shown",
       failed: true,
+      undecided: false,
     });
+  });
+
+  it("shows the A/B engine's decision, and says when it could not decide", () => {
+    const comparison = { decision: "inconclusive", stable: false, reason: "inconclusive: …; machine 62 % busy", phrase: "1.08× the time (0.90×–1.30×)" };
+    const c = parseCompare({ compare: { ...report.compare, comparison } });
+    assert.ok(c !== undefined);
+    assert.deepEqual(c.comparison, comparison);
+    assert.equal(compareSummary(c).undecided, true);
+    assert.equal(parseCompare(report)?.comparison, null);
   });
 
   it("escapes HTML", () => {

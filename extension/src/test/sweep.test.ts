@@ -72,6 +72,10 @@ describe("profile across sizes", () => {
     const busy = { ...small, compute_share: 0.9 };
     assert.equal(sweepSummary({ ...parsed, crossover: null, points: [busy] }), "still overhead-bound at N=16: try larger sizes");
     assert.equal(parseSweep({ points: "x" }), undefined);
+    // issue 54: an unstable row is left out of the crossover, and the summary says so
+    const shaky = { ...small, verdict: "compute-bound", stable: false, unstable_reason: "unstable: …" };
+    assert.equal(sweepSummary({ ...parsed, crossover: null, points: [shaky] }), "no stable size to read a crossover from (1 unstable row left out)");
+    assert.deepEqual(parsed.steps, []);
   });
 
   it("embeds only safe SVG", () => {

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .measure.machine import LocalMachine
     from .measure.parts import CalleeStats, CompiledOnLine, LineOp, LineStats
     from .measure.roofline import achieved_text, peaks_text
+    from .multi.ab import ABRounds, compare_rounds, comparison_of
     from .multi.compare import compare_runs
     from .multi.comparison import CompareSide, Comparison, CompileMeta
     from .multi.compiled_lines import CompiledLine, CompiledLines, KernelLines
@@ -61,20 +62,23 @@ if TYPE_CHECKING:
         COMPUTE_SHARE_CROSSOVER,
         Sweep,
         SweepPoint,
+        SweepStep,
         crossover,
         failed_point,
         past_overhead,
         point_from_report,
+        sweep_step,
     )
-    from .verdict.consistency import SELF_CHECK, self_check_sweep, sweep_problems
+    from .verdict.consistency import SELF_CHECK
+    from .verdict.sweep_check import self_check_sweep, sweep_problems
 
 #: Name here -> (its module, relative to this package; its name there), imported on first use.
 #: Keep in step with the ``TYPE_CHECKING`` imports above (``tests/unit/test_layers.py``).
 _LAZY: dict[str, tuple[str, str]] = {
     "median": (".index.columns", "median"),
     "SELF_CHECK": (".verdict.consistency", "SELF_CHECK"),
-    "self_check_sweep": (".verdict.consistency", "self_check_sweep"),
-    "sweep_problems": (".verdict.consistency", "sweep_problems"),
+    "self_check_sweep": (".verdict.sweep_check", "self_check_sweep"),
+    "sweep_problems": (".verdict.sweep_check", "sweep_problems"),
     "DEFAULT_HOT_SHARE": (".measure.lines", "DEFAULT_HOT_SHARE"),
     "LocalMachine": (".measure.machine", "LocalMachine"),
     "CalleeStats": (".measure.parts", "CalleeStats"),
@@ -83,6 +87,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "LineStats": (".measure.parts", "LineStats"),
     "achieved_text": (".measure.roofline", "achieved_text"),
     "peaks_text": (".measure.roofline", "peaks_text"),
+    "ABRounds": (".multi.ab", "ABRounds"),
+    "compare_rounds": (".multi.ab", "compare_rounds"),
+    "comparison_of": (".multi.ab", "comparison_of"),
     "compare_runs": (".multi.compare", "compare_runs"),
     "CompareSide": (".multi.comparison", "CompareSide"),
     "Comparison": (".multi.comparison", "Comparison"),
@@ -111,10 +118,12 @@ _LAZY: dict[str, tuple[str, str]] = {
     "COMPUTE_SHARE_CROSSOVER": (".multi.sweep", "COMPUTE_SHARE_CROSSOVER"),
     "Sweep": (".multi.sweep", "Sweep"),
     "SweepPoint": (".multi.sweep", "SweepPoint"),
+    "SweepStep": (".multi.sweep", "SweepStep"),
     "crossover": (".multi.sweep", "crossover"),
     "failed_point": (".multi.sweep", "failed_point"),
     "past_overhead": (".multi.sweep", "past_overhead"),
     "point_from_report": (".multi.sweep", "point_from_report"),
+    "sweep_step": (".multi.sweep", "sweep_step"),
 }
 
 
@@ -139,6 +148,7 @@ __all__ = [
     "CONFIDENCE",
     "DEFAULT_HOT_SHARE",
     "SELF_CHECK",
+    "ABRounds",
     "CalleeStats",
     "ClusterError",
     "CompareSide",
@@ -167,6 +177,7 @@ __all__ = [
     "StepMetrics",
     "Sweep",
     "SweepPoint",
+    "SweepStep",
     "Timing",
     "TopOp",
     "Trace",
@@ -177,7 +188,9 @@ __all__ = [
     "analyze_ranks",
     "analyze_ranks_on",
     "analyze_trace",
+    "compare_rounds",
     "compare_runs",
+    "comparison_of",
     "connect_cluster",
     "crossover",
     "decide_diff",
@@ -196,5 +209,6 @@ __all__ = [
     "ratio_interval",
     "self_check_sweep",
     "sweep_problems",
+    "sweep_step",
     "undecided",
 ]

@@ -69,3 +69,40 @@ def format_change_interval(ratio: float, near: float, far: float) -> str:
     if big(ratio) >= 1.5:
         return f"{big(near):.1f}×–{big(far):.1f}×"
     return f"{(big(near) - 1) * 100:.0f} %–{(big(far) - 1) * 100:.0f} %"
+
+
+def _times(value: float, digits: int = 2) -> str:
+    if not math.isfinite(value):
+        return "n/a"
+    return f"{value:.{digits}f}×" if value < 9.995 else f"{value:.1f}×"
+
+
+def ratio_phrase(ratio: float, low: float, high: float, directed: bool = True) -> str:
+    """B / A per call and its interval, in one direction and one pair of parentheses: the one
+    phrase builder of every comparison (``analysis/multi/ab.py``).
+
+    ``2.3× slower (1.1×–3.3× slower)`` when all of the interval is at or above 1,
+    ``1.24× faster (1.13×–1.32× faster)`` when all of it is at or below 1 (the speed-up, A / B;
+    two decimals below 1.5×, one from there), else ``0.95× the time (0.80×–1.10×)``: an
+    interval reaching both sides of 1 has no direction, so the words give none (never
+    "slower" beside an interval on the faster side);
+    nor do they when not ``directed`` (a comparison that decided no direction). An interval of
+    one point (no rounds) is left out: ``3.4× slower``.
+    """
+    if not (math.isfinite(ratio) and ratio > 0 and low > 0):
+        return f"{_times(ratio)} the time"
+    if low == high:
+        word = "slower" if ratio > 1 else "faster"
+        big = ratio if ratio > 1 else 1 / ratio
+        return (
+            f"{_times(big, 1 if big >= 1.5 else 2)} {word}"
+            if directed
+            else f"{_times(ratio)} the time"
+        )
+    d = 1 if max(ratio, 1 / ratio) >= 1.5 else 2
+    if directed and low >= 1 and ratio >= 1:
+        return f"{_times(ratio, d)} slower ({_times(low, d)}–{_times(high, d)} slower)"
+    if directed and high <= 1 and ratio <= 1:
+        fast = (1 / ratio, 1 / high, 1 / low)
+        return f"{_times(fast[0], d)} faster ({_times(fast[1], d)}–{_times(fast[2], d)} faster)"
+    return f"{_times(ratio)} the time ({_times(low)}–{_times(high)})"

@@ -124,6 +124,51 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class SideSpreads:
+    """Each side's interquartile range over median in the rounds (``protocol.spread``)."""
+
+    before: float
+    after: float
+
+
+COMPARISON_DECISIONS = ("faster", "slower", "no-difference", "inconclusive")
+
+
+@dataclass(frozen=True)
+class ABComparison:
+    """B against A from interleaved rounds: the ``comparison`` object of every command that
+    compares two things (``diff``, ``check``, ``fix --try``, ``--compare-compile``, adjacent
+    sweep rows). Built by ``analysis/multi/ab.py``; held to itself by
+    ``analysis/verdict/comparison_check.py``."""
+
+    decision: str
+    """One of :data:`COMPARISON_DECISIONS` (B faster or slower than A)."""
+    ratio: float
+    """B / A per call: the median over the kept rounds."""
+    interval: list[float]
+    """``[low, high]``: the ratio's 95 % interval (paired bootstrap, widened by the noise)."""
+    band: float
+    """The no-difference band: ±``band`` around 1."""
+    rounds: int
+    """Interleaved rounds timed (the kept ones and ``dropped_rounds``)."""
+    dropped_rounds: int
+    """Rounds left out because a side waited for a CPU another process held."""
+    spread: SideSpreads
+    busy_share: float | None
+    """Other processes' share of the machine's cores over the rounds (None: not measured)."""
+    stable: bool
+    """Both sides' timing passed ``profile``'s stability checks and most rounds were kept."""
+    reason: str
+    """Why this decision, one line; names the load and any instability."""
+    phrase: str = ""
+    """``formatting.ratio_phrase`` of ``ratio`` and ``interval``: the words every face shows."""
+    added_rounds: int = 0
+    """Rounds timed past the budget because the ratio was not yet known."""
+    noise: float = 0.0
+    """The kept rounds' measured noise, relative to the ratio (``interval.measured_noise``)."""
+
+
+@dataclass(frozen=True)
 class FixOffer:
     """A finding's fix: ``rule`` is the fix's id (``torchscope fix --try RULE``), ``measured``
     None until it was tried, then ``FixTrial.measured()`` (verdict, ratio, interval,

@@ -61,7 +61,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         code = _dispatch(argv)
-        sys.stdout.flush()  # what is still buffered meets a closed stdout here, not at exit
+        if not sys.stdout.closed:  # ``serve`` ends with stdout closed by pygls at ``exit``
+            sys.stdout.flush()  # what is still buffered meets a closed stdout here, not at exit
         return code
     except KeyboardInterrupt:
         print("interrupted — nothing left running", file=sys.stderr, flush=True)
@@ -95,6 +96,13 @@ def _dispatch(argv: Optional[Sequence[str]]) -> int:
         print(f"torchscope: {refused}", file=sys.stderr)
         return 2
     argv = sys.argv[1:] if argv is None else list(argv)
+    for index, word in enumerate(argv):  # bytes that are not UTF-8: a lone surrogate each
+        if any("\ud800" <= c <= "\udfff" for c in word):
+            from torchscope.ingest.text import surrogate_message
+
+            where = f"command-line argument {index + 1} (not UTF-8)"
+            print(f"torchscope: {surrogate_message(where)}", file=sys.stderr)
+            return 2
     only = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(only).parse_args(argv)
     if getattr(args, "verbose", False):  # the job's log too: the profiler's chatter

@@ -14,7 +14,9 @@ Reads ``[tool.torchscope.check]`` from ``pyproject.toml``::
 Each function is one ``torchscope diff`` job. Writes a Markdown table (also appended to
 ``$GITHUB_STEP_SUMMARY`` when set) and JUnit XML. Exit 0 when nothing regressed, 1 on a
 regression, 2 on a configuration or measurement error (a function marked ``allow-missing``
-that fails on one side is reported and skipped instead).
+that fails on one side is reported and skipped instead), 3 when a comparison was
+``inconclusive`` (the A/B engine could not decide, often on a busy machine) and nothing
+regressed — 0 then with ``--allow-inconclusive``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ if TYPE_CHECKING:  # the profiling machinery is imported where it runs (the pars
     from torchscope.analysis import Diff
     from torchscope.cli.common import Commands
 
-EXIT_OK, EXIT_REGRESSED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_REGRESSED, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
 DEFAULT_THRESHOLD = 0.05
 
 
@@ -61,7 +63,7 @@ class CheckConfig:
 @dataclass
 class CheckRow:
     entry: CheckEntry
-    status: str  # "ok" | "regressed" | "error" | "skipped"
+    status: str  # "ok" | "regressed" | "inconclusive" | "error" | "skipped"
     message: str
     diff: Optional[Diff] = None
 
@@ -127,7 +129,12 @@ def add_parser(commands: Commands) -> argparse.ArgumentParser:
         help="CI gate: fail when a configured function got slower than the base revision",
         description="Compare each function of [tool.torchscope.check] in pyproject.toml with "
         "the base revision. Exit 0: nothing regressed; 1: a regression; 2: a configuration "
-        "or measurement error.",
+        "or measurement error; 3: a comparison was inconclusive (0 with --allow-inconclusive).",
+    )
+    check.add_argument(
+        "--allow-inconclusive",
+        action="store_true",
+        help="exit 0 when a comparison could not decide (a busy machine), instead of 3",
     )
     check.add_argument("--config", type=Path, default=Path("pyproject.toml"))
     check.add_argument("--base", help="revision to compare with (overrides the config)")
@@ -161,7 +168,10 @@ async def _check_one(
         await service.close()
     verdict = outcome.diff.verdict
     regressed = verdict.id == "slower" and verdict.ci_low > 1 + config.threshold
-    return CheckRow(entry, "regressed" if regressed else "ok", verdict.headline, outcome.diff)
+    status = "regressed" if regressed else "ok"
+    if verdict.id == "inconclusive":
+        status = "inconclusive"
+    return CheckRow(entry, status, verdict.headline, outcome.diff)
 
 
 def _row_json(row: CheckRow) -> dict[str, Any]:
@@ -170,13 +180,14 @@ def _row_json(row: CheckRow) -> dict[str, Any]:
         "status": row.status,
         "message": row.message,
         "diff": to_builtins(row.diff),
+        "comparison": to_builtins(row.diff.comparison) if row.diff else None,
     }
 
 
 def markdown(rows: list[CheckRow], base: str, threshold: float) -> str:
     from torchscope.analysis.formatting import format_duration
 
-    icon = {"ok": "✅", "regressed": "❌", "error": "⚠️", "skipped": "➖"}
+    icon = {"ok": "✅", "regressed": "❌", "inconclusive": "❔", "error": "⚠️", "skipped": "➖"}
     out = [
         f"### torchscope check against `{base[:12]}` (fails when slower by more than "
         f"{threshold:.0%} with 95 % confidence)",
@@ -209,11 +220,16 @@ def junit(rows: list[CheckRow]) -> bytes:
         tests=str(len(rows)),
         failures=str(sum(r.status == "regressed" for r in rows)),
         errors=str(sum(r.status == "error" for r in rows)),
-        skipped=str(sum(r.status == "skipped" for r in rows)),
+        skipped=str(sum(r.status in ("skipped", "inconclusive") for r in rows)),
     )
     for row in rows:
         case = ET.SubElement(suite, "testcase", classname="torchscope.check", name=row.entry.target)
-        tag = {"regressed": "failure", "error": "error", "skipped": "skipped"}.get(row.status)
+        tag = {
+            "regressed": "failure",
+            "error": "error",
+            "skipped": "skipped",
+            "inconclusive": "skipped",  # could not decide: neither passed nor failed
+        }.get(row.status)
         if tag:
             ET.SubElement(case, tag, message=row.message).text = row.message
         else:
@@ -245,4 +261,7 @@ async def run_check_command(args: argparse.Namespace) -> int:
     Path(junit_path).write_bytes(junit(rows))
     if any(r.status == "error" for r in rows):
         return EXIT_ERROR
-    return EXIT_REGRESSED if any(r.status == "regressed" for r in rows) else EXIT_OK
+    if any(r.status == "regressed" for r in rows):
+        return EXIT_REGRESSED
+    undecided = any(r.status == "inconclusive" for r in rows)
+    return EXIT_INCONCLUSIVE if undecided and not args.allow_inconclusive else EXIT_OK

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from torchscope.files import write_atomic
 from torchscope.protocol import Inputs
 
 INPUTS_DIR = Path(".torchscope") / "inputs"
@@ -39,7 +40,8 @@ def write_origin(capture: Path, entry: str, program: str) -> None:
     """Note which program made ``capture``: ``entry`` its command line, ``program`` its short
     name (``train.py``) for the editor's **Profile with captured inputs (train.py, …)**."""
     with contextlib.suppress(OSError):  # else only the label loses the program's name
-        origin_path(capture).write_text(json.dumps({"entry": entry, "program": program}) + "\n")
+        note = json.dumps({"entry": entry, "program": program}) + "\n"
+        write_atomic(origin_path(capture), note.encode())  # 0600, as the capture
 
 
 def capture_origin(capture: Path) -> Optional[str]:

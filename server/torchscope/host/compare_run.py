@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from torchscope.analysis import (
+    ABRounds,
     Comparison,
     CompiledLines,
     CompiledOnLine,
@@ -120,6 +121,7 @@ class CompareJobKind(HostJob[CompareResult, CompareOutcome]):
             # the timing's interleaved rounds: call_us of both sides pair by index
             eager_us=list(eager.measured.call_us),
             compiled_us=list(compiled.measured.call_us) if compiled else [],
+            rounds=ABRounds.of(eager.measured, compiled.measured) if compiled else None,
         )
         eager_done, eager_inv = _analyze(eager, analyse)  # a TraceError fails the job
         eager_report = eager_done.report

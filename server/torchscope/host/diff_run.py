@@ -38,7 +38,9 @@ def _side(result: ProfileResult, label: str, source: str, analyse: Analyse) -> D
     done = analyse(result.trace_path, result.measured, True)
     assert done.inventory is not None
     call_us = list(result.measured.call_us)
-    return DiffSide(label, call_us, done.report, done.inventory, source, result.trace_path)
+    return DiffSide(
+        label, call_us, done.report, done.inventory, source, result.trace_path, result.measured
+    )
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from torchscope.analysis import ABRounds, compare_rounds
 from torchscope.analysis import decide_diff as decide
-from torchscope.analysis import ratio_interval, undecided
 from torchscope.host.diff_run import DiffJobKind
 from torchscope.host.profile_run import HostJob, ProfileFailure
 from torchscope.host.trace_analysis import Analyse, analyse_here
@@ -133,12 +133,11 @@ async def measure_rewrite(
     on_progress: Optional[Callable[[Progress], None]] = None,
 ) -> tuple[FixTrial, Rewrite]:
     """Time ``rewrite`` against the file on disk and check what the program depends on: one
-    job, and up to :data:`MAX_TRIAL_JOBS` while the pooled rounds suggest a difference they
-    cannot confirm (``undecided``) — a careful engineer measures again before calling a fix
+    job, and up to :data:`MAX_TRIAL_JOBS` while the A/B engine's decision over the pooled
+    rounds is ``inconclusive`` — a careful engineer measures again before calling a fix
     "not faster", and says so (``measuring again (2/3): …``). Returns the trial and the
     rewrite it measured (``Rewrite.fallback`` when the worker found a condition false)."""
-    original_us: list[float] = []
-    rewritten_us: list[float] = []
+    rounds: Optional[ABRounds] = None
     fallback = ""
     for job in range(1, MAX_TRIAL_JOBS + 1):
         if job > 1 and on_progress is not None:
@@ -147,7 +146,7 @@ async def measure_rewrite(
                     0,
                     "measure-again",
                     f"measuring again ({job}/{MAX_TRIAL_JOBS}): "
-                    "the interval still reaches the no-difference band",
+                    "the interval reaches out of the no-difference band without clearing it",
                 )
             )
         kind = FixJobKind(rewrite, f"fix {rewrite.fix}")
@@ -166,19 +165,18 @@ async def measure_rewrite(
         if reply.outputs.get("refusal"):  # refused by the check: the worker timed nothing
             return checked_trial(rewrite.fix, reply.outputs, _patch(target, rewrite),
                                  rewrite.assumes), rewrite  # fmt: skip
-        original_us += reply.after.measured.call_us
-        rewritten_us += reply.before.measured.call_us
-        interval = ratio_interval(original_us, rewritten_us)
-        if not undecided(interval):
+        this = ABRounds.of(reply.after.measured, reply.before.measured)  # original, rewrite
+        rounds = this if rounds is None else rounds.pooled(this)
+        comparison = compare_rounds(rounds)
+        if comparison.decision != "inconclusive":
             break
+    assert rounds is not None
     verdict = decide(
-        interval,
-        "the original",
-        statistics.median(original_us),
-        statistics.median(rewritten_us),
+        comparison, "the original", statistics.median(rounds.a_us), statistics.median(rounds.b_us)
     )
     patch = _patch(target, rewrite)
-    return measured_trial(rewrite.fix, verdict, reply.outputs, patch, rewrite.assumes), rewrite
+    trial = measured_trial(rewrite.fix, verdict, reply.outputs, patch, rewrite.assumes)
+    return dataclasses.replace(trial, comparison=comparison), rewrite
 
 
 def _patch(target: Target, rewrite: Rewrite) -> str:

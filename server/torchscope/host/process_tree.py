@@ -20,7 +20,7 @@ import signal
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
 from torchscope.chatter import is_profiler_chatter
 from torchscope.protocol import parse_size
@@ -115,9 +115,38 @@ def rss_bytes(pids: list[int]) -> int:
     return total
 
 
+_OWNED: dict[int, Any] = {}
+"""The children we started (asyncio ``Process`` or ``Popen``), by pid: their owner reaps them
+(asyncio's child watcher, ``Popen.wait``), so :func:`_reap` leaves them alone — reaping one
+of them first made asyncio log "Unknown child process pid N, will report returncode 255"."""
+
+
+def own(process: Any) -> None:
+    """``process`` (just started) is reaped by its owner, never by :func:`_reap`."""
+    for pid in [p for p, known in _OWNED.items() if known.returncode is not None]:
+        del _OWNED[pid]  # reaped already: the pid may come back as someone else
+    _OWNED[process.pid] = process
+
+
+async def settle_owned(timeout_s: float = 2.0) -> None:
+    """Wait until asyncio's child watcher has reported every child of ours that has exited:
+    a transport closed (or collected) before that polls its ``Popen``, which reaps the child
+    under the watcher — the same "Unknown child process" line. Called as a host closes."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline and any(
+        known.returncode is None and _is_zombie(pid) for pid, known in _OWNED.items()
+    ):
+        await asyncio.sleep(0.01)
+
+
 def _reap(pids: list[int]) -> None:
-    """Collect the exit status of those that became our children (we are the subreaper)."""
+    """Collect the exit status of those that became our children (we are the subreaper),
+    except the ones we started (:func:`own`): one owner reaps each child."""
     for pid in pids:
+        owner = _OWNED.get(pid)
+        if owner is not None and owner.returncode is None:
+            continue
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
 

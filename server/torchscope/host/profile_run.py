@@ -330,9 +330,10 @@ class Profiler:
     ) -> OutcomeT:
         """Run one job of ``kind`` on ``target``; every failure is a ``ProfileFailure``.
         Jobs run one at a time, in order."""
-        problem = call_expression_problem(call) if call and kind.chooses_call else None
+        bad = call_expression_problem(call) if call and kind.chooses_call else None
+        why, problem = ("call-invalid", bad) if bad else ("trace-dir", self.trace_store.problem())
         if problem is not None:  # told before a worker starts (it takes seconds)
-            raise ProfileFailure("call-invalid", problem, target.def_line)
+            raise ProfileFailure(why, problem, target.def_line)
         self._say_queued(on_progress)
         output: list[str] = []
 

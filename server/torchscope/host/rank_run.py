@@ -182,6 +182,7 @@ async def _launch(
     except BaseException:
         await _release(guardian, pipe, marker)
         raise
+    process_tree.own(process)
     pumps = asyncio.gather(_pump(process.stdout, on_output), _pump(process.stderr, on_output))
     try:
         await asyncio.wait_for(_wait(process, marker, memory_limit), timeout_s)

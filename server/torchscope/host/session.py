@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
+from torchscope.host import process_tree
 from torchscope.host.profile_run import HostJob, Profiler
 from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import DEFAULT_KEEP, Retention, TraceStore
@@ -187,5 +188,7 @@ class JobService:
         )
 
     async def close(self) -> None:
-        """Stop the worker (and the analysis child when the service started it)."""
+        """Stop the worker (and the analysis child when the service started it), then let
+        asyncio's child watcher report each exited child (one owner reaps each)."""
         await self.profiler.close()
+        await process_tree.settle_owned()

@@ -31,16 +31,18 @@ from typing import Any, Callable, Optional, Protocol, Union
 from torchscope.analysis import (
     Sweep,
     SweepPoint,
+    SweepStep,
     crossover,
     failed_point,
     point_from_report,
+    sweep_step,
 )
 from torchscope.host import batch_sweep
 from torchscope.host.batch_sweep import BATCH
 from torchscope.host.profile_run import PROFILE, HostJob, ProfileFailure, ProfileOutcome, header
 from torchscope.host.trace_store import TraceStore, newest_first
 from torchscope.protocol import Hello, JobOptions, Output, Progress, json_as
-from torchscope.report.sweep import render_sweep
+from torchscope.report.sweep import render_sweep, step_lines
 from torchscope.report.sweep_chart import sweep_svg
 from torchscope.source.targets import Target
 
@@ -171,6 +173,7 @@ class SweepOutcome:
                 else []
             ),
             render_sweep(self.points, self.sweep.crossover, self.sweep.name, self.device),
+            *(f"  {line}" for line in step_lines(self.sweep)),
         ]
         if self.sweep.chart_path:
             lines.append(f"chart: {self.sweep.chart_path}")
@@ -253,6 +256,17 @@ async def _profile_at(
         return failure.message
 
 
+def _steps(by_size: dict[int, Reported]) -> list[SweepStep]:
+    """The A/B engine over each pair of adjacent sizes that both ran."""
+    ran = [
+        (n, done.result.measured)
+        for n, done in sorted(by_size.items())
+        if not isinstance(done, str)
+    ]
+    steps = (sweep_step(n, a, m, b) for (n, a), (m, b) in zip(ran, ran[1:]))
+    return [step for step in steps if step is not None]
+
+
 def _finish(
     profiler: Executor, target: Target, template: str, name: str, by_size: dict[int, Reported]
 ) -> SweepOutcome:
@@ -267,6 +281,7 @@ def _finish(
         outcomes.append(done)
         points.append(point_from_report(size, done.report, done.result.trace_path))
     result = SweepOutcome(target, Sweep(name, template, points, crossover(points)), outcomes)
+    result.sweep.steps = _steps(by_size)
     folder = profiler.trace_store.folder
     if outcomes:
         folder = Path(outcomes[-1].result.trace_path).parent

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from torchscope.files import SOURCE_LIMIT, read_regular
 from torchscope.host import process_tree
 
 #: How long collecting may take before it is stopped (importing torch alone takes seconds).
@@ -109,6 +110,7 @@ async def _run(command: list[str], cwd: Path, timeout_s: float) -> tuple[Optiona
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
     )
+    process_tree.own(process)
     assert process.stdout is not None
     reader = asyncio.ensure_future(process.stdout.read())
     try:
@@ -191,8 +193,8 @@ def imports_module(test_file: Path, target_file: Path) -> bool:
     if test_file.resolve() == target_file.resolve():
         return True
     try:
-        tree = ast.parse(test_file.read_bytes())
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_regular(test_file, SOURCE_LIMIT, "test file"))  # no FIFO or device
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     target = target_file.resolve()
     names = _module_names(target)

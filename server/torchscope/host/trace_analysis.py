@@ -68,6 +68,8 @@ TAIL_LINES = 6
 #: memory a large trace took), so an idle child stays small.
 RECYCLE_BYTES = 256 << 20
 _LENGTH = struct.Struct(">Q")
+_TAKEN = b"+"
+"""The byte the child writes as it reads a request, before it starts on it."""
 _WARM_UP = (
     b'{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,'
     b'"dur":5,"args":{"Input Dims":[[8,8],[8,8]]}}]}'
@@ -195,7 +197,12 @@ class TraceAnalyzer:
             "kernels": _pickled(kernels) if kernels is not None else None,
         }
         try:
-            outcome = await self._run(child, request)
+            try:
+                outcome = await self._run(child, request)
+            except _NotTaken:  # the warm child died while idle: a fresh one takes it
+                await _kill(child)
+                child = await _start_child()
+                outcome = await self._run(child, request, last=True)
         except BaseException:
             await _kill(child)
             raise
@@ -228,9 +235,11 @@ class TraceAnalyzer:
         done.set_result(child)
         self._idle = done
 
-    async def _run(self, child: _Child, request: dict[str, Any]) -> tuple[str, Any]:
+    async def _run(
+        self, child: _Child, request: dict[str, Any], last: bool = False
+    ) -> tuple[str, Any]:
         """Send ``request`` to ``child``; its outcome, or a TraceError when it died or went over
-        the request's limit."""
+        the request's limit (:class:`_NotTaken` when it was gone before, unless ``last``)."""
         from torchscope.analysis import TraceError
 
         path, limit = request["path"], request["limit"]
@@ -248,7 +257,12 @@ class TraceAnalyzer:
             over = watch.result() if watch.done() else None
             if over is not None:
                 raise TraceError(_over_limit(path, over))
-            data = await reply
+            try:
+                data = await reply
+            except _NotTaken:
+                if not last:
+                    raise
+                data = None
             if data is not None:
                 outcome: tuple[str, Any] = pickle.loads(data)
                 return outcome
@@ -279,8 +293,17 @@ def _held(child: _Child) -> int:
     return process_tree.rss_bytes([child.process.pid])
 
 
+class _NotTaken(Exception):
+    """The child was gone before it read the request (it died while idle)."""
+
+
 async def _read_reply(stream: asyncio.StreamReader) -> Optional[bytes]:
-    """One length-prefixed reply, or None when the child died first."""
+    """The child's :data:`_TAKEN` byte, then one length-prefixed reply; None when the child
+    died during the analysis, :class:`_NotTaken` when it died before reading the request."""
+    try:
+        await stream.readexactly(len(_TAKEN))
+    except (asyncio.IncompleteReadError, ConnectionError):
+        raise _NotTaken() from None
     try:
         (size,) = _LENGTH.unpack(await stream.readexactly(_LENGTH.size))
         return await stream.readexactly(size)
@@ -302,6 +325,7 @@ async def _start_child() -> _Child:
         env=worker_environment(marker),
         start_new_session=True,
     )
+    process_tree.own(process)
     return _Child(process, marker)
 
 
@@ -371,6 +395,8 @@ def child_main() -> None:
         analyze(warm)
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
+        out.write(_TAKEN)  # the parent knows this request is taken: a death now is its own
+        out.flush()
         request = json.loads(line)
         path, limit = str(request["path"]), request.get("limit")
         given = request.get("measurements")

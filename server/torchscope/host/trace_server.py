@@ -34,7 +34,12 @@ from types import TracebackType
 from typing import Optional, Union
 from urllib.parse import quote, urlsplit
 
+from torchscope.files import read_regular
 from torchscope.protocol import PERFETTO_ORIGIN, PERFETTO_PORT, PERFETTO_TIMEOUT_S
+
+TRACE_SERVE_LIMIT = 8 << 30
+"""The largest trace file served (it is held whole to serve it): a bound on a file that
+grows while it is read, not on any real trace."""
 
 #: The only plain-http origin the Perfetto UI's CSP lets it fetch from: 127.0.0.1, port 9001.
 LOOPBACK = "127.0.0.1"
@@ -215,8 +220,8 @@ class TraceServer:
         port: int = PERFETTO_PORT,
     ) -> None:
         if isinstance(trace, Path):
-            try:
-                self.data = trace.read_bytes()
+            try:  # a regular file only: a FIFO or a device is refused, not read forever
+                self.data = read_regular(trace, TRACE_SERVE_LIMIT, "trace file")
             except OSError as exc:
                 raise TraceServerError(f"cannot read the trace {trace}: {exc}") from exc
             name = name or trace.name

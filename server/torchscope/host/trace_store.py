@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
+from torchscope.files import Refused, private_folder
+
 DEFAULT_KEEP = 20
 """Sweep charts kept (traces and folders of rank traces are kept by :class:`Retention`)."""
 TRACE_SUFFIX = ".pt.trace.json.gz"
@@ -73,9 +75,16 @@ def _positive(text: Optional[str], default: float) -> float:
     return value if value > 0 else default
 
 
+def cache_base() -> Path:
+    """The user's cache folder (``$XDG_CACHE_HOME``, else ``~/.cache``)."""
+    return Path(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    )
+
+
 def default_trace_dir(workspace: Optional[str] = None) -> Path:
     """The cache folder's subfolder for ``workspace`` (default: the working directory)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = cache_base()
     root = os.path.abspath(workspace or os.getcwd())
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(root) or "root")[:40]
     digest = hashlib.sha1(root.encode("utf-8", "surrogateescape")).hexdigest()[:8]
@@ -96,6 +105,10 @@ def newest_first(folder: Path, suffix: Union[str, tuple[str, ...]]) -> list[Path
     return [path for _, path in sorted(found, key=lambda item: item[0], reverse=True)]
 
 
+class StoreError(Exception):
+    """The trace folder cannot be used; the message is the one line for the user."""
+
+
 class TraceStore:
     def __init__(
         self,
@@ -108,13 +121,39 @@ class TraceStore:
         self.retention = retention or Retention.from_env()
         self._made: dict[Path, float] = {}
 
+    def ready(self) -> None:
+        """The folder is there and the user's own, or :class:`StoreError` says why not (one
+        line: a foreign or shared-writable folder, a link, an unwritable cache)."""
+        try:
+            self._ensure_folder()
+        except Refused as exc:
+            raise StoreError(f"trace folder {exc}") from None
+        except OSError as exc:
+            raise StoreError(
+                f"cannot make the trace folder {self.folder} ({exc.strerror or exc}); set "
+                "--trace-dir to a folder of yours that can be written"
+            ) from None
+
+    def problem(self) -> Optional[str]:
+        """Why the folder cannot take a trace (:meth:`ready`'s message), None when it can."""
+        try:
+            self.ready()
+        except StoreError as exc:
+            return str(exc)
+        return None
+
     def _ensure_folder(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)
+        """The folder, the user's own (``files.private_folder``): made 0700 without following
+        a link, or checked when it exists (never chmod-ed then, except the cache's
+        ``torchscope/traces/<workspace>`` folders, torchscope's by name); a foreign or
+        shared-writable one is :class:`~torchscope.files.Refused`."""
+        base = cache_base()
+        ours = base / "torchscope" in self.folder.parents
+        private_folder(self.folder, base if ours else None, tighten=3 if ours else 0)
 
     def new_path(self, file: str, qualname: str) -> Path:
         """A fresh, descriptive trace path; traces past the retention are removed first."""
-        self._ensure_folder()
+        self.ready()
         self.prune()
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{Path(file).stem}.{qualname}")[:80]
         stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{int(time.time() * 1000) % 1000:03d}"
@@ -151,7 +190,23 @@ class TraceStore:
                     removed.append(path)
                     total -= size
         _record_removed(self.folder, removed, now)
+        remove_stale(self.folder, now)
         return removed
+
+
+STALE_S = 3600.0
+"""Age past which a temporary left by a writer that died (``*.tmp``, ``*.partial*``) goes."""
+
+
+def remove_stale(folder: Path, now: float) -> None:
+    """Remove the temporaries (``*.tmp``, ``*.partial*``) older than :data:`STALE_S`: a
+    writer killed mid-write (or one that hit a full disk) left them; none is a trace."""
+    with contextlib.suppress(OSError):
+        for path in folder.iterdir():
+            if path.name.endswith(".tmp") or ".partial" in path.name:
+                with contextlib.suppress(OSError):
+                    if now - path.lstat().st_mtime > STALE_S and not path.is_dir():
+                        path.unlink()
 
 
 def _size(path: Path) -> int:
@@ -188,10 +243,13 @@ def removed_note(path: str) -> str:
         lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    for line in reversed(lines):
+    for line in reversed(lines):  # a line that is not "<unix time>\t<path>" is skipped
         stamp, _, removed = line.partition("\t")
         if removed == target:
-            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(stamp or 0)))
+            try:
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(stamp)))
+            except (ValueError, OverflowError, OSError):
+                continue
             return (
                 f"removed on {when} by trace retention ({Retention.from_env().describe()} "
                 f"are removed); {SETTING_HINT}, then profile again"

@@ -149,6 +149,7 @@ class WorkerProcess:
                 f"cannot start the Python interpreter {self.python!r}: {exc} — "
                 "set the interpreter (torchscope.pythonPath / --python) to a Python with torch"
             ) from exc
+        process_tree.own(self._process)
         self._stderr_task = asyncio.ensure_future(self._pump_stderr())
         self._watch_task = asyncio.ensure_future(self._watch_memory())
         try:

@@ -17,7 +17,7 @@ def scan(name: str, document: Document, sink: EventSink) -> tuple[dict[str, Any]
     """Fill ``sink`` from the whole of ``document``: its metadata and the count of array
     entries that were not events. Raises :class:`~.errors.TraceError` for what is not a
     trace."""
-    data = document.rest()
+    data = document.json_text()
     if not data:
         raise empty_archive(name)
     accept = sink.accept

@@ -19,6 +19,8 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Union
 
+from torchscope.files import kind_of
+
 from .errors import TraceError
 from .memory import CHECK_EVERY, check_memory
 
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
     import json
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+_BLANKS = b" \t\r\n"
 _HINT = "re-export it with torch.profiler's export_chrome_trace (or prof.export_chrome_trace)"
 
 
@@ -85,14 +89,8 @@ def _open_error(name: str, exc: OSError) -> TraceError:
 def _not_regular(name: str, mode: int) -> TraceError:
     if stat.S_ISDIR(mode):
         return _open_error(name, IsADirectoryError(errno.EISDIR, "Is a directory"))
-    kind = (
-        "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
-        else "a socket" if stat.S_ISSOCK(mode)
-        else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "not a regular file"
-    )
     return TraceError(
-        f"{name}: is {kind}, not a regular file; save the trace to a file first and pass "
+        f"{name}: is {kind_of(mode)}, not a regular file; save the trace to a file first and pass "
         "that .json or .json.gz file"
     )
 
@@ -212,6 +210,21 @@ class Document:
     def rest(self) -> bytes:
         """Everything left to read."""
         return b"".join(iter(lambda: self(PIECE), b""))
+
+    def json_text(self) -> bytearray:
+        """Everything left, for a JSON parser that needs it whole, grown in place (one copy in
+        memory, not the pieces and their join); a document whose first byte past blanks and
+        a BOM cannot start JSON is handed back as soon as that byte is read, so its error
+        costs one piece of memory, not the file's size (2 GB of NULs)."""
+        data, started = bytearray(), False
+        for piece in iter(lambda: self(PIECE), b""):
+            data += piece
+            if not started:
+                body = (piece[3:] if data[:3] == piece[:3] == _BOM else piece).lstrip(_BLANKS)
+                started = bool(body)
+                if started and body[:1] not in (b"{", b"["):
+                    return data
+        return data
 
 
 class _Counted(io.RawIOBase):

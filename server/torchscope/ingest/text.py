@@ -55,3 +55,34 @@ def _clean_list(values: list[Any]) -> list[Any]:
         clean_str(v) if isinstance(v, str) else _clean_list(v) if isinstance(v, list) else v
         for v in values
     ]
+
+
+def lone_surrogate_at(value: Any, where: str = "") -> str | None:
+    """Where in ``value`` (a decoded JSON value, or a list of arguments) a string holds a lone
+    surrogate (``params.arguments[0].call``), None when none does: the faces (LSP, MCP,
+    CLI) refuse such input at their edge with :func:`surrogate_message`, since no reply
+    that echoes it could be encoded."""
+    if isinstance(value, str):
+        return where or "a string" if _LONE.search(value) else None
+    if isinstance(value, (list, tuple)):
+        items: Any = enumerate(value)
+    elif isinstance(value, dict):
+        items = value.items()
+    else:
+        return None
+    for key, item in items:
+        if isinstance(key, str) and _LONE.search(key):
+            return f"{where}.<key>" if where else "a key"
+        found = lone_surrogate_at(item, f"{where}[{key}]" if isinstance(key, int) else
+                                  f"{where}.{key}" if where else str(key))  # fmt: skip
+        if found is not None:
+            return found
+    return None
+
+
+def surrogate_message(where: str) -> str:
+    """The one message for input holding a lone surrogate."""
+    return (
+        f"{where} holds a lone surrogate (a half of a UTF-16 pair, e.g. \\ud800), which is not "
+        "text: pass valid UTF-8/Unicode"
+    )

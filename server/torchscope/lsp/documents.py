@@ -33,8 +33,11 @@ def register(server: TorchscopeServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def opened(ls: TorchscopeServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
+        was_closed = uri in ls.closed_documents  # results that finished meanwhile are unshown
         ls.closed_documents.discard(uri)
-        if ls.results.functions(uri) and ls.results.reopen(uri, params.text_document.text):
+        if not ls.results.functions(uri):
+            return
+        if ls.results.reopen(uri, params.text_document.text) or was_closed:
             ls.publish(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

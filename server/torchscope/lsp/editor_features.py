@@ -210,7 +210,7 @@ def _function_lenses(
 def code_lenses(ls: TorchscopeServer, params: types.CodeLensParams) -> list[types.CodeLens]:
     uri = params.text_document.uri
     try:
-        source = ls.workspace.get_text_document(uri).source
+        source = ls.document_text(uri)
         targets = list_functions(source, str(Path(to_fs_path(uri) or "")))
     except (TargetError, OSError, UnicodeDecodeError):
         return []

@@ -64,8 +64,8 @@ def fix_actions(
     """**Try fix: <title> (measure)** for each fix that applies to the function at ``line``
     (0-based) of the editor's text."""
     try:
-        source = ls.workspace.get_text_document(uri).source
-    except (OSError, UnicodeDecodeError):
+        source = ls.document_text(uri)
+    except (TargetError, OSError, UnicodeDecodeError):
         return []
     try:
         target = function_at(source, to_fs_path(uri) or "", line + 1)

@@ -8,24 +8,29 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import logging
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any, Optional
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
 
 from torchscope._version import __version__
 from torchscope.host.profile_run import Profiler
 from torchscope.host.session import JobService
 from torchscope.host.trace_analysis import TraceAnalyzer
+from torchscope.ingest.text import lone_surrogate_at, surrogate_message
 from torchscope.lsp.constants import SERVER_NAME
 from torchscope.lsp.diagnostics import diagnostics_for
 from torchscope.lsp.results import ResultStore
 from torchscope.lsp.settings import Settings, SettingsError
+from torchscope.source.targets import TargetError, read_source
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +39,16 @@ log = logging.getLogger(__name__)
 EXECUTE_PARAMS: contextvars.ContextVar[Optional[types.ExecuteCommandParams]] = (
     contextvars.ContextVar("torchscope_execute_params", default=None)
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Refused:
+    """A client message refused at the edge: its ``id`` (None: a notification), its method
+    and where in its params the lone surrogate is."""
+
+    id: Any
+    method: str
+    where: str
 
 
 class TorchscopeProtocol(LanguageServerProtocol):
@@ -47,6 +62,26 @@ class TorchscopeProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, Any]:
         EXECUTE_PARAMS.set(params)
         return (yield from super().lsp_workspace__execute_command(params))
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """A message with a lone surrogate in it is answered at the edge (:class:`_Refused`):
+        no handler sees it, and no reply echoes it."""
+        if "jsonrpc" in data and "method" in data:
+            bad = lone_surrogate_at(data.get("params"), "params")
+            if bad is not None:
+                return _Refused(data.get("id"), str(data["method"]), bad)
+        return super().structure_message(data)
+
+    def handle_message(self, message: Any) -> None:
+        if not isinstance(message, _Refused):
+            return super().handle_message(message)  # type: ignore[no-any-return]
+        text = f"torchscope: {message.method}: {surrogate_message(message.where)}"
+        if message.id is None:  # a notification: nothing to answer, so the user is told
+            self._server.show(types.MessageType.Error, text)
+        else:
+            self._send_response(
+                message.id, None, types.ResponseError(JsonRpcInvalidParams.CODE, text)
+            )
 
     def _handle_cancel_notification(self, msg_id: Any) -> None:
         super()._handle_cancel_notification(msg_id)
@@ -161,6 +196,15 @@ class TorchscopeServer(LanguageServer):
         root = self.workspace_root()
         return str(root) if root and path.is_relative_to(root) else str(path.parent)
 
+    def document_text(self, uri: str) -> str:
+        """The editor's text of ``uri``, else the saved file's, read as checked
+        (``targets.read_source``: a FIFO, a device or a huge file is refused, never waited
+        on); ``TargetError`` says why not."""
+        document = self.workspace.text_documents.get(uri)
+        if document is not None:
+            return str(document.source)
+        return read_source(Path(to_fs_path(uri) or ""))
+
     def show(self, kind: types.MessageType, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
@@ -182,8 +226,8 @@ class TorchscopeServer(LanguageServer):
     def document_lines(self, uri: str) -> list[str]:
         """The document's lines as the editor has them (unsaved edits included)."""
         try:
-            return self.workspace.get_text_document(uri).source.splitlines()
-        except (OSError, UnicodeDecodeError):
+            return self.document_text(uri).splitlines()
+        except (TargetError, OSError, UnicodeDecodeError):
             return []
 
     def publish(self, uri: str) -> None:

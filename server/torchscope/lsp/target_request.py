@@ -19,13 +19,8 @@ from torchscope.source.targets import TargetError, function_at
 
 def describe_target(ls: TorchscopeServer, uri: str, line: int) -> Optional[dict[str, Any]]:
     path = Path(to_fs_path(uri) or "")
-    document = ls.workspace.get_text_document(uri)
     try:
-        source = document.source
-    except (OSError, UnicodeDecodeError):
-        return None
-    try:
-        target = function_at(source, str(path), line + 1)
+        target = function_at(ls.document_text(uri), str(path), line + 1)
     except TargetError:
         return None
     if target is None:

@@ -12,6 +12,7 @@ from typing import Callable, Optional
 
 from torchscope.analysis import CompareSide, Comparison, CompiledLine, CompiledLines
 from torchscope.analysis.formatting import format_bytes, format_duration
+from torchscope.report.stability import comparison_lines
 
 ERROR_LINES = 12
 """Lines of the compiler's message shown in the hover (the rest is in the log)."""
@@ -46,7 +47,10 @@ def comparison_rows(
         ("device time per call", _us(eager.device_us), _us(compiled.device_us)),
         ("kernel launches per call", f"{eager.launches:g}", f"{compiled.launches:g}"),
         ("copies per call", _copies_cell(eager, code), _copies_cell(compiled, code)),
-        ("ops per call", f"{eager.op_count:g}", f"{compiled.op_count:g}"),
+        # top-level, as the steps table counts them; then every op, nested ones included
+        # (the issue's "ops per call 110" beside the steps table's 19 for the same function)
+        ("top-level ops per call", f"{eager.top_level_ops:g}", f"{compiled.top_level_ops:g}"),
+        ("  all ops, nested included", f"{eager.op_count:g}", f"{compiled.op_count:g}"),
         ("first call", _us(eager.cold_us), f"{_us(compiled.cold_us)} (compile)"),
     ]
 
@@ -128,9 +132,17 @@ def render_comparison(compare: Comparison) -> str:
         lines += lines_text(compare.lines)
     if compare.verdict is not None:
         lines.append(f"verdict: {compare.verdict.headline}")
+    lines += comparison_lines(compare.comparison)
+    lines += side_lines(compare)
     for f in compare.findings:
         lines.append(f"  [{f.rule}] {f.message}")
     return "\n".join(lines)
+
+
+def side_lines(compare: Comparison) -> list[str]:
+    """``eager: unstable: …`` for each side whose timing failed ``profile``'s checks."""
+    sides = [("eager", compare.eager), ("compiled", compare.compiled)]
+    return [f"  {name}: {side.unstable_reason}" for name, side in sides if side and not side.stable]
 
 
 def _code(text: str) -> str:
@@ -163,6 +175,9 @@ def comparison_markdown(compare: Comparison) -> str:
         parts.append(f"Ops changed: `{compare.changes.summary}`")
     if compare.lines is not None:
         parts += _lines_markdown(compare.lines)
+    said = [line.strip() for line in comparison_lines(compare.comparison) + side_lines(compare)]
+    if said:
+        parts.append("\n\n".join(said))
     if compare.findings:
         parts.append("\n".join(f"- `{f.rule}`: {f.message}" for f in compare.findings))
     return "\n\n".join(parts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from torchscope.analysis.formatting import format_duration, format_share
+from torchscope.report.stability import comparison_lines
 
 if TYPE_CHECKING:
     from torchscope.analysis import Diff
@@ -21,6 +22,7 @@ def render_diff(diff: Diff) -> str:
         f"over {verdict.rounds} interleaved rounds; no-difference band "
         f"±{format_share(verdict.band)}"
     )
+    lines += comparison_lines(diff.comparison)
     for name, side in (("before", diff.before), ("after", diff.after)):
         what = diff.label if name == "before" else "now"
         lines.append(

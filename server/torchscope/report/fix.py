@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from torchscope.report.stability import comparison_lines
+
 if TYPE_CHECKING:
     from torchscope.analysis.results import FixOffer
     from torchscope.source.fixes import Fix, Site
@@ -37,7 +39,7 @@ def render_fix_list(qualname: str, offers: list[tuple[Fix, Site, list[str]]]) ->
 
 def render_trial(trial: FixTrial, applied: bool, apply_asked: bool) -> str:
     """The measured line, what it assumed and checked, what happened to the file, the patch."""
-    lines = [f"{trial.id}: {trial.message}"]
+    lines = [f"{trial.id}: {trial.message}", *comparison_lines(trial.comparison, reason=True)]
     if trial.assumes:
         lines.append(f"  assumes: {trial.assumes}")
     if trial.checks:

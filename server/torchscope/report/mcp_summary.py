@@ -16,7 +16,7 @@ from torchscope.analysis.formatting import format_duration
 from torchscope.analysis.results import Finding, Report
 from torchscope.report.lines import hot_lines_text
 from torchscope.report.outcomes import ComparedCall, ProfiledCall
-from torchscope.report.stability import stability_lines
+from torchscope.report.stability import comparison_lines, stability_lines
 
 #: The findings reference, shipped in the package (``torchscope/report/findings.md``: in git a
 #: symlink to ``docs/findings.md``, in a wheel the file itself; pyproject.toml's package-data).
@@ -97,6 +97,7 @@ def compare_summary(outcome: ComparedCall) -> str:
         rows.append("the eager profile above is still valid")
     elif compare.verdict is not None:
         rows.append(f"torch.compile (mode={compare.mode}): {compare.verdict.headline}")
+        rows += [line.strip() for line in comparison_lines(compare.comparison)]
         info = compare.compiled.compiled if compare.compiled else None
         if info is not None and info.compile_s is not None and math.isfinite(info.compile_s):
             rows.append(f"first compiled call (the compile): {info.compile_s:.2f} s")

@@ -6,7 +6,7 @@ and the notebook's HTML all take them from here."""
 from __future__ import annotations
 
 from torchscope.analysis.formatting import format_duration, format_share
-from torchscope.analysis.results import Report, Timing
+from torchscope.analysis.results import ABComparison, Report, Timing
 
 #: From this busy share on, the report names the machine's load even when the verdict stands.
 BUSY_SHOWN = 0.1
@@ -46,3 +46,21 @@ def unstable_line(report: Report) -> str | None:
 def stability_lines(report: Report) -> list[str]:
     """The unstable line and the machine's load, for the terminal report and the notebook."""
     return [line for line in (unstable_line(report), machine_line(report)) if line]
+
+
+def comparison_lines(
+    comparison: ABComparison | None, indent: str = "  ", reason: bool = False
+) -> list[str]:
+    """The A/B engine's decision in words, for every command's text: ``comparison: slower:
+    2.3× slower (1.1×–3.3× slower); 80 rounds, 3 dropped (a core held for one side); machine
+    24 % busy``; with ``reason`` (where no headline carries it), then its reason when it is
+    unstable (``unstable: …`` as ``profile`` says it) or inconclusive."""
+    if comparison is None:
+        return []
+    c = comparison
+    dropped = f", {c.dropped_rounds} dropped (a core held for one side)" if c.dropped_rounds else ""
+    busy = f"; machine {format_share(c.busy_share)} busy" if c.busy_share is not None else ""
+    out = [f"{indent}comparison: {c.decision}: {c.phrase}; {c.rounds} rounds{dropped}{busy}"]
+    if reason and (not c.stable or c.decision == "inconclusive"):
+        out.append(f"{indent}{c.reason}")
+    return out

@@ -31,14 +31,33 @@ def _table(points: list[SweepPoint], name: str, device: str) -> list[list[str]]:
             continue
         time_us = p.device_us if device == "cuda" else p.compute_us
         share = format_share(p.compute_share) if p.compute_share is not None else "—"
-        rows.append([str(p.n), _us(p.median_us), _us(p.cpu_us), _us(time_us), share, p.verdict])
+        verdict = p.verdict if p.stable else f"{p.verdict} (unstable)"
+        rows.append([str(p.n), _us(p.median_us), _us(p.cpu_us), _us(time_us), share, verdict])
     return rows
+
+
+def stability_lines(points: list[SweepPoint], name: str = "N") -> list[str]:
+    """One line per unstable row (issue 54): why, and that the crossover leaves it out."""
+    return [
+        f"{name}={p.n}: {p.unstable_reason or 'unstable'} (not used for the crossover)"
+        for p in points
+        if p.ok and not p.stable
+    ]
+
+
+def step_lines(sweep: Sweep) -> list[str]:
+    """Each pair of adjacent sizes as the A/B engine words it:
+    ``N 8 → 16: slower: 2.1× slower (1.9×–2.3× slower)``."""
+    return [
+        f"{sweep.name} {s.n_from} → {s.n_to}: {s.comparison.decision}: {s.comparison.phrase}"
+        for s in sweep.steps
+    ]
 
 
 def crossover_text(points: list[SweepPoint], cross: Optional[int], name: str = "N") -> str:
     """Where the function stops being overhead-bound, in one line, from the rows' own verdicts
     ('' when no size could run)."""
-    ok = sorted((p for p in points if p.ok), key=lambda p: p.n)
+    ok = sorted((p for p in points if p.counted), key=lambda p: p.n)
     if cross is not None:
         at = next(p for p in ok if p.n == cross)
         below = [p.n for p in ok if p.n < cross]
@@ -79,7 +98,7 @@ def render_sweep(
         "  " + "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths)))
         for r in rows
     ]
-    lines = [line.rstrip() for line in lines]
+    lines = [line.rstrip() for line in lines] + stability_lines(points, name)
     cross_line = crossover_text(points, cross, name)
     self_check_sweep(points, cross_line)
     return "\n".join([*lines, cross_line] if cross_line else lines)
@@ -102,7 +121,9 @@ def sweep_markdown(qualname: str, sweep: Sweep, device: str = "cpu") -> str:
         f"## `{qualname}` across {sweep.name}",
         f"`{sweep.call}`",
         "\n".join(table),
+        "\n\n".join(stability_lines(sweep.points, sweep.name)),
         crossover_text(sweep.points, sweep.crossover, sweep.name),
+        "\n\n".join(step_lines(sweep)),
     ]
     if sweep.chart_path:
         parts.append(f"Chart: `{sweep.chart_path}`")

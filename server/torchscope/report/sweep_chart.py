@@ -182,11 +182,17 @@ def _share_series(f: _Frame, ok: list[SweepPoint], name: str) -> list[str]:
             f"{name}={p.n}: {share * 100:.0f} % compute, "
             f"{format_duration(p.median_us or 0)} per call, {p.verdict}"
         )
+        # An unstable row (issue 54): a dashed red ring and its reason; not in the crossover.
+        unstable = "" if p.stable else ' data-unstable="true" stroke-dasharray="2 2"'
+        stroke = "#222222" if p.stable else "#c0392b"
+        if not p.stable:
+            label += f" — {p.unstable_reason or 'unstable'}"
         out.append(
             f'<circle class="point" data-n="{p.n}" data-share="{share:.4f}" '
             f'data-verdict={quoteattr(p.verdict)} cx="{f.x(p.n):.1f}" '
             f'cy="{f.y_share(share):.1f}" '
-            f'r="5" fill="{colour}" stroke="#222222"><title>{escape(label)}</title></circle>'
+            f'r="5" fill="{colour}" stroke="{stroke}"{unstable}>'
+            f"<title>{escape(label)}</title></circle>"
         )
     return out
 

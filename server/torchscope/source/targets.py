@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from torchscope.files import SOURCE_LIMIT, Refused, read_regular
+
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 #: What holds statements besides functions and classes (``match`` cases from Python 3.10).
 _BLOCKS: tuple[type, ...] = (
@@ -107,8 +109,14 @@ def parse_spec(spec: str) -> tuple[Path, str]:
 
 
 def read_source(path: Path) -> str:
+    """The saved source of ``path``: a regular file of at most ``files.SOURCE_LIMIT``
+    bytes (a FIFO, a device, a folder or a huge file is one message, before it is read), as
+    Python reads it (universal newlines)."""
     try:
-        return path.read_text(encoding="utf-8")
+        data = read_regular(path, SOURCE_LIMIT, "Python source file")
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except Refused as exc:
+        raise TargetError(str(exc)) from None
     except FileNotFoundError:
         raise TargetError(f"{path}: no such file — check the path") from None
     except (OSError, UnicodeDecodeError) as exc:

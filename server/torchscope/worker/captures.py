@@ -3,7 +3,9 @@
 A capture is one ``torch.save`` file: ``{"format", "qualname", "args", "kwargs", "main_file",
 "captured_at"}``; for a method ``args[0]`` is ``self`` (the module with its parameters and
 buffers). What the call returned is saved next to it (``<name>.output.pt``), so a replay can be
-checked against the run. It is pickle: load only captures you made.
+checked against the run. Captures hold the real data of the call, so they are written 0600
+in 0700 folders; loading one is data only unless this user's torchscope signed it
+(``worker/capture_trust.py``).
 
 A class defined in the program's ``__main__`` (a script's own ``Attention``) is pickled as
 ``__main__.Attention``; loading maps ``__main__`` back to the target's module when the capture
@@ -14,16 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import pickle
+import re
 import sys
 import time
 import types
 from pathlib import Path
 from typing import Any, Optional
 
+from torchscope.files import Refused, atomic_file, private_folder
 from torchscope.protocol import Capture
 from torchscope.worker.call_expression import PreparedCall
+from torchscope.worker.capture_trust import ALLOWED, key_path, sign, trusted
 
 FORMAT = 1
 OUTPUT_SUFFIX = ".output.pt"
@@ -110,21 +114,19 @@ def save_capture(
         "main_file": str(Path(main_file).resolve()) if main_file else "",
         "captured_at": time.time(),
     }
-    folder = Path(path).parent
-    temporary = folder / f".{Path(path).name}.{os.getpid()}.partial"
     sink = _Sink(limit)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(temporary, "wb") as file:
+        private_folder(Path(path).parent)
+        with atomic_file(path) as file:
             sink.real = file
             torch.save(payload, sink)  # type: ignore[arg-type]
-        temporary.replace(path)
+        sign(path)
+    except Refused as exc:
+        info.message = f"nothing was captured: {exc}"
+        return info
     except Exception as exc:
         info.message = _refusal(exc, sink, qualname, limit, (func, args, kwargs))
         return info
-    finally:
-        if temporary.exists():
-            temporary.unlink()
     info.written, info.bytes = True, sink.written
     return info
 
@@ -150,8 +152,10 @@ def save_output(path: str, output: Any) -> None:
     import torch
 
     # an output that cannot be saved only loses the check against the run
-    with contextlib.suppress(Exception):
-        torch.save(output, str(Path(path).with_suffix("")) + OUTPUT_SUFFIX)
+    with contextlib.suppress(Exception), atomic_file(
+        str(Path(path).with_suffix("")) + OUTPUT_SUFFIX
+    ) as file:
+        torch.save(output, file)
 
 
 def _pickle_module(main_module: Optional[types.ModuleType]) -> types.ModuleType:
@@ -177,13 +181,14 @@ def read_capture(path: str, module: Optional[types.ModuleType], cuda: bool) -> d
     its file as the program's script."""
     import torch
 
+    where = None if cuda else "cpu"
     try:
-        data = torch.load(
-            path,
-            map_location=None if cuda else "cpu",
-            weights_only=False,  # the user's own capture: modules and any picklable argument
-            pickle_module=_pickle_module(module),
-        )
+        if trusted(path):  # this user's torchscope wrote it: modules and any picklable value
+            data = torch.load(path, where, weights_only=False, pickle_module=_pickle_module(module))
+        else:
+            data = _load_data(path, where)
+    except CaptureError:
+        raise
     except FileNotFoundError:
         raise CaptureError(
             f"the capture {path} is gone — capture again with torchscope run --capture"
@@ -196,6 +201,24 @@ def read_capture(path: str, module: Optional[types.ModuleType], cuda: bool) -> d
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CaptureError(f"{path} is not a torchscope capture (format {FORMAT})")
     return data
+
+
+def _load_data(path: str, where: Optional[str]) -> Any:
+    """A capture this user did not sign, loaded as data only (``weights_only``), or
+    refused with the one message."""
+    import torch
+
+    try:
+        with torch.serialization.safe_globals(ALLOWED):
+            return torch.load(path, where, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        needs = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        raise CaptureError(
+            f"the capture {path} was refused: it holds more than tensors and plain data "
+            f"({needs.group(1) if needs else 'an object'}), which loading could run as code, and "
+            f"your torchscope did not write it (no valid signature with your key, "
+            f"{key_path()}); capture it again on this machine with torchscope run --capture"
+        ) from None
 
 
 def load_capture(path: str, module: types.ModuleType, target: Any, cuda: bool) -> PreparedCall:

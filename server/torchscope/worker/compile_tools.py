@@ -1,88 +1,21 @@
-"""What a compile comparison needs from torch beyond a profile: interleaved timing, a steady
-allocator, Dynamo's counters and the code Inductor generated (``worker/jobs/compare.py`` runs
-the passes). Only torch >= 2.1 APIs are used, each private one guarded.
+"""What a compile comparison needs from torch beyond a profile (the interleaved timing is
+``ab_rounds.py``'s): a steady allocator, Dynamo's counters and the code Inductor generated
+(``worker/jobs/compare.py`` runs the passes). Only torch >= 2.1 APIs are used, each private
+one guarded.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import time
 from collections.abc import Iterable
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from torchscope.protocol import GLIBC_MMAP_MAX
 from torchscope.worker.heap_state import glibc
-from torchscope.worker.timing import (
-    FLOOR_BATCH,
-    MIN_FLOOR_SAMPLES,
-    _floor_batch,
-    _floor_op,
-    _synchronizer,
-    _time_batch,
-)
-
-PAIR_SAMPLE_S = 1e-3
-"""Each interleaved sample is a batch lasting at least this long: long enough for the clock
-to vanish and for the two sides' batches to sit within a few milliseconds of each other."""
-
-MAX_PAIR_BATCH = 10_000
-
-MIN_ROUNDS = 5
-"""Rounds timed even when the budget runs out (a slow function still gets a median of 5)."""
 
 REASON_CHARS = 800
 """A graph-break reason is cut here (Dynamo's come with hints and a link)."""
-
-
-MAX_ROUNDS = 200
-"""Rounds stop here (or at ``timing_calls``, if higher) or when the timing budget, a profile's
-``timing_budget_s`` per side, is spent. The more rounds, the steadier the median ratio: at
-1024×1024 (~25 ms a call) the budget allows ~80, where 20 left a 7 % swing between runs on a
-shared 2-core machine."""
-
-
-def time_interleaved(
-    invokes: list[Callable[[], Any]],
-    estimates_s: list[float],
-    timing_calls: int,
-    timing_budget_s: float,
-    use_cuda: bool,
-) -> tuple[list[list[float]], list[float]]:
-    """Per-call µs of each callable, one batch per side per round, alternating the order
-    (A B, B A, …), for ``MIN_ROUNDS`` to ``max(timing_calls, MAX_ROUNDS)`` rounds until
-    ``timing_budget_s`` per side is spent; plus the per-op dispatch floor, one batch per round.
-
-    Each batch follows one untimed call of the same side (``settle``): switching sides leaves
-    the allocator and the caches in the other side's state. At 1024×1024 on the CPU, eager
-    right after a compiled call paid ~1000 page faults (glibc had trimmed the heap top the
-    compiled call freed), 10 % of its time, which it never pays when run on its own. So the
-    heap is put in a steady state first (:func:`steady_allocator`; the job's worker is replaced
-    afterwards): a fix's trial (``diff`` job) measured SDPA 3.3× faster than the original
-    attention, whose 8 MiB temporaries faulted in at every switch, where
-    ``torch.utils.benchmark`` in a fresh process measured 1.5×."""
-    steady_allocator()
-    sync = _synchronizer(use_cuda)
-    floor_op = _floor_op()
-    for _ in range(FLOOR_BATCH):
-        floor_op()
-    batches = [min(MAX_PAIR_BATCH, max(1, int(PAIR_SAMPLE_S / max(e, 1e-9)))) for e in estimates_s]
-    samples: list[list[float]] = [[] for _ in invokes]
-    floor_us: list[float] = []
-    rounds = max(timing_calls, MAX_ROUNDS)
-    clock = time.perf_counter
-    deadline = clock() + timing_budget_s * len(invokes)
-    done = 0
-    order = list(range(len(invokes)))
-    while done < rounds and (done < MIN_ROUNDS or clock() < deadline):
-        for k in order if done % 2 == 0 else order[::-1]:
-            invokes[k]()  # settle (see above)
-            samples[k].append(_time_batch(invokes[k], batches[k], sync)[0])
-        floor_us.append(_floor_batch(floor_op))
-        done += 1
-    while len(floor_us) < MIN_FLOOR_SAMPLES:
-        floor_us.append(_floor_batch(floor_op))
-    return samples, floor_us
 
 
 GLIBC_NO_TRIM = 2**31 - 1

@@ -37,7 +37,7 @@ from torchscope.worker.heap_state import heap_line
 from torchscope.worker.line_timing import time_lines
 from torchscope.worker.loader import TargetNotFound, import_fresh, resolve_qualname, unwrap
 from torchscope.worker.page_faults import fault_cost_us
-from torchscope.worker.profiling import profile_calls
+from torchscope.worker.profiling import TraceWriteError, profile_calls
 from torchscope.worker.reach import ReachCheck
 from torchscope.worker.stability import MachineLoad, clocked, passes_disagree, unstable_line
 from torchscope.worker.timing import TimingSamples, time_calls
@@ -347,9 +347,7 @@ class ProfileJob:
 
     def _profile(self, prepared: PreparedCall) -> str:
         """Profile the line-marked copy; fall back to the original if the copy cannot run.
-
-        Returns why lines are not attributed, or "" when they are.
-        """
+        Returns why lines are not attributed, or "" when they are."""
         request = self.request
         # The trace's traceName: which function and when (Perfetto and other viewers show it).
         when = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -380,6 +378,8 @@ class ProfileJob:
                 name,
                 profile_memory=request.options.memory,
             )
+        except TraceWriteError as exc:  # no room for the trace (the marked copy's too)
+            raise self._fail("trace-write", str(exc)) from exc
         except Exception as exc:
             raise self._fail(
                 "call-raised", f"a profiled call raised {type(exc).__name__}: {exc}", exc

@@ -10,6 +10,7 @@ top-level ``traceName`` (Kineto writes the export path there) says which functio
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import json
 import os
@@ -17,6 +18,8 @@ import shutil
 import warnings
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
+
+from torchscope.files import NO_SPACE, atomic_file, no_space
 
 
 def _name_trace(json_path: str, trace_name: str) -> None:
@@ -41,22 +44,51 @@ def _name_trace(json_path: str, trace_name: str) -> None:
         f.write(patched.encode("utf-8", errors="surrogateescape"))
 
 
+class TraceWriteError(Exception):
+    """The trace could not be written whole (a full disk, a quota, ``ulimit -f``): the message
+    says where and what to do; nothing partial is left in the store."""
+
+
 def export_trace(prof: Any, trace_path: str, trace_name: Optional[str]) -> None:
-    """Chrome-trace JSON at ``trace_path`` (gzipped for ``.gz``), named ``trace_name``."""
+    """Chrome-trace JSON at ``trace_path`` (gzipped for ``.gz``), named ``trace_name``: written
+    whole or not at all (Kineto writes a ``.partial`` beside it, gzipped into a temporary
+    file that is ``fsync``-ed and renamed; ``files.atomic_file``), readable by its owner only."""
     os.makedirs(os.path.dirname(os.path.abspath(trace_path)), exist_ok=True)
-    if not trace_name:
-        prof.export_chrome_trace(trace_path)
-        return
-    plain = trace_path[: -len(".gz")] + ".partial" if trace_path.endswith(".gz") else trace_path
+    plain = trace_path + ".partial"
     try:
         prof.export_chrome_trace(plain)
-        _name_trace(plain, trace_name)
-        if plain != trace_path:
-            with open(plain, "rb") as fin, gzip.open(trace_path, "wb", compresslevel=6) as fout:
-                shutil.copyfileobj(fin, fout, 1 << 20)
+        if not _complete(plain):  # Kineto's writer reports no short write: it leaves a .tmp
+            raise TraceWriteError(no_space(trace_path, _CUT_SHORT, hint=_WHERE_HINT))
+        if trace_name:
+            _name_trace(plain, trace_name)
+        with open(plain, "rb") as fin, atomic_file(trace_path) as out:
+            if trace_path.endswith(".gz"):
+                with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6) as fout:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
+            else:
+                shutil.copyfileobj(fin, out, 1 << 20)
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        raise TraceWriteError(no_space(trace_path, exc, hint=_WHERE_HINT)) from None
     finally:
-        if plain != trace_path and os.path.exists(plain):
-            os.remove(plain)
+        for left in (plain, plain + ".tmp"):  # Kineto writes <plain>.tmp, then renames it
+            with contextlib.suppress(OSError):
+                os.remove(left)
+
+
+_WHERE_HINT = "set --trace-dir"
+_CUT_SHORT = OSError(errno.ENOSPC, "the profiler's trace was cut short")
+
+
+def _complete(path: str) -> bool:
+    """Whether Kineto wrote the JSON whole: there, and ending as a document does."""
+    if not os.path.exists(path):
+        return False
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - 64))
+        return f.read().rstrip().endswith((b"}", b"]"))
 
 
 @contextlib.contextmanager

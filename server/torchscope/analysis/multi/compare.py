@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from ..formatting import format_bytes, format_change, format_duration, format_share
+from ..formatting import format_bytes, format_duration, format_share
 from ..index.columns import median
-from ..results import Report
+from ..results import ABComparison, Report
+from .ab import ABRounds, as_comparison, compare_rounds, point_comparison
 from .comparison import (
     CompareError,
     CompareSide,
@@ -31,14 +32,7 @@ from .comparison import (
     SideVerdict,
 )
 from .compile_rules import CompareContext, run_compare_rules
-from .interval import (
-    NO_DIFFERENCE_BAND,
-    RatioInterval,
-    direction,
-    point_interval,
-    ratio_interval,
-    widened,
-)
+from .interval import RatioInterval
 from .inventory import Inventory
 
 TRIVIAL_OPS = frozenset(
@@ -85,6 +79,11 @@ def _side(report: Report, inv: Inventory, compiled: Optional[CompiledInfo] = Non
         op_count=sum(r.calls for r in inv.ops),
         ops=list(inv.ops),
         verdict=SideVerdict(report.verdict.id, report.verdict.headline),
+        stable=report.verdict.stable,
+        spread=timing.spread if timing else 0.0,
+        busy_share=report.machine.busy_share if report.machine else None,
+        unstable_reason=report.verdict.unstable_reason,
+        top_level_ops=median([float(s.ops) for s in steps]),
         compiled=compiled,
     )
 
@@ -137,50 +136,54 @@ def _copy_phrase(copies: list[CopyRow]) -> str:
     return f"{count:g} copies ({format_bytes(total)})"
 
 
+VERDICT_OF = {
+    "faster": "compile-wins",
+    "slower": "keep-eager",
+    "no-difference": "no-difference",
+    "inconclusive": "inconclusive",
+}
+"""The A/B engine's decision (compiled against eager) → the comparison's verdict id."""
+
+
 def decide(
-    interval: RatioInterval,
+    source: ABComparison | RatioInterval,
     eager_us: float,
     compiled_us: float,
     copies: list[CopyRow],
     compile_s: float,
 ) -> CompareVerdict:
-    """``keep-eager`` / ``compile-wins`` / ``no-difference`` with its headline: compiled is
-    slower or faster only when all of its widened interval (compiled / eager over the paired
-    rounds, :mod:`.interval`) clears the ±5 % band."""
-    ratio, low, high = widened(interval)
+    """``keep-eager`` / ``compile-wins`` / ``no-difference`` / ``inconclusive`` with its
+    headline: the A/B engine's decision of compiled against eager (:mod:`.ab`), its phrase
+    (one direction, one pair of parentheses), and the reason when unstable or undecided."""
+    c = as_comparison(source)
     times = f"{format_duration(eager_us)} → {format_duration(compiled_us)}"
     copy = _copy_phrase(copies)
     adds = f", adds {copy}" if copy else ""
     compile_cost = f"the {format_duration(compile_s * 1e6)} compile" if compile_s else "compiling"
-    side = direction(low, high) if 0 < ratio < math.inf else (1 if ratio > 1 else -1)
-    if side == 0:
-        vid = "no-difference"
-        spread = f"{low:.2f}–{high:.2f}×, " if high > low else ""
-        headline = (
-            f"torch.compile: no difference per call ({times}; {spread}within "
-            f"±{format_share(NO_DIFFERENCE_BAND)}){adds}; keep eager — {compile_cost} buys nothing"
-        )
-    elif side > 0:
-        vid = "keep-eager"
-        headline = (
-            f"torch.compile: {format_change(ratio)} slower per call ({times}){adds}; keep eager"
-        )
+    vid = VERDICT_OF[c.decision]
+    band = f"±{format_share(c.band)}"
+    if vid == "no-difference":
+        tail = f"within {band}; keep eager — {compile_cost} buys nothing"
+    elif vid == "keep-eager":
+        tail = "keep eager"
+    elif vid == "compile-wins":
+        tail = f"compile wins (after {compile_cost})"
     else:
-        vid = "compile-wins"
-        headline = (
-            f"torch.compile: {format_change(ratio)} faster per call ({times}){adds}; compile wins "
-            f"(after {compile_cost})"
-        )
-    return CompareVerdict(
-        vid, headline, ratio, NO_DIFFERENCE_BAND, interval.noise, low, high, interval.rounds
-    )
+        tail = "keep eager unless a rerun shows a gain"
+    headline = f"torch.compile: {c.phrase} per call; {times}{adds}; {tail}"
+    if not c.stable or vid == "inconclusive":
+        headline += f" — {c.reason}"
+    low, high = c.interval
+    return CompareVerdict(vid, headline, c.ratio, c.band, c.noise, low, high, c.rounds)
 
 
-def _interval(meta: CompileMeta, eager_us: float, compiled_us: float) -> RatioInterval:
-    """Compiled / eager over the timing's paired rounds; the medians' ratio without them."""
-    if any(a > 0 and b > 0 for a, b in zip(meta.eager_us, meta.compiled_us)):
-        return ratio_interval(meta.eager_us, meta.compiled_us)
-    return point_interval(compiled_us / eager_us if eager_us > 0 else math.inf)
+def _comparison(meta: CompileMeta, eager_us: float, compiled_us: float) -> ABComparison:
+    """Compiled against eager over the timing's paired rounds; the medians' ratio without
+    them."""
+    rounds = meta.rounds or ABRounds(list(meta.eager_us), list(meta.compiled_us))
+    if any(a > 0 and b > 0 for a, b in zip(rounds.a_us, rounds.b_us)):
+        return compare_rounds(rounds)
+    return point_comparison(compiled_us / eager_us if eager_us > 0 else math.inf)
 
 
 def _compiled_info(meta: CompileMeta, inv: Inventory) -> CompiledInfo:
@@ -215,8 +218,9 @@ def compare_runs(
         return Comparison(meta.mode, eager, error=error, graph_breaks=breaks)
     compiled = _side(compiled_report, compiled_inv, _compiled_info(meta, compiled_inv))
     copies = added_copies(eager_inv, compiled_inv)
+    comparison = _comparison(meta, eager.median_us or 0.0, compiled.median_us or 0.0)
     verdict = decide(
-        _interval(meta, eager.median_us or 0.0, compiled.median_us or 0.0),
+        comparison,
         eager.median_us or 0.0,
         compiled.median_us or 0.0,
         copies,
@@ -232,4 +236,5 @@ def compare_runs(
         verdict=verdict,
         findings=findings,
         rules_skipped=skipped,
+        comparison=comparison,
     )

@@ -12,13 +12,14 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from ...protocol import json_as
-from ..results import Finding
+from ..results import ABComparison, Finding
+from .ab import ABRounds
 from .compiled_lines import CompiledKernel, CompiledLine, CompiledLines
 
 BIAS_OPS = frozenset({"aten::addmm", "aten::addmv", "aten::baddbmm", "aten::addbmm"})
 """GEMMs with an epilogue that first copies ``self`` (the bias) into the output."""
 
-VERDICTS = ("keep-eager", "compile-wins", "no-difference")
+VERDICTS = ("keep-eager", "compile-wins", "no-difference", "inconclusive")
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class CompileMeta:
     """Per-call µs of eager in the timing's interleaved rounds (round i of both sides ran back
     to back: they pair by index)."""
     compiled_us: list[float] = field(default_factory=list)
+    rounds: Optional[ABRounds] = None
+    """Both sides' rounds with their waits for a CPU, the machine and each side's stability
+    (``ABRounds.of`` the two sides' measurements); None: only the times above."""
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,17 @@ class CompareSide:
     op_count: float
     ops: list[OpRow]
     verdict: SideVerdict
+    stable: bool = True
+    """``profile``'s stability checks over this side's rounds (``verdict.stable``)."""
+    spread: float = 0.0
+    """The side's rounds' interquartile range over median (``timing.spread``)."""
+    busy_share: Optional[float] = None
+    """Other work's share of the machine's cores over the rounds (None: not measured)."""
+    unstable_reason: str = ""
+    """When not ``stable``: ``unstable: …; rerun, or raise --timing-budget``."""
+    top_level_ops: float = 0.0
+    """Top-level ops per call, as the steps table counts them (``op_count`` counts every op,
+    nested ones included)."""
     compiled: Optional[CompiledInfo] = field(default=None, metadata=json_as(flatten=True))
     """Only on the compiled side; its fields are inline in the JSON."""
     trace_path: Optional[str] = field(default=None, metadata=json_as(omit_none=True))
@@ -188,6 +203,8 @@ class Comparison:
     error: Optional[CompareError] = None
     graph_breaks: Optional[list[str]] = field(default=None, metadata=json_as(omit_none=True))
     """Only with ``error``: Dynamo's graph-break reasons before the compile failed."""
+    comparison: Optional[ABComparison] = None
+    """The A/B engine's object, compiled against eager (``ab.compare_rounds``)."""
     rules_skipped: dict[str, str] = field(default_factory=dict, metadata=json_as(skip=True))
     """Comparison rule id → why it did not apply (not part of the JSON)."""
     lines: Optional[CompiledLines] = field(

@@ -4,35 +4,29 @@ Inputs are what one worker job measured: the per-call times of the earlier and t
 version in *interleaved* rounds (round ``i`` of each side ran back to back), the two analysed
 reports, an :class:`~.compare.Inventory` of each trace, and the two sources. Pure Python.
 
-Statistics (README "Before and after"; the one home is :mod:`.interval`): the ratio is
-median(after) / median(before) over the rounds with its paired-bootstrap 95 % interval,
-widened by the rounds' measured noise; ``faster`` when all of it is below 1 / (1 + 5 %),
-``slower`` when all of it is above 1 + 5 %, else ``no-difference`` (it reaches into the band).
+Statistics (README "Before and after"): the A/B engine's (:mod:`.ab`, over :mod:`.interval`):
+the ratio is median(after) / median(before) over the kept rounds with its paired-bootstrap
+95 % interval, widened by the rounds' measured noise; ``faster`` / ``slower`` when all of it
+clears the ±5 % band, ``no-difference`` when all of it is inside, else ``inconclusive``.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
 import statistics
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..formatting import format_change, format_change_interval, format_duration, format_share
-from ..results import Report
+from ..formatting import format_duration, format_share
+from ..results import ABComparison, Machine, Measurements, Report
+from .ab import ABRounds, as_comparison, compare_rounds
 from .compare import TRIVIAL_OPS
 from .comparison import SideVerdict
-from .interval import (
-    CONFIDENCE,
-    NO_DIFFERENCE_BAND,
-    RatioInterval,
-    direction,
-    ratio_interval,
-    widened,
-)
+from .interval import CONFIDENCE, RatioInterval, ratio_interval
 from .inventory import Inventory
 
-VERDICTS = ("faster", "slower", "no-difference")
+VERDICTS = ("faster", "slower", "no-difference", "inconclusive")
+"""The A/B engine's decisions (``ab.compare_rounds``)."""
 
 CHANGED_SHARE = 0.10
 """An op present on both sides counts as *changed* when its calls differ, or its self time per
@@ -56,29 +50,29 @@ class DiffVerdict:
     confidence: float = CONFIDENCE
 
 
-def decide(interval: RatioInterval, label: str, before_us: float, after_us: float) -> DiffVerdict:
-    """``faster`` / ``slower`` / ``no-difference`` with its headline; see the module docstring."""
-    band = NO_DIFFERENCE_BAND
-    ratio, low, high = widened(interval)
+def decide(
+    source: ABComparison | RatioInterval, label: str, before_us: float, after_us: float
+) -> DiffVerdict:
+    """The engine's decision (``ab.compare_rounds``) as the diff's verdict, with its headline:
+    ``faster than HEAD: 1.32× faster (1.10×–1.50× faster); 2.0 ms → 1.5 ms per call`` — the
+    phrase gives the ratio and its interval in one direction, in one pair of parentheses."""
+    c = as_comparison(source)
     times = f"{format_duration(before_us)} → {format_duration(after_us)} per call"
-    plus_minus = (high - low) / 2 * 100
-    vid, word = {-1: ("faster", "faster"), 1: ("slower", "slower"), 0: ("no-difference", "")}[
-        direction(low, high, band)
-    ]
-    if vid == "no-difference":
-        headline = (
-            f"no difference from {label} ({times}; ratio {ratio:.2f}, {CONFIDENCE:.0%} interval "
-            f"{low:.2f}–{high:.2f}, reaches into ±{format_share(band)})"
-        )
-    elif abs(math.log(ratio)) >= math.log(1.5):
-        near, far = (high, low) if vid == "faster" else (low, high)
-        headline = (
-            f"{format_change(ratio)} {word} than {label} ({times}; {CONFIDENCE:.0%} interval "
-            f"{format_change_interval(ratio, near, far)})"
-        )
-    else:
-        headline = f"{format_change(ratio)} {word} than {label} (±{plus_minus:.0f} %; {times})"
-    return DiffVerdict(vid, headline, ratio, low, high, band, interval.noise, interval.rounds)
+    low, high = c.interval
+    lead = {
+        "faster": f"faster than {label}",
+        "slower": f"slower than {label}",
+        "no-difference": f"no difference from {label}",
+        "inconclusive": f"inconclusive against {label}",
+    }[c.decision]
+    band = f"±{format_share(c.band)}"
+    said = {
+        "no-difference": f", within {band}",
+    }.get(c.decision, "")
+    headline = f"{lead}: {c.phrase}{said}; {times}"
+    if not c.stable or c.decision == "inconclusive":
+        headline += f" — {c.reason}"
+    return DiffVerdict(c.decision, headline, c.ratio, low, high, c.band, c.noise, c.rounds)
 
 
 @dataclass(frozen=True)
@@ -261,6 +255,8 @@ class DiffSide:
     inventory: Inventory
     source: str
     trace_path: str = ""
+    measured: Optional[Measurements] = None
+    """The worker's measurements of the side: its rounds' waits, the machine, its stability."""
 
 
 @dataclass(frozen=True)
@@ -274,18 +270,31 @@ class Diff:
     ops_changed: list[OpChange]
     lines_changed: list[LineChange]
     interval: RatioInterval
+    comparison: Optional[ABComparison] = None
+    """The A/B engine's object (``ab.compare_rounds``): the same in every command."""
+    machine: Optional[Machine] = None
+    """How busy the machine was over the rounds (``profile``'s ``machine``; None: unknown)."""
+
+
+def _rounds(before: DiffSide, after: DiffSide) -> ABRounds:
+    if before.measured is not None and after.measured is not None:
+        return ABRounds.of(before.measured, after.measured)
+    return ABRounds(list(before.call_us), list(after.call_us))
 
 
 def diff_runs(before: DiffSide, after: DiffSide) -> Diff:
     """Compare two versions measured in one job (interleaved rounds)."""
     interval = ratio_interval(before.call_us, after.call_us)
+    comparison = compare_rounds(_rounds(before, after))
     b_side, a_side = _summary(before), _summary(after)
     return Diff(
         label=before.label,
-        verdict=decide(interval, before.label, b_side.median_us, a_side.median_us),
+        verdict=decide(comparison, before.label, b_side.median_us, a_side.median_us),
         before=b_side,
         after=a_side,
         ops_changed=ops_changed(before.inventory, after.inventory, before.report, after.report),
         lines_changed=lines_changed(before.report, after.report, before.source, after.source),
         interval=interval,
+        comparison=comparison,
+        machine=_rounds(before, after).machine,
     )

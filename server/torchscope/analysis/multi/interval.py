@@ -27,10 +27,7 @@ import random
 import statistics
 from dataclasses import dataclass
 
-NO_DIFFERENCE_BAND = 0.05
-"""B within ±5 % of A per call is *no difference*: two back-to-back unprofiled medians of the
-same function on a shared 2-core machine differ by up to ~3 %, and the guide's ``fn`` at
-1024×1024 measured within 1 % eager and compiled (the GEMM is the same either way)."""
+from ...protocol import NO_DIFFERENCE_BAND as NO_DIFFERENCE_BAND
 
 MAX_NOISE_BAND = 0.5
 """The most the measured noise may widen the interval by, relative to the ratio (a ratio beyond
@@ -130,6 +127,19 @@ def direction(low: float, high: float, band: float = NO_DIFFERENCE_BAND) -> int:
     if low > 1 + band:
         return 1
     return 0
+
+
+def outcome(low: float, high: float, band: float = NO_DIFFERENCE_BAND) -> str:
+    """The four decisions of an interval of B / A: ``faster`` (all of it below 1 / (1 + band)),
+    ``slower`` (all of it above 1 + band), ``no-difference`` (all of it within the band), else
+    ``inconclusive``: it reaches out of the band but not all of it does, so neither a change
+    nor its absence is shown (more rounds may tell)."""
+    side = direction(low, high, band)
+    if side:
+        return "faster" if side < 0 else "slower"
+    if low >= 1 / (1 + band) and high <= 1 + band:
+        return "no-difference"
+    return "inconclusive"
 
 
 def undecided(interval: RatioInterval, band: float = NO_DIFFERENCE_BAND) -> bool:

@@ -10,12 +10,13 @@ finds the crossover (the table and the chart are ``torchscope.report.sweep``'s a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from ...protocol import json_as
+from ...protocol import Measurements, json_as
 from ..index.columns import median
-from ..results import Report
+from ..results import ABComparison, Report
+from .ab import ABRounds, compare_rounds
 
 COMPUTE_SHARE_CROSSOVER = 0.5
 """The ``compute`` column's midpoint: at least half of each call is compute (on CPU the CPU
@@ -42,10 +43,24 @@ class SweepPoint:
     error: Optional[str] = None
     cause: str = ""
     """The cause the row's verdict names (``Verdict.cause``: ``dispatch``, ``threads`` …)."""
+    stable: bool = True
+    """``profile``'s stability checks on this size (``verdict.stable``): an unstable row is
+    marked in the table and the chart and left out of the crossover."""
+    spread: Optional[float] = None
+    """The size's timing samples' interquartile range over median (``timing.spread``)."""
+    busy_share: Optional[float] = None
+    """Other work's share of the machine's cores during this size's job (None: not measured)."""
+    unstable_reason: str = ""
+    """When not ``stable``: ``unstable: …; rerun, or raise --timing-budget``."""
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.compute_share is not None
+
+    @property
+    def counted(self) -> bool:
+        """Measured and stable: a row the crossover is read from."""
+        return self.ok and self.stable
 
 
 def _finite(value: Optional[float]) -> Optional[float]:
@@ -92,7 +107,44 @@ def point_from_report(n: int, report: Report, trace_path: Optional[str] = None) 
         headline=report.verdict.headline,
         trace_path=trace_path,
         cause=report.verdict.cause,
+        stable=report.verdict.stable,
+        spread=report.timing.spread if report.timing else None,
+        busy_share=report.machine.busy_share if report.machine else None,
+        unstable_reason=report.verdict.unstable_reason,
     )
+
+
+@dataclass(frozen=True)
+class SweepStep:
+    """From one measured size to the next: the A/B engine's comparison of their timing
+    samples (B the larger size). The two sizes ran in separate jobs, not interleaved rounds,
+    so a burst of load between them is not cancelled: the reason says so."""
+
+    n_from: int = field(metadata=json_as(name="from"))
+    n_to: int = field(metadata=json_as(name="to"))
+    comparison: ABComparison
+
+
+SEPARATE_JOBS = "the two sizes ran in separate jobs, not in interleaved rounds"
+
+
+def sweep_step(n_from: int, a: Measurements, n_to: int, b: Measurements) -> Optional[SweepStep]:
+    """The comparison of two adjacent sizes' samples (the first ``min`` of each, in order);
+    None without samples on both."""
+    k = min(len(a.call_us), len(b.call_us))
+    if k == 0:
+        return None
+    rounds = ABRounds(
+        list(a.call_us[:k]),
+        list(b.call_us[:k]),
+        list(a.wait_us[:k]),
+        list(b.wait_us[:k]),
+        max((m for m in (a.machine, b.machine) if m), key=lambda m: m.busy_share, default=None),
+        a.unstable,
+        b.unstable,
+    )
+    c = compare_rounds(rounds)
+    return SweepStep(n_from, n_to, replace(c, reason=f"{c.reason}; {SEPARATE_JOBS}"))
 
 
 @dataclass
@@ -110,6 +162,8 @@ class Sweep:
     """A sweep over a capture's batch dimension: the capture's own batch size."""
     batch_dim: Optional[int] = field(default=None, metadata=json_as(omit_none=True))
     """That sweep's batch dimension."""
+    steps: list[SweepStep] = field(default_factory=list)
+    """Each pair of adjacent measured sizes, compared by the A/B engine."""
 
 
 def failed_point(n: int, error: str) -> SweepPoint:
@@ -131,8 +185,9 @@ def crossover(points: list[SweepPoint]) -> Optional[int]:
     """The smallest size from which every larger measured size's row verdict is past the
     overhead (``past_overhead``), provided some smaller size is overhead-bound; None when all
     sizes sit on one side. Computed from the verdicts the rows print (issue 40: rows read
-    overhead-bound / overhead-bound / low-efficiency above "compute-bound at every size")."""
-    measured = sorted((p for p in points if p.ok), key=lambda p: p.n)
+    overhead-bound / overhead-bound / low-efficiency above "compute-bound at every size"), of
+    the stable rows only (issue 54: an unstable row's verdict may be the load's)."""
+    measured = sorted((p for p in points if p.counted), key=lambda p: p.n)
     found: Optional[int] = None
     for k in range(len(measured) - 1, -1, -1):
         if not past_overhead(measured[k]):

@@ -16,7 +16,8 @@
   no share of a whole over 100 %; a headline's "~N % dispatch" is its cause's share; a
   finding's cost is at most the longest profiled step (or, for ``CALL_COSTS``, the call), and
   one over the unprofiled call comes with the note that costs are per profiled step; "N×
-  faster" is at least 1×; a sweep's rows agree with its crossover line (``sweep_problems``).
+  faster" is at least 1×; a sweep's rows agree with its crossover line
+  (``sweep_check.sweep_problems``).
 
 ``contradictions`` lists what is wrong (``CHECKS``, one small function each: another part's
 check of its own object slots in as one more entry). The tests run it on every vendored trace;
@@ -32,8 +33,8 @@ import re
 from collections.abc import Callable
 
 from ...protocol import register_check
-from ..multi.sweep import SweepPoint, past_overhead
-from ..results import Report
+from ..results import ABComparison, Report
+from .comparison_check import comparison_problems
 from .cost_basis import CALL_COSTS, NOTE_START, profiled_findings
 
 CAUSE_FINDINGS: dict[str, tuple[str, ...]] = {
@@ -314,51 +315,14 @@ def self_check(report: Report) -> None:
             fail("report", found)
 
 
-def _row_problems(p: SweepPoint) -> list[str]:
-    """One row: an overhead-bound row is not all compute (issue 55: "compute 100 %" beside
-    overhead-bound)."""
-    if p.ok and not past_overhead(p) and (p.compute_share or 0.0) >= 1.0 - SHARE_SLACK:
-        return [f"N={p.n} reads compute {p.compute_share:.0%} beside {p.verdict}"]
-    return []
-
-
-SIZE_BLIND = ("threads", "page-faults")
-"""Overheads a larger size does not cure (dispatch, a small GEMM's fixed cost and a
-cache-resident op's do: their share falls as the work grows)."""
-
-
-def sweep_problems(points: list[SweepPoint], line: str) -> list[str]:
-    """Every way a sweep's rows contradict each other or the crossover ``line`` under them:
-    the crossover's size and verdict are a row's, every row from it on is past the overhead and
-    one before it is not; "not overhead-bound at any size" has no overhead-bound row; "try
-    larger sizes" never stands under a largest row whose overhead a larger size does not cure
-    (``SIZE_BLIND``)."""
-    ok = sorted((p for p in points if p.ok), key=lambda p: p.n)
-    out = [problem for p in ok for problem in _row_problems(p)]
-    found = re.match(r"crossover: (\S+) from \w+=(\d+)", line)
-    if found:
-        at = int(found.group(2))
-        rows = {p.n: p for p in ok}
-        if at not in rows or rows[at].verdict != found.group(1):
-            out.append(f"the crossover names N={at} as {found.group(1)}, not its row's verdict")
-        if any(not past_overhead(p) for p in ok if p.n >= at):
-            out.append(f"a row from N={at} on is still overhead-bound under the crossover")
-        if not any(not past_overhead(p) for p in ok if p.n < at):
-            out.append(f"no row before N={at} is overhead-bound, yet it is a crossover")
-    if "not overhead-bound at any size" in line and any(not past_overhead(p) for p in ok):
-        out.append("'not overhead-bound at any size' above an overhead-bound row")
-    if "try larger sizes" in line and ok and ok[-1].cause in SIZE_BLIND:
-        out.append(f"'try larger sizes' while the largest row's overhead is {ok[-1].cause!r}")
-    return out
-
-
-def self_check_sweep(points: list[SweepPoint], line: str) -> None:
-    """Raise when ``TORCHSCOPE_SELF_CHECK`` is set and the sweep contradicts its line."""
+def self_check_comparison(comparison: ABComparison) -> None:
+    """As :func:`self_check`, for an A/B comparison (``comparison_check.py``)."""
     if os.environ.get(SELF_CHECK) == "1":
-        found = sweep_problems(points, line)
+        found = comparison_problems(comparison)
         if found:
-            fail("sweep", found)
+            fail("comparison", found)
 
 
 if os.environ.get(SELF_CHECK) == "1":
     register_check(Report, self_check)
+    register_check(ABComparison, self_check_comparison)

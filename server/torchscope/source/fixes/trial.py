@@ -17,7 +17,9 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...analysis import CONFIDENCE, DiffVerdict
+from ...analysis import DiffVerdict
+from ...analysis.formatting import ratio_phrase
+from ...analysis.results import ABComparison
 from ...protocol import CHANGES_AUTOGRAD, CHANGES_OUTPUTS, CHANGES_STATE, NO_EVIDENCE, json_as
 
 RAISES = "raises"
@@ -51,6 +53,9 @@ class FixTrial:
     """What it could not compare, each with why."""
     notes: tuple[str, ...] = field(default=(), metadata=json_as(skip=True))
     """How the comparison differed from a plain call (``with dropout off …``)."""
+    comparison: Optional[ABComparison] = None
+    """The A/B engine's object, rewrite against original (``analysis/multi/ab.py``); None
+    when nothing was timed."""
 
     @property
     def offered(self) -> bool:
@@ -92,21 +97,15 @@ def unified_patch(path: str, before: str, after: str) -> str:
     )
 
 
-def _times(value: float, like: float) -> str:
-    """``2.3×`` (or ``1.27×`` when ``like``, the headline's ratio, is near 1)."""
-    near = 1 / 1.5 < like < 1.5
-    return f"{value:.2f}×" if near else f"{value:.1f}×"
-
-
-def _effect(verdict: DiffVerdict, speedup: float, low: float, high: float) -> str:
-    if verdict.id == "faster":
-        effect = f"{_times(speedup, speedup)} faster"
-    elif verdict.id == "slower":
-        effect = f"{_times(1 / speedup, speedup)} slower"
-    else:
-        effect = f"no difference (ratio {speedup:.2f})"
-    interval = f"{CONFIDENCE:.0%} interval {_times(low, speedup)}–{_times(high, speedup)}"
-    return f"{effect} ({interval.replace('%', ' %')})"
+def _effect(verdict: DiffVerdict) -> str:
+    """``1.24× faster (1.13×–1.32× faster)``, ``no difference: 1.01× the time (0.98×–1.03×)``:
+    the one phrase of a ratio and its interval (``formatting.ratio_phrase``), rewrite over
+    original."""
+    decided = verdict.id in ("faster", "slower")
+    phrase = ratio_phrase(verdict.ratio, verdict.ci_low, verdict.ci_high, decided)
+    if decided:
+        return phrase
+    return f"{verdict.id.replace('-', ' ')}: {phrase}"
 
 
 def _said(outputs: dict[str, Any], refused: Optional[str]) -> str:
@@ -135,12 +134,14 @@ def measured_trial(
     refused: Optional[str] = refusal if refusal in CHECK_REFUSALS else None
     if refused is None and verdict.id != "faster":
         refused = NOT_FASTER
-    message = f"measured {_effect(verdict, speedup, low, high)}, {_said(outputs, refused)}"
+    message = f"measured {_effect(verdict)}, {_said(outputs, refused)}"
     detail = str(outputs.get("detail", "")) if refused in CHECK_REFUSALS else ""
     if refused == CHANGES_OUTPUTS:
         message += " — not offered: it changes the outputs"
     elif refused in CHECK_REFUSALS:
         message += f" — not offered: {refused}: {detail}"
+    elif refused == NOT_FASTER and verdict.id == "inconclusive":
+        message += " — not offered: not shown faster (inconclusive)"
     elif refused == NOT_FASTER:
         message += " — not offered: not faster"
     return FixTrial(

@@ -24,6 +24,7 @@ from torchscope.protocol import (
     CompareResult,
     JobError,
 )
+from torchscope.worker.ab_rounds import Interleaved, time_interleaved
 from torchscope.worker.calibrate import job_peaks
 from torchscope.worker.call_expression import PreparedCall
 from torchscope.worker.compile_tools import (
@@ -33,7 +34,6 @@ from torchscope.worker.compile_tools import (
     _hint,
     _reset_dynamo,
     graph_code_paths,
-    time_interleaved,
 )
 from torchscope.worker.job import JobFailed, ProfileJob, _user_traceback
 from torchscope.worker.jobs.sides import side_result
@@ -89,10 +89,8 @@ class CompareJob(ProfileJob):
         result = CompareResult(job_id=request.job_id, eager=pending, mode=options.compile_mode)
         compiled, compiled_estimate_s = self._compile(prepared, result)
         frames_before = _frames_compiled()
-        eager_us, compiled_us, floor_us = self._time_both(
-            prepared, compiled, estimate_s, compiled_estimate_s, result
-        )
-        if not compiled_us:
+        timed = self._time_both(prepared, compiled, estimate_s, compiled_estimate_s, result)
+        if len(timed.call_us) < 2:
             compiled = None
 
         self._stage("profile", f"profiling {options.steps} eager calls with line markers")
@@ -108,9 +106,9 @@ class CompareJob(ProfileJob):
                     result, "compiled-call-raised", "a profiled compiled call", exc
                 )
                 compiled = None
-        floor = statistics.median(floor_us)
+        floor = statistics.median(timed.floor_us)
         peaks = job_peaks(request.job_id, self.use_cuda, self.gemm_dtypes, self._send)
-        eager_times = (cold_s * 1e6, eager_us, floor)
+        eager_times = (cold_s * 1e6, timed.call_us[0], floor)
         result.eager = side_result(
             request,
             self.use_cuda,
@@ -119,11 +117,18 @@ class CompareJob(ProfileJob):
             def_line,
             peaks,
             attribution_note,
+            (timed, 0) if len(timed.call_us) > 1 else None,
         )
         if compiled is not None:
-            compiled_times = ((result.compile_s or 0.0) * 1e6, compiled_us, floor)
+            compiled_times = ((result.compile_s or 0.0) * 1e6, timed.call_us[1], floor)
             result.compiled = side_result(
-                request, self.use_cuda, request.compiled_trace_path, compiled_times, def_line, peaks
+                request,
+                self.use_cuda,
+                request.compiled_trace_path,
+                compiled_times,
+                def_line,
+                peaks,
+                rounds=(timed, 1),
             )
         return result
 
@@ -194,25 +199,24 @@ class CompareJob(ProfileJob):
         estimate_s: float,
         compiled_estimate_s: float,
         result: CompareResult,
-    ) -> tuple[list[float], list[float], list[float]]:
-        """Eager and compiled per-call µs timed in alternating rounds, and the dispatch floor;
-        the compiled list is empty when there is no compiled side (or it raised here)."""
+    ) -> Interleaved:
+        """Eager and compiled timed in alternating rounds (``ab_rounds``); eager alone (one
+        side) when there is no compiled side (or it raised here)."""
         options = self.request.options
         self._stage("timing", "timing eager and compiled calls in alternating rounds")
         if compiled is not None:
             try:
-                (eager_us, compiled_us), floor_us = time_interleaved(
+                return time_interleaved(
                     [prepared.invoke, compiled.invoke],
                     [estimate_s, compiled_estimate_s],
                     options.timing_calls,
                     options.timing_budget_s,
                     self.use_cuda,
                 )
-                return eager_us, compiled_us, floor_us
             except Exception as exc:  # both ran before: the compiled side is the suspect
                 self._compiled_failed(result, "compiled-call-raised", "a timed compiled call", exc)
         samples = self._time(prepared, estimate_s)
-        return samples.per_call_us, [], samples.floor_us
+        return Interleaved([samples.per_call_us], [samples.wait_us], samples.floor_us)
 
     def _compile(
         self, prepared: PreparedCall, result: CompareResult

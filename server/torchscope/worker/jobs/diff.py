@@ -26,10 +26,10 @@ from types import ModuleType
 from typing import Any, Callable
 
 from torchscope.protocol import DiffRequest, DiffResult
+from torchscope.worker.ab_rounds import Interleaved, time_interleaved
 from torchscope.worker.call_expression import (
     PreparedCall,
 )
-from torchscope.worker.compile_tools import time_interleaved
 from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
 from torchscope.worker.jobs.sides import side_result
 from torchscope.worker.loader import TargetNotFound, resolve_qualname
@@ -94,18 +94,25 @@ class DiffJob(ProfileJob):
             outputs["fallback"] = fallback
         if outputs.get("refusal"):  # a rewrite the check refused: no timing makes it right
             after_cold = before_cold = 0.0
-            before_us: list[float] = []
-            after_us: list[float] = []
-            floor_us = [0.0]
+            timed = Interleaved([[], []], [[], []], [0.0])
         else:
-            after_cold, before_cold, (before_us, after_us), floor_us = self._rounds(after, before)
+            after_cold, before_cold, timed = self._rounds(after, before)
         after_note, before_note = self._profiles(after, before)
-        floor = statistics.median(floor_us)
+        floor = statistics.median(timed.floor_us)
         after_result, before_result = (
-            side_result(request, self.use_cuda, path, (cold * 1e6, calls, floor), line, None, note)
-            for path, cold, calls, line, note in (
-                (request.trace_path, after_cold, after_us, after_def, after_note),
-                (request.before_trace_path, before_cold, before_us, before_def, before_note),
+            side_result(
+                request,
+                self.use_cuda,
+                path,
+                (cold * 1e6, timed.call_us[k], floor),
+                line,
+                None,
+                note,
+                (timed, k),
+            )
+            for path, cold, k, line, note in (
+                (request.trace_path, after_cold, 1, after_def, after_note),
+                (request.before_trace_path, before_cold, 0, before_def, before_note),
             )
         )
         return DiffResult(
@@ -118,15 +125,15 @@ class DiffJob(ProfileJob):
 
     def _rounds(
         self, after: PreparedCall, before: PreparedCall
-    ) -> tuple[float, float, tuple[list[float], list[float]], list[float]]:
-        """Each side's cold call and warmup, then the interleaved timing: the cold times,
-        (before, after) per-call times of the rounds and the dispatch floors."""
+    ) -> tuple[float, float, Interleaved]:
+        """Each side's cold call and warmup, then the interleaved timing: the cold times and
+        the rounds (side 0 the earlier version, side 1 today's)."""
         request, options = self.request, self.request.options
         after_cold, after_estimate = self._cold_and_warm(after, side="current ")
         before_cold, before_estimate = self._cold_and_warm(before, side=f"{request.before_label} ")
         self._stage("timing", "timing both versions in alternating rounds")
         try:
-            (before_us, after_us), floor_us = time_interleaved(
+            timed = time_interleaved(
                 [before.invoke, after.invoke],
                 [before_estimate, after_estimate],
                 options.timing_calls,
@@ -137,7 +144,7 @@ class DiffJob(ProfileJob):
             raise self._fail(
                 "call-raised", f"a timed call raised {type(exc).__name__}: {exc}", exc
             ) from exc
-        return after_cold, before_cold, (before_us, after_us), floor_us
+        return after_cold, before_cold, timed
 
     def _profiles(self, after: PreparedCall, before: PreparedCall) -> tuple[str, str]:
         """The profile pass of each side (their attribution notes); none for a measured fix,
