@@ -34,6 +34,12 @@ os.close(_fd)
 os.environ["TORCHSCOPE_SELF_CHECK_LOG"] = _SELF_CHECK_LOG
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's self-check log goes with the session."""
+    del config
+    Path(_SELF_CHECK_LOG).unlink(missing_ok=True)
+
+
 @pytest.fixture(autouse=True)
 def _no_self_contradiction() -> Iterator[None]:
     """Fail the test if any report or sweep it produced, in this process or a child,

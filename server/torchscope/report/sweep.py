@@ -131,7 +131,7 @@ def sweep_markdown(qualname: str, sweep: Sweep, device: str = "cpu") -> str:
 
 
 def _check(sweep: Sweep) -> None:
-    """The sweep's rows against the crossover line it prints (``sweep_check.sweep_problems``)."""
+    """The sweep's rows against the crossover line it prints (``consistency.sweep_problems``)."""
     self_check_sweep(sweep.points, crossover_text(sweep.points, sweep.crossover, sweep.name))
 
 

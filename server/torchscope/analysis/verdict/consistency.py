@@ -16,7 +16,8 @@
   no share of a whole over 100 %; a headline's "~N % dispatch" is its cause's share; a
   finding's cost is at most the longest profiled step (or, for ``CALL_COSTS``, the call), and
   one over the unprofiled call comes with the note that costs are per profiled step; "N×
-  faster" is at least 1×; a sweep's rows agree with its crossover line (``sweep_check.py``).
+  faster" is at least 1×; a sweep's rows agree with its crossover line
+  (``sweep_check.sweep_problems``).
 
 ``contradictions`` lists what is wrong (``CHECKS``, one small function each: another part's
 check of its own object slots in as one more entry). The tests run it on every vendored trace;
@@ -324,3 +325,4 @@ def self_check_comparison(comparison: ABComparison) -> None:
 
 if os.environ.get(SELF_CHECK) == "1":
     register_check(Report, self_check)
+    register_check(ABComparison, self_check_comparison)
