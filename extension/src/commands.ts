@@ -13,6 +13,7 @@ import { ClientCommands, Methods, ServerCommands, SETTINGS_SECTION } from "./con
 import { errorText, showLog, traceError, traceInfo } from "./log";
 import { runWithProgress } from "./progress";
 import { parseLocationArg, reportHeadline, reportTracePath } from "./report";
+import { AttachCommands } from "./attachCommands";
 import { RunCommands } from "./runCommands";
 import type { ServerManager } from "./server";
 import { buildProfileArgs, resolveSettings } from "./settings";
@@ -45,6 +46,7 @@ export class Commands {
   private readonly compare: CompareCommands;
   /** Profile this function in a run… (runCommands.ts). */
   private readonly run: RunCommands;
+  private readonly attach: AttachCommands;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -56,6 +58,7 @@ export class Commands {
     this.traces = new TraceCommands(this, storage.scheme === "file" ? vscode.Uri.joinPath(storage, "open").fsPath : undefined);
     this.compare = new CompareCommands(context, this, status);
     this.run = new RunCommands(context, this, status);
+    this.attach = new AttachCommands(this, status);
   }
 
   /** Every client command: this module's rows, then those of the command modules. */
@@ -79,6 +82,7 @@ export class Commands {
       ...this.traces.rows(),
       ...this.compare.rows(),
       ...this.run.rows(),
+      ...this.attach.rows(),
       ...walkthroughRows(this.context),
     ];
     const traces = new vscode.Disposable(() => {

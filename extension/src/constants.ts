@@ -31,6 +31,10 @@ export const ServerCommands = {
   profileInRun: "torchscope.profileInRun",
   /** `{uri, args?, cwd?, timeout_s?}` → `{ok, tests: [{nodeid, file, imports_target}], cwd, error?}`: the tests pytest collects with the Python extension's settings (the server shows a failure itself). */
   collectTests: "torchscope.collectTests",
+  /** `{}` → `{ok, jobs: [{pid, command, rank, world_size, age_s, functions, …}]}`: the running jobs whose agent listens. */
+  listJobs: "torchscope.listJobs",
+  /** `{uri, line | qualname, pid, calls?}` → `{ok, report (with source, pid, attached)?, error?}`: that job's next calls of the function. */
+  profileRunning: "torchscope.profileRunning",
 } as const;
 
 /** Custom requests. */
@@ -72,6 +76,8 @@ export const ClientCommands = {
   profileOnProcesses: "torchscope.profileOnProcesses",
   /** Picks the program (launch.json, the last one, a command line), then `torchscope.profileInRun`. */
   profileInRun: "torchscope.profileFunctionInRun",
+  /** Picks a running job (`torchscope.listJobs`), then `torchscope.profileRunning`. */
+  profileRunning: "torchscope.profileFunctionInRunningJob",
   /** The Getting Started walkthrough's step: the guide's example into the workspace, opened. */
   openExample: "torchscope.openExample",
 } as const;

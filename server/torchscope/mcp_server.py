@@ -2,7 +2,8 @@
 user points at.
 
 Tools: ``profile_function``, ``profile_in_run`` (``torchscope run``: the function on the
-arguments a real program passes it), ``analyze_trace``, ``compare_compile``,
+arguments a real program passes it), ``profile_running`` (``torchscope attach``: a job
+already running), ``analyze_trace``, ``compare_compile``,
 ``explain_finding`` and ``try_fix`` (a measured fix, as ``torchscope fix --try ID --json``; it
 never writes a file).
 Each returns the same object as the CLI's ``--json`` as structured content, plus a short text
@@ -56,8 +57,10 @@ INSTRUCTIONS = (
     "in a separate worker process (file, qualname, and a call expression when the function "
     "needs arguments and has no `# torchscope:` directive above its def). profile_in_run runs "
     "a program (a script, a module or a pytest test) and profiles the function on the "
-    "arguments the program really passes it (a model's forward, a loss). compare_compile "
-    "measures eager against torch.compile; analyze_trace reads a trace recorded elsewhere; "
+    "arguments the program really passes it (a model's forward, a loss). profile_running "
+    "profiles the next calls of a function in a job already running (pid, FILE::QUALNAME). "
+    "compare_compile measures eager against torch.compile; analyze_trace reads a trace "
+    "recorded elsewhere; "
     "explain_finding(rule) returns the documentation of a finding or verdict id. try_fix "
     "measures one rewrite (a fix id: sdpa, zero-grad-none, …, named by a finding's fix.rule) "
     "against the original and checks their outputs; it returns the patch and writes nothing."
@@ -296,6 +299,32 @@ def _add_run_tool(server: MCPServer, jobs: JobService) -> None:
         return await _run_program(jobs, targets, entry, run)
 
 
+def _add_attach_tool(server: MCPServer, jobs: JobService) -> None:
+    @server.tool()
+    async def profile_running(
+        pid: Annotated[int, Field(description="the running job's process id (torchscope jobs)")],
+        target: Annotated[
+            str, Field(description="the function as FILE::QUALNAME, e.g. model.py::Net.forward")
+        ],
+        calls: Annotated[int, Field(ge=1, le=AGENT_MAX_CALLS)] = 5,
+    ) -> CallToolResult:
+        """Profile a function in a job that is already running (its torchscope agent
+        listening: started with `python -m torchscope.agent` or TORCHSCOPE_AGENT=1): its next
+        `calls` calls are timed, the `calls` after them profiled, on the job's own arguments,
+        and the function restored; the job's results do not change. The `torchscope attach
+        --json` object: the profile's fields plus `source: "attached"`, `pid` and `attached`
+        (the calls' modes)."""
+        try:
+            found = jobs.targets([target])[0]
+            part = await jobs.attach(pid, found, calls)
+        except TargetError as exc:
+            return _error(str(exc))
+        except ProfileFailure as failure:
+            return _failure(found, failure)
+        summary = f"{profile_summary(part.profile)}\n\n{part.attached.mode_note} in pid {pid}"
+        return _ok(to_builtins(part), summary)
+
+
 def _add_trace_tools(server: MCPServer, jobs: JobService) -> None:
     @server.tool()
     async def analyze_trace(
@@ -342,6 +371,7 @@ def build_server(jobs: JobService) -> MCPServer:
     _add_job_tools(server, jobs)
     _add_fix_tool(server, jobs)
     _add_run_tool(server, jobs)
+    _add_attach_tool(server, jobs)
     _add_trace_tools(server, jobs)
     return server
 

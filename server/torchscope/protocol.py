@@ -474,7 +474,8 @@ class Inputs:
     """Where a job's call inputs come from (``JobRequest.inputs``, echoed in the result)."""
 
     source: str = "call-expression"
-    """``call-expression`` | ``directive`` | ``capture`` | ``run``."""
+    """``call-expression`` | ``directive`` | ``capture`` | ``run`` | ``attached`` (a running
+    job's own calls, ``torchscope attach``)."""
     path: Optional[str] = None
     """A capture file, which the worker then loads instead of evaluating ``call``."""
     captured_at: Optional[str] = None
@@ -1010,6 +1011,73 @@ class RunResult(Message):
     targets: list[TargetReport] = field(default_factory=list)
 
 
+# -- the agent inside a running job (``torchscope/agent``, ``torchscope attach``) ------------
+
+
+@dataclass
+class AgentHello(Message):
+    """Ask a job's agent what the job is (the reply is ``AgentInfo``)."""
+
+    TYPE: ClassVar[str] = "agent_hello"
+
+
+@dataclass
+class AgentInfo(Message):
+    """A running job, as its agent describes it: ``torchscope jobs`` lists these."""
+
+    TYPE: ClassVar[str] = "agent_info"
+    pid: int
+    argv: list[str] = field(default_factory=list)
+    cwd: str = ""
+    ppid: int = 0  # the ranks of one torchrun share it (its elastic agent)
+    python_version: str = ""
+    started: float = 0.0  # the job's start, seconds since the epoch
+    torch_version: Optional[str] = None  # None: the job has not imported torch
+    device: str = "cpu"
+    rank: Optional[int] = None  # under torch.distributed (torchrun's RANK)
+    world_size: Optional[int] = None
+    functions: list[str] = field(default_factory=list)  # FILE::QUALNAME under the job's cwd
+    patched: list[str] = field(default_factory=list)  # targets wrapped right now
+    agent_threads: int = 0  # the agent's threads alive, this connection's included
+    protocol_version: int = PROTOCOL_VERSION
+
+
+@dataclass
+class AttachRequest(Message):
+    """Profile the job's own next calls of ``file::qualname`` (``calls`` timed unprofiled,
+    then ``calls`` profiled), or with ``steps`` > 0 its next optimizer steps; the trace goes to
+    ``trace_path``. ``timeout_s`` bounds the wait for the calls."""
+
+    TYPE: ClassVar[str] = "attach"
+    job_id: int
+    trace_path: str
+    file: str = ""
+    qualname: str = ""
+    calls: int = 5
+    steps: int = 0
+    timeout_s: float = 300.0
+
+
+@dataclass
+class CancelAttach(Message):
+    """Stop the attach in progress at once and restore everything."""
+
+    TYPE: ClassVar[str] = "cancel"
+
+
+@dataclass
+class AttachResult(Message):
+    """What the agent measured on the job's own calls: the profile (``trace_path``,
+    ``measured``) and each call timed (``calls``) and profiled (``profiled``)."""
+
+    TYPE: ClassVar[str] = "attach_result"
+    job_id: int
+    pid: int
+    profile: ProfileResult
+    calls: list[CallSeen] = field(default_factory=list)
+    profiled: list[CallSeen] = field(default_factory=list)
+
+
 @dataclass
 class Shutdown(Message):
     """Ask the worker to exit cleanly."""
@@ -1039,6 +1107,11 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
         RunRequest,
         RunResult,
         Shutdown,
+        AgentHello,
+        AgentInfo,
+        AttachRequest,
+        CancelAttach,
+        AttachResult,
     )
 }
 

@@ -49,6 +49,7 @@ async def test_profile_a_failure_and_a_good_call_again(trace_dir: Path, tmp_path
         assert set(tools) == {
             "profile_function",
             "profile_in_run",
+            "profile_running",
             "analyze_trace",
             "compare_compile",
             "explain_finding",

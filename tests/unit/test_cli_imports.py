@@ -31,6 +31,8 @@ NOT_FOR_ANALYZE = (
     # The other subcommands: the parser of the one named is all that is built.
     *(f"torchscope.cli.{name}" for name in ("profile", "compare", "run", "diff", "fix")),
     *(f"torchscope.cli.{name}" for name in ("check", "calibrate", "serve", "mcp")),
+    *(f"torchscope.cli.{name}" for name in ("attach", "jobs")),
+    "torchscope.agent",
 )
 
 # The console script's entry point in a fresh interpreter: the exit status, then every

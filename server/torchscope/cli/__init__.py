@@ -1,8 +1,9 @@
-"""``torchscope profile | analyze | diff | fix | check | calibrate | serve | mcp``: the
-terminal's way into the same code paths.
+"""``torchscope profile | run | attach | jobs | analyze | diff | fix | check | calibrate |
+serve | mcp``: the terminal's way into the same code paths.
 
 Thin on purpose: argument parsing and printing live here, one module per subcommand
-(``profile``, ``compare`` for ``profile --compare-compile`` and ``--sweep``, ``analyze``,
+(``profile``, ``compare`` for ``profile --compare-compile`` and ``--sweep``, ``run``,
+``attach`` and ``jobs`` (a running job, docs/attach.md), ``analyze``,
 ``diff``, ``fix``, ``check``, ``calibrate``, ``serve``, ``mcp``), each with ``add_parser`` and
 ``run``;
 what two of them share is in ``common``, and no subcommand module imports another.
@@ -21,7 +22,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
-COMMANDS = ("profile", "run", "analyze", "diff", "fix", "check", "calibrate", "serve", "mcp")
+COMMANDS = (
+    "profile", "run", "attach", "jobs", "analyze", "diff", "fix", "check", "calibrate", "serve",
+    "mcp",
+)  # fmt: skip
 """The subcommands, in the order ``--help`` lists them; each is the module of its name."""
 
 

@@ -26,6 +26,7 @@ from torchscope.protocol import Hello, JobOptions, Output, Progress, RunOptions
 from torchscope.source.targets import Target, TargetError, read_target
 
 if TYPE_CHECKING:
+    from torchscope.host.attach_run import AttachPart
     from torchscope.host.diff_run import DiffOutcome
     from torchscope.host.program_run import Entry, RunOutcome
     from torchscope.host.rank_profile import RanksOutcome
@@ -186,6 +187,22 @@ class JobService:
             profiler.cwd,
             on_line,
         )
+
+    async def attach(
+        self,
+        pid: int,
+        target: Target,
+        calls: int,
+        timeout_s: Optional[float] = None,
+        on_progress: OnProgress = None,
+    ) -> AttachPart:
+        """``torchscope attach``: the running job ``pid``'s next calls of ``target``, through
+        its agent, analysed in this service's analysis child (``host/attach_run.py``)."""
+        from torchscope.host.attach_run import attach
+
+        wait = self.defaults.timeout_s if timeout_s is None else timeout_s
+        store = self.profiler.trace_store
+        return await attach(pid, target, calls, store, self.analyzer, wait, on_progress)
 
     async def close(self) -> None:
         """Stop the worker (and the analysis child when the service started it), then let

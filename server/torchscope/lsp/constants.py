@@ -14,6 +14,8 @@ CMD_PROFILE_RANKS = "torchscope.profileRanks"
 CMD_TRY_FIX = "torchscope.tryFix"
 CMD_PROFILE_IN_RUN = "torchscope.profileInRun"
 CMD_COLLECT_TESTS = "torchscope.collectTests"
+CMD_PROFILE_RUNNING = "torchscope.profileRunning"
+CMD_LIST_JOBS = "torchscope.listJobs"
 
 #: Custom requests.
 REQ_TARGET = "torchscope/target"

@@ -139,8 +139,9 @@ RUN_COMMAND: JobCommand[RunArgs, Ran] = JobCommand(
 )
 
 
-def with_line(arguments: tuple[Any, ...]) -> tuple[Any, ...]:
-    """``{qualname}`` instead of ``{line}``: the line of that function's ``def``."""
+def with_line(arguments: tuple[Any, ...], command: str = CMD_PROFILE_IN_RUN) -> tuple[Any, ...]:
+    """``{qualname}`` instead of ``{line}``: the line of that function's ``def`` (``command``
+    names the command in the message when there is no such function)."""
     if len(arguments) != 1 or not isinstance(arguments[0], dict):
         return arguments
     raw = arguments[0]
@@ -151,7 +152,7 @@ def with_line(arguments: tuple[Any, ...]) -> tuple[Any, ...]:
         path = Path(to_fs_path(uri) or "")
         target = function_named(read_source(path), str(path), qualname)
     except TargetError as exc:
-        raise BadArguments(f"{CMD_PROFILE_IN_RUN}: {exc}") from exc
+        raise BadArguments(f"{command}: {exc}") from exc
     return ({**raw, "line": target.def_line - 1},)
 
 

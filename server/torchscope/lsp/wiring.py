@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from torchscope.lsp import (
     analyze_command,
+    attach_command,
     code_actions,
     compare_command,
     diff_command,
@@ -31,6 +32,7 @@ HANDLERS = (
     editor_features,
     target_request,
     analyze_command,
+    attach_command,
     compare_command,
     diff_command,
     fix_command,

@@ -60,6 +60,7 @@ def render_text(outcome: ProfiledCall, listing: str, open_hint: bool = True) -> 
 _ARGUMENTS = {
     "capture": "(<captured inputs>)",
     "run": "(<the program's arguments>)",
+    "attached": "(<the running job's own calls>)",
     "call-expression": "()",
     "directive": "()",
 }
@@ -71,6 +72,8 @@ def _inputs_line(inputs: Inputs) -> list[str]:
         age = age_text(inputs.captured_at)
         when = f", {age}" if age else ""
         return [f"   inputs: captured from a real call{when} ({inputs.path})"]
+    if inputs.source == "attached":
+        return ["   inputs: the running job's own calls (torchscope attach)"]
     if inputs.source == "run":
         saved = f", saved to {inputs.path}" if inputs.path else ""
         return [f"   inputs: the program's own arguments{saved}"]
