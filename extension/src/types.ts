@@ -65,7 +65,7 @@ export interface Verdict {
   basis: string;
   /** achieved / peak (0-1) of the dominant op, when its FLOPs or bytes are known */
   efficiency?: number | null;
-  /** the cause the headline names: dispatch, threads, page-faults, bandwidth, compute, sync, input or comm ("" when nothing ran) */
+  /** the cause the headline names: dispatch, threads, page-faults, rng, bandwidth, compute, sync, input or comm ("" when nothing ran) */
   cause?: string;
   /** every measured cause with its cost, costliest first */
   causes?: Cause[];
@@ -304,6 +304,8 @@ export interface SweepPointInfo {
   headline?: string;
   trace_path?: string | null;
   error?: string | null;
+  /** the cause the row's verdict names (dispatch, threads, page-faults …) */
+  cause?: string;
   /** profile's stability checks on this size; an unstable row is left out of the crossover */
   stable: boolean;
   spread: number | null;

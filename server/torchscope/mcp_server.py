@@ -248,7 +248,7 @@ async def _run_program(
             parts.append(to_builtins(outcome.shown(part)))
             texts.append(profile_summary(part.outcome))
             texts.append(f"calls seen: {part.calls_seen}, in-run cold {part.cold_us:.0f} µs")
-            texts += [part.mode_note] if part.mode_note else []
+            texts += [note for note in (part.timing_note, part.mode_note) if note]
         else:
             assert part.failure is not None
             where = part.failure.where(part.target.file)
@@ -288,8 +288,10 @@ def _add_run_tool(server: MCPServer, jobs: JobService) -> None:
         """Run a program in a worker and profile each target on the arguments the program
         really passes it; the program is stopped once every target is profiled (a pytest test
         runs to its end). One `torchscope run --json` object per target, under `targets`;
-        `run.calls` lists the calls profiled (training, grad_enabled, caller) and `run.mode_note`
-        says when the program's calls differ in mode (then pass `mode`)."""
+        `run.calls` lists the calls profiled (training, grad_enabled, caller, faults, shapes),
+        `run.mode_note` says when the program's calls differ in mode (then pass `mode`), and
+        `run.timing_note` why the timed call and the program's calls took other times, when
+        they differ beyond the noise."""
         try:
             run = RunOptions().updated({"calls": calls, "capture": capture, "mode": mode})
         except ValueError as exc:

@@ -95,6 +95,16 @@ def _codecs(cls: type) -> list[tuple[str, FieldCodec]]:
 _CODECS: dict[type, list[tuple[str, FieldCodec]]] = {}
 
 
+_CHECKS: dict[type, Callable[[Any], None]] = {}
+
+
+def register_check(cls: type, check: Callable[[Any], None]) -> None:
+    """Run ``check`` on every ``cls`` the codec encodes or decodes: the report's self-check
+    (``analysis/verdict/consistency``) registers itself when ``TORCHSCOPE_SELF_CHECK=1``, so a
+    report changed after its analysis (a note, a sweep row) is held to it at every edge too."""
+    _CHECKS[cls] = check
+
+
 def to_builtins(value: Any, finite: bool = True) -> Any:
     """``value`` as builtins: a dataclass as a dict of its fields (as ``json_as`` says),
     tuples as lists, dict keys as text; with ``finite``, NaN and inf as None (JSON has
@@ -104,6 +114,9 @@ def to_builtins(value: Any, finite: bool = True) -> Any:
     if value is None or isinstance(value, (str, int)):
         return value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        check = _CHECKS.get(type(value))
+        if check is not None:
+            check(value)
         out: dict[str, object] = {}
         for name, codec in _codecs(type(value)):
             item = getattr(value, name)
@@ -200,9 +213,13 @@ def _decode_dataclass(cls: Any, data: Any, where: str) -> Any:
         elif key in data and not codec.skip:
             values[name] = _decode(hints[name], data[key], f"{where}.{key}")
     try:
-        return cls(**values)
+        built = cls(**values)
     except TypeError as exc:
         raise ProtocolError(f"{where} is missing fields: {exc}") from exc
+    check = _CHECKS.get(cls)
+    if check is not None:
+        check(built)
+    return built
 
 
 def _hints(cls: type) -> dict[str, object]:
@@ -954,6 +971,11 @@ class CallSeen:
     training: Optional[bool] = None  # the module's ``.training`` (None: not a module's method)
     grad_enabled: bool = True
     caller: str = ""
+    faults: Optional[int] = None
+    """Minor page faults of the process during the call (None: not counted)."""
+    shapes: str = ""
+    """The tensor arguments' shapes, ``[16, 1, 28, 28]`` each ("" when none): two calls of
+    other shapes are other work (``host/run_numbers.py``)."""
 
 
 @dataclass

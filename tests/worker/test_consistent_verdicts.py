@@ -16,7 +16,7 @@ from torch.profiler import ProfilerActivity, profile
 from tests.fixtures.workspace.gpt_samples import Block, CausalSelfAttention, GPTConfig, train_step
 from torchscope.analysis import analyze_trace
 from torchscope.analysis.measure.machine import LocalMachine
-from torchscope.analysis.measure.work import is_memory_op
+from torchscope.analysis.measure.opclass import is_memory_op
 from torchscope.analysis.verdict.consistency import contradictions
 from torchscope.protocol import CALIBRATION_FILE, machine_id
 

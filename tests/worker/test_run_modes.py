@@ -43,7 +43,7 @@ def test_run_lists_its_calls_and_says_the_training_calls_differ(tmp_path: Path) 
     calls = run["calls"]
     assert len(calls) == 3 and run["mode"] == "any"
     for call in calls:
-        assert set(call) == {"us", "training", "grad_enabled", "caller"}
+        assert set(call) == {"us", "training", "grad_enabled", "caller", "faults", "shapes"}
         assert call["training"] is False and call["grad_enabled"] is False
         assert call["caller"] == "estimate_loss (train.py:27)" and call["us"] > 0
     # The run went on a little to time the training steps that followed.

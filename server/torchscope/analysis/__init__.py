@@ -69,11 +69,16 @@ if TYPE_CHECKING:
         point_from_report,
         sweep_step,
     )
+    from .verdict.consistency import SELF_CHECK
+    from .verdict.sweep_check import self_check_sweep, sweep_problems
 
 #: Name here -> (its module, relative to this package; its name there), imported on first use.
 #: Keep in step with the ``TYPE_CHECKING`` imports above (``tests/unit/test_layers.py``).
 _LAZY: dict[str, tuple[str, str]] = {
     "median": (".index.columns", "median"),
+    "SELF_CHECK": (".verdict.consistency", "SELF_CHECK"),
+    "self_check_sweep": (".verdict.sweep_check", "self_check_sweep"),
+    "sweep_problems": (".verdict.sweep_check", "sweep_problems"),
     "DEFAULT_HOT_SHARE": (".measure.lines", "DEFAULT_HOT_SHARE"),
     "LocalMachine": (".measure.machine", "LocalMachine"),
     "CalleeStats": (".measure.parts", "CalleeStats"),
@@ -142,6 +147,7 @@ __all__ = [
     "COMPUTE_SHARE_CROSSOVER",
     "CONFIDENCE",
     "DEFAULT_HOT_SHARE",
+    "SELF_CHECK",
     "ABRounds",
     "CalleeStats",
     "ClusterError",
@@ -201,6 +207,8 @@ __all__ = [
     "point_from_report",
     "rank_paths",
     "ratio_interval",
+    "self_check_sweep",
+    "sweep_problems",
     "sweep_step",
     "undecided",
 ]

@@ -23,6 +23,7 @@ from .measure.op_table import top_kernels
 from .results import Device, Measurements, Report
 from .rules import ALL_RULES, run_rules
 from .verdict.consistency import self_check
+from .verdict.cost_basis import profiled_cost_note
 from .verdict.findings import FINDINGS_DOC
 from .verdict.stability import judged, timing_of
 from .verdict.verdict import decide
@@ -84,6 +85,9 @@ def analyze(
         notes.append(f"{trace.skipped_events} malformed events were skipped")
     if ctx.steps and ctx.steps[0].source != "ProfilerStep":
         notes.append(f"no ProfilerStep annotations: steps are {ctx.steps[0].source} windows")
+    cost_note = profiled_cost_note(verdict, metrics, findings)
+    if cost_note is not None:
+        notes.append(cost_note)
     report = Report(
         device=device,
         verdict=verdict,

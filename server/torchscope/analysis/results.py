@@ -35,8 +35,8 @@ class Cause:
     """One cause of the time per call and what it costs (``analysis/verdict/causes.py``)."""
 
     cause: str
-    """``dispatch``, ``threads``, ``page-faults``, ``bandwidth``, ``compute``, ``sync``,
-    ``input`` or ``comm``."""
+    """``dispatch``, ``threads``, ``page-faults``, ``rng``, ``bandwidth``, ``compute``,
+    ``sync``, ``input`` or ``comm``."""
     us_per_call: float
     share: float
     """``us_per_call`` over the time per call (per step on a GPU), 0-1."""
@@ -69,6 +69,7 @@ VERDICT_IDS = (
     "copy-bound",
     "low-efficiency",
     "compute-heavy",
+    "rng-bound",
     "no-activity",
 )
 """Every ``Verdict.id`` (docs/findings.md#verdicts): the verdict's diagnostic carries it as its
@@ -217,6 +218,16 @@ class TopOp:
     """Achieved GB/s (bytes moved from recorded shapes and dtypes)."""
     efficiency: float | None = None
     """Achieved / matching peak (matmul FLOP/s for GEMMs, bandwidth otherwise), 0-1."""
+    op_class: str | None = None
+    """The op's class in the cost model (``measure/opclass``: ``gemm``, ``convolution``,
+    ``attention``, ``normalization``, ``elementwise``, ``reduction``, ``rng``,
+    ``copy/layout``, ``indexing/embedding``, ``communication``, ``optimizer``); None: not
+    classified."""
+    flops: float | None = None
+    """FLOPs per step from the cost model (None: the class has no FLOP model, or the shapes
+    were not recorded)."""
+    bytes: float | None = None
+    """Bytes moved per step from the cost model (None where not modelled)."""
 
 
 @dataclass(frozen=True)

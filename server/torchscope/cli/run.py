@@ -156,6 +156,8 @@ def _run_text(outcome: RunOutcome, part: TargetRun) -> str:
             else ""
         )
         lines.append(f"in the run: first call {format_duration(part.cold_us)}{steady}")
+    if part.timing_note:
+        lines.append(part.timing_note)
     if part.mode_note or part.calls:
         lines.append(part.mode_note or f"profiled {mode_label(part.calls)}")
     return "\n".join(lines) + "\n"

@@ -59,9 +59,10 @@ def _ratio_text(other: list[CallSeen], profiled: list[CallSeen]) -> str:
     return f"took {ratio:.2g}× longer" if ratio > 1 else f"took {ratio:.2g}× as long"
 
 
-def mode_note(calls: list[CallSeen], other_calls: list[CallSeen]) -> str:
+def mode_note(calls: list[CallSeen], other_calls: list[CallSeen], mode: str = "any") -> str:
     """The sentence about the modes of the calls profiled and seen ("" when all profiled calls
-    are training calls and no other was seen)."""
+    are training calls and no other was seen). Its advice names only a ``--mode`` the user
+    did not pass (``mode``: the one passed, ``any`` when none was)."""
     if not calls:
         return ""
     train = [_is_train(c) for c in calls]
@@ -79,4 +80,6 @@ def mode_note(calls: list[CallSeen], other_calls: list[CallSeen]) -> str:
         )
     if all(train):
         return ""
+    if mode != "any":  # the user asked for these calls: nothing to advise
+        return profiled
     return f"{profiled}; no training call was seen (--mode train waits for one)"

@@ -30,6 +30,7 @@ from torchscope.host.trace_store import TraceStore
 from torchscope.protocol import (
     CallSeen,
     Capture,
+    JobError,
     JobOptions,
     JobRequest,
     Output,
@@ -106,13 +107,29 @@ class TargetRun:
     """The calls timed and profiled."""
     other_calls: list[CallSeen] = field(default_factory=list)
     """Calls seen in another mode than the profiled ones (the same fields)."""
+    mode: str = "any"
+    """The ``--mode`` passed (``any``: none)."""
 
     @property
     def mode_note(self) -> str:
         """What the calls' modes say (``host/call_modes.py``; "" when nothing to say)."""
         from torchscope.host.call_modes import mode_note
 
-        return mode_note(self.calls, self.other_calls)
+        return mode_note(self.calls, self.other_calls, self.mode)
+
+    @property
+    def timing_note(self) -> str:
+        """Why the timed calls and the program's own differ, when they do beyond the noise
+        (``host/run_numbers.py``; "" otherwise or without a profile)."""
+        from torchscope.host.run_numbers import timing_note
+
+        if self.outcome is None or self.outcome.report.timing is None:
+            return ""
+        timing = self.outcome.report.timing
+        return timing_note(
+            self.calls, self.in_run_us, timing.median_us, timing.spread, timing.wait_us,
+            self.outcome.result.measured,
+        )  # fmt: skip
 
 
 @dataclass
@@ -134,7 +151,7 @@ class RunOutcome:
         run = RunInfo(
             str(self.entry), self.exit, self.exit_code, self.test, part.calls_seen, part.callers,
             part.cold_us, part.in_run_us, part.calls, part.other_calls, self.mode,
-            part.mode_note, part.capture,
+            part.mode_note, part.capture, part.timing_note,
         )  # fmt: skip
         return RunPart(part.outcome, run)
 
@@ -157,6 +174,9 @@ class RunInfo:
     mode: str
     mode_note: str
     capture: Optional[Capture]
+    timing_note: str = ""
+    """Why the timed calls and the program's own took other times, when they differ beyond
+    the noise (``host/run_numbers.py``); "" when they agree."""
 
 
 @dataclass(frozen=True)
@@ -247,6 +267,7 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                 raw.capture,
                 calls=list(raw.calls),
                 other_calls=list(raw.other_calls),
+                mode=self.mode,
             )
             if raw.profile is not None:
                 result = raw.profile
@@ -258,14 +279,23 @@ class RunJobKind(HostJob[RunResult, RunOutcome]):
                     report = with_fixes(report, spec, result)
                     part.outcome = ProfileOutcome(spec, None, result, report, output)
             elif raw.error is not None:
-                error = raw.error
-                part.failure = ProfileFailure(
-                    error.kind, error.message, error.line, error.traceback
-                )
+                part.failure = self._failed(done, raw.error)
             else:
                 part.failure = self._not_called(done, part, raw.loaded)
             done.targets.append(part)
         return done
+
+    def _failed(self, done: RunOutcome, error: JobError) -> ProfileFailure:
+        """The target's error; one that the target raised in the program says how the program
+        ended too, in the same sentence, with the traceback once."""
+        message, shown = error.message, error.traceback
+        if error.kind == "call-raised":
+            code = f" with exit code {done.exit_code}" if done.exit_code is not None else ""
+            message += f"; the program `{self.entry}` {done.exit}{code}"
+            last = shown.strip().splitlines()[-1:] if shown else []
+            if last and done.traceback.strip().splitlines()[-1:] == last:
+                shown = done.traceback  # the same exception, with the program's frames above
+        return ProfileFailure(error.kind, message, error.line, shown)
 
     def _not_called(self, done: RunOutcome, part: TargetRun, loaded: bool) -> ProfileFailure:
         """Why a target has no profile: the program never loaded its file, never called it, or

@@ -123,8 +123,9 @@ def _publish(ls: TorchscopeServer, located: Located, ran: Ran) -> dict[str, Any]
     answer = publish_profile(ls, located, part.outcome)
     answer["report"]["run"] = to_builtins(outcome.shown(part).run)
     ls.log(f"{located.target.qualname}: {part.calls_seen} calls seen in `{outcome.entry}`")
-    if part.mode_note:
-        ls.show(types.MessageType.Info, f"torchscope: {part.mode_note}")
+    for note in (part.timing_note, part.mode_note):
+        if note:
+            ls.show(types.MessageType.Info, f"torchscope: {note}")
     return answer
 
 

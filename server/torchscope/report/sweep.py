@@ -4,9 +4,16 @@ one row per size, then where the function stops being overhead-bound (the chart 
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
-from torchscope.analysis import Sweep, SweepPoint, past_overhead
+from torchscope.analysis import (
+    SELF_CHECK,
+    Sweep,
+    SweepPoint,
+    past_overhead,
+    self_check_sweep,
+)
 from torchscope.analysis.formatting import format_duration, format_share
 
 
@@ -60,12 +67,25 @@ def crossover_text(points: list[SweepPoint], cross: Optional[int], name: str = "
         kinds = ", ".join(dict.fromkeys(p.verdict for p in ok))
         return f"crossover: none — not overhead-bound at any size ({kinds} from {name}={ok[0].n})"
     if ok:
-        return (
-            f"crossover: none — still overhead-bound at {name}={ok[-1].n}: try larger sizes"
-            if not past_overhead(ok[-1])
-            else f"crossover: none — the verdicts go back and forth up to {name}={ok[-1].n}"
-        )
+        last = ok[-1]
+        if past_overhead(last):
+            return f"crossover: none — the verdicts go back and forth up to {name}={last.n}"
+        return f"crossover: none — still overhead-bound at {name}={last.n}: {_remedy(last)}"
     return ""
+
+
+def _remedy(last: SweepPoint) -> str:
+    """What to try when the largest size is still overhead-bound, by the overhead its row
+    names: larger sizes cure dispatch and a small op's fixed cost, not the threads or page
+    faults (issue 55: "try larger sizes" under rows about threads and page faults)."""
+    if last.cause == "threads":
+        return "its overhead is the intra-op threads, not the size: torch.set_num_threads(1)"
+    if last.cause == "page-faults":
+        return (
+            "its overhead is page faults (fresh memory on every call), not the size: reuse "
+            "buffers (out=, in-place ops)"
+        )
+    return "try larger sizes"
 
 
 def render_sweep(
@@ -80,6 +100,7 @@ def render_sweep(
     ]
     lines = [line.rstrip() for line in lines] + stability_lines(points, name)
     cross_line = crossover_text(points, cross, name)
+    self_check_sweep(points, cross_line)
     return "\n".join([*lines, cross_line] if cross_line else lines)
 
 
@@ -107,3 +128,14 @@ def sweep_markdown(qualname: str, sweep: Sweep, device: str = "cpu") -> str:
     if sweep.chart_path:
         parts.append(f"Chart: `{sweep.chart_path}`")
     return "\n\n".join(p for p in parts if p)
+
+
+def _check(sweep: Sweep) -> None:
+    """The sweep's rows against the crossover line it prints (``consistency.sweep_problems``)."""
+    self_check_sweep(sweep.points, crossover_text(sweep.points, sweep.crossover, sweep.name))
+
+
+if os.environ.get(SELF_CHECK) == "1":
+    from torchscope.protocol import register_check
+
+    register_check(Sweep, _check)

@@ -64,12 +64,15 @@ def marked_call(
     inner = unwrap(target)
     callee: Any = prepared.func
     args, kwargs = prepared.args, prepared.kwargs
-    if callee is target or unwrap(callee) is inner:
-        return MarkedCall(lambda: run_to_completion(copy(*args, **kwargs))), ""
+    # A bound method first: ``inspect.unwrap`` follows a bound method's ``__wrapped__`` (the
+    # attribute reads through to ``__func__``) to the bare function, which would drop the
+    # receiver of a decorated method (``@torch.no_grad()``, ``functools.wraps``).
     bound_func = getattr(callee, "__func__", None)
     if bound_func is not None and unwrap(bound_func) is inner:
         bound = types.MethodType(copy, callee.__self__)
         return MarkedCall(lambda: run_to_completion(bound(*args, **kwargs))), ""
+    if callee is target or unwrap(callee) is inner:
+        return MarkedCall(lambda: run_to_completion(copy(*args, **kwargs))), ""
     try:
         owner, name = _owner(module, qualname)
     except AttributeError as exc:

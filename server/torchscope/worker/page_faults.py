@@ -25,15 +25,21 @@ def minor_faults() -> int:
 
 def fault_cost_us(size: int = CALIBRATION_BYTES) -> float:
     """Microseconds one minor fault costs: map ``size`` fresh bytes, write one byte per page,
-    divide the time by the faults it took (0.0 when the mapping took none, e.g. no MMU)."""
+    divide the time by the faults it took (0.0 when the mapping took none, e.g. no MMU).
+
+    The time is this thread's CPU time (user + system: the kernel handles the fault on the
+    faulting thread), not the wall clock: while another process holds the core the wall clock
+    runs on, and the cost per fault read 3-5× high on a loaded machine (issue 55's MNIST and
+    MLP training steps: "page faults" named the costliest cause of a call whose CPU time they
+    nearly filled). The time the call waited for a CPU is a cause of its own (``wait_us``)."""
     page = mmap.PAGESIZE
     mapping = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     try:
         before = minor_faults()
-        start = time.perf_counter()
+        start = time.thread_time()
         for offset in range(0, size, page):
             mapping[offset] = 1
-        elapsed = time.perf_counter() - start
+        elapsed = time.thread_time() - start
         faults = minor_faults() - before
     finally:
         mapping.close()

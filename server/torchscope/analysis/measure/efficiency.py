@@ -1,6 +1,6 @@
 """How close to the limit: achieved FLOP/s and bandwidth of each op against the device's peak.
 
-Each op call with known work (``work.op_work``: FLOPs and bytes from its recorded shapes) is
+Each op call with known work (``opclass.op_cost``: FLOPs and bytes from its recorded shapes) is
 given a time: on a CPU run its inclusive CPU time, on a GPU run the device time of the kernels
 it launched (a kernel launched by an op nested inside is counted for the nearest enclosing op
 with work). Rates are totals over the analysed steps: FLOPs / time and bytes / time. The peak
@@ -22,9 +22,9 @@ from ...ingest.values import shapes_key
 from ..index.context import Context
 from ..results import Peaks, TopOp
 from .lines import innermost_line
+from .opclass import Work, has_work, op_class, op_cost
 from .parts import LineOp, LineStats
 from .spec_peaks import spec_sheet_peaks
-from .work import Work, has_work, op_work
 
 TF32_KERNEL_MARKERS = ("tf32", "s1688", "s16816", "tensorop_s")
 """Kernel-name parts of TF32 tensor-core GEMMs (as in the ``fp32-matmul`` rule): an fp32
@@ -176,7 +176,7 @@ def _peak_keys(ctx: Context, work: dict[int, Work], device: bool) -> dict[int, s
 def measure_efficiency(ctx: Context) -> Efficiency:
     """The efficiency stage: every op with known work, its time, and the peaks.
 
-    Only ops whose name can have work (``work.has_work``) have their arguments read, so a
+    Only ops whose name can have work (``opclass.has_work``) have their arguments read, so a
     trace's lazily decoded ``args`` stay undecoded for everything else."""
     ops = ctx.trace.ops
     work: dict[int, Work] = {}
@@ -190,22 +190,25 @@ def measure_efficiency(ctx: Context) -> Efficiency:
             args = ops[i].args
             key = shapes_key(args)
             if key is None:
-                w = op_work(name, args)
+                w = op_cost(name, args)
             elif key in known:
                 w = known[key]
             else:
-                w = known[key] = op_work(name, args)
+                w = known[key] = op_cost(name, args)
             if w is not None:
                 work[i] = w
     device = ctx.device_run
     time_us = _device_times(ctx, work) if device else {i: ops[i].end - ops[i].start for i in work}
     parent = ctx.nest.op_parent
+    # Outer: no enclosing op with work *and a time*. On a GPU a kernel's time goes to the
+    # nearest op with work (``index_select`` inside ``embedding``), and the caller, with no
+    # kernel of its own, must not hide it.
     outer: list[int] = []
     for i in sorted(time_us):
         p, hops = parent[i], 0
-        while p >= 0 and p not in work and hops < 512:
+        while p >= 0 and p not in time_us and hops < 512:
             p, hops = parent[p], hops + 1
-        if p < 0 or p not in work:
+        if p < 0 or p not in time_us:
             outer.append(i)
     return Efficiency(peaks_of(ctx), work, time_us, _peak_keys(ctx, work, device), tuple(outer))
 
@@ -216,11 +219,27 @@ def name_rates(ctx: Context, eff: Efficiency, name: str) -> Rates:
 
 
 def annotate_ops(ctx: Context, eff: Efficiency, ops: Iterable[TopOp]) -> list[TopOp]:
-    """The op table with each op's achieved rates and efficiency."""
+    """The op table with each op's class, FLOPs and bytes per step (the cost model's, None
+    where it has none), achieved rates and efficiency."""
     out: list[TopOp] = []
+    by_name = ctx.ops_by_name()
+    steps = max(1, len(ctx.steps))
     for o in ops:
         r = name_rates(ctx, eff, o.name)
-        out.append(replace(o, gflops=r.gflops, gbps=r.gbps, efficiency=r.efficiency))
+        calls: list[int] = list(by_name.get(o.name, ()))
+        works = [eff.work[i] for i in calls if i in eff.work]
+        first = ctx.trace.ops[calls[0]].args if calls else None
+        out.append(
+            replace(
+                o,
+                gflops=r.gflops,
+                gbps=r.gbps,
+                efficiency=r.efficiency,
+                op_class=op_class(o.name, first),
+                flops=sum(w.flops for w in works) / steps if works else None,
+                bytes=sum(w.bytes for w in works) / steps if works else None,
+            )
+        )
     return out
 
 

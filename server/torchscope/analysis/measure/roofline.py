@@ -1,10 +1,11 @@
 """The verdict's rates: memory-bound headlines, achieved/peak phrases and the GPU efficiency.
 
 A CPU verdict whose costliest cause is ``bandwidth`` (``causes.py``) is ``memory-bound``: the
-headline names the hottest copy-like op's GB/s, its share of the bandwidth, the arithmetic
-intensity (FLOPs per byte over the ops with work) and the ridge point (peak FLOP/s /
-bandwidth; below it no amount of compute can help). GPU verdicts keep their headline and gain
-the dominant op's efficiency.
+headline names the hottest copy-like op's GB/s, its share of the bandwidth, its arithmetic
+intensity (that op's FLOPs per byte, not the whole call's) and the ridge point (peak FLOP/s /
+bandwidth; below it no amount of compute can help). "below the ridge point" is written only
+when it is below; at or above it the verdict is another one (``below_ridge``). GPU verdicts
+keep their headline and gain the dominant op's efficiency.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from ..formatting import format_duration, format_share
 from ..index.context import Context
 from ..results import Peaks, TopOp, Verdict
 from .efficiency import Efficiency, Rates, name_rates
+from .opclass import in_step
+from .opclass.cost import RNG
 
 
 def format_rate(gflops: float) -> str:
@@ -46,10 +49,11 @@ bandwidth cannot be what limits it, so its time is its fixed cost per call."""
 
 
 def dominant_memory_op(ctx: Context, eff: Efficiency) -> tuple[str, list[int]] | None:
-    """The copy-like op name with the most time and its calls (None: no copy-like op)."""
+    """The copy-like op name with the most time and its calls (None: no copy-like op;
+    random-number ops are the ``rng`` cause's, not bandwidth's)."""
     by_name: dict[str, list[int]] = {}
     for i in eff.outer:
-        if eff.work[i].kind == "memory":
+        if eff.work[i].kind == "memory" and eff.work[i].op_class != RNG:
             by_name.setdefault(ctx.trace.ops[i].name, []).append(i)
     if not by_name:
         return None
@@ -66,34 +70,68 @@ def ridge_point(peaks: Peaks) -> float | None:
 
 
 FUSION_ADVICE = "fuse the chain: torch.compile, or fused kernels (see memory-bound-chain)"
-"""What a memory-bound op (elementwise, RNG, reduction) is told: move the bytes once."""
+"""What a memory-bound op (elementwise, reduction, copy) is told: move the bytes once."""
+
+OPTIMIZER_ADVICE = (
+    "the optimizer steps one tensor at a time: pass foreach=True (or fused=True) to the "
+    "optimizer, then torch.compile"
+)
+"""What a memory-bound op inside ``Optimizer.step`` is told first: the multi-tensor or fused
+step is one argument away, before a compile."""
+
+
+def in_optimizer_step(ctx: Context, i: int) -> bool:
+    """Op ``i`` runs inside an ``Optimizer.step#…`` annotation."""
+    ann = ctx.nest.op_ann[i]
+    anns = ctx.trace.annotations
+    return ann >= 0 and in_step([anns[a].name for a in ctx.nest.annotation_chain(ann)])
+
+
+def fusion_advice(ctx: Context, i: int) -> str:
+    """The fix for memory-bound op ``i``: ``OPTIMIZER_ADVICE`` inside an optimizer step, else
+    ``FUSION_ADVICE``."""
+    return OPTIMIZER_ADVICE if in_optimizer_step(ctx, i) else FUSION_ADVICE
+
+
+def memory_intensity(eff: Efficiency, calls: list[int]) -> float:
+    """FLOPs per byte of the memory-bound ops a verdict names (their calls' totals)."""
+    named = eff.totals(calls)
+    return named.flops / named.bytes if named.bytes else 0.0
+
+
+def below_ridge(eff: Efficiency, calls: list[int], peaks: Peaks | None) -> bool:
+    """The named ops' arithmetic intensity is below the ridge point (True with no ridge to
+    hold it to: an elementwise op's ~0.1 FLOP/B is below every machine's)."""
+    ridge = ridge_point(peaks) if peaks is not None else None
+    return ridge is None or memory_intensity(eff, calls) < ridge
 
 
 def memory_verdict(
     ctx: Context, eff: Efficiency, verdict: Verdict, peaks: Peaks | None
 ) -> Verdict | None:
     """The memory-bound verdict, named after the copy-like op with the most time: its GB/s,
-    share of the bandwidth, the arithmetic intensity and the ridge point (None: no copy-like op
-    with recorded shapes, or no bandwidth to hold it to)."""
+    share of the bandwidth, its arithmetic intensity (its own FLOPs over its own bytes, not the
+    call's) and the ridge point it is below (None: no copy-like op with recorded shapes, no
+    bandwidth to hold it to, or an intensity at or above the ridge: then bytes are not what
+    bounds it, and the verdict is another one)."""
     bandwidth = peaks.bandwidth_gbps if peaks is not None else None
     if peaks is None or not bandwidth or verdict.cpu_us <= 0:
         return None
-    outer = eff.totals(eff.outer)
     dominant = dominant_memory_op(ctx, eff)
     if dominant is None:
         return None
     name, calls = dominant
     rates = eff.rates(eff.totals(calls))
-    if rates.gbps is None:
+    if rates.gbps is None or not below_ridge(eff, calls, peaks):
         return None
-    intensity = outer.flops / outer.bytes if outer.bytes else 0.0
+    intensity = memory_intensity(eff, calls)
     ridge = ridge_point(peaks)
     ridge_text = f", below the ridge point of {ridge:.3g} FLOP/B" if ridge else ""
     share = f", {format_share(rates.efficiency)}" if rates.efficiency is not None else ""
     headline = (
         f"memory-bound (CPU): {format_duration(verdict.cpu_us)} per call, {name} at "
-        f"{format_gbps(rates.gbps)}{share} of {bandwidth_phrase(peaks)}; arithmetic intensity "
-        f"{intensity:.2g} FLOP/B{ridge_text}; {FUSION_ADVICE}"
+        f"{format_gbps(rates.gbps)}{share} of {bandwidth_phrase(peaks)}; its arithmetic "
+        f"intensity {intensity:.3g} FLOP/B{ridge_text}; {fusion_advice(ctx, calls[0])}"
     )
     return replace(verdict, id="memory-bound", headline=headline, efficiency=rates.efficiency)
 

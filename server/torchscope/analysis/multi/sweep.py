@@ -41,6 +41,8 @@ class SweepPoint:
     headline: str = ""
     trace_path: Optional[str] = None
     error: Optional[str] = None
+    cause: str = ""
+    """The cause the row's verdict names (``Verdict.cause``: ``dispatch``, ``threads`` …)."""
     stable: bool = True
     """``profile``'s stability checks on this size (``verdict.stable``): an unstable row is
     marked in the table and the chart and left out of the crossover."""
@@ -66,14 +68,23 @@ def _finite(value: Optional[float]) -> Optional[float]:
     return value if value is not None and math.isfinite(value) else None
 
 
+WORK_CAUSES = ("compute", "bandwidth", "rng")
+"""The CPU causes that are the work itself (the ops' bodies); the rest are overheads."""
+
+
 def compute_share(report: Report) -> Optional[float]:
-    """Compute share of one profile (see :data:`COMPUTE_SHARE_CROSSOVER`)."""
+    """Compute share of one profile (see :data:`COMPUTE_SHARE_CROSSOVER`): on a CPU the share
+    of the call its work causes take (``WORK_CAUSES``), so a row whose overhead is the threads
+    or page faults never reads "compute 100 %" beside overhead-bound (issue 55)."""
     call_us = _finite(report.timing.median_us) if report.timing else None
     if report.device.kind == "cuda":
         device_us = _finite(report.verdict.device_us)
         if call_us is not None and call_us > 0 and device_us is not None:
             return max(0.0, min(1.0, device_us / call_us))
         return None
+    causes = report.verdict.causes
+    if causes:
+        return max(0.0, min(1.0, sum(c.share for c in causes if c.cause in WORK_CAUSES)))
     overhead = _finite(report.verdict.overhead_share)
     if overhead is not None:
         return max(0.0, min(1.0, 1.0 - overhead))
@@ -95,6 +106,7 @@ def point_from_report(n: int, report: Report, trace_path: Optional[str] = None) 
         verdict=report.verdict.id,
         headline=report.verdict.headline,
         trace_path=trace_path,
+        cause=report.verdict.cause,
         stable=report.verdict.stable,
         spread=report.timing.spread if report.timing else None,
         busy_share=report.machine.busy_share if report.machine else None,

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from ...protocol import GLIBC_MMAP_MAX, MIN_FAULTS_PER_CALL
 from ..formatting import format_bytes, format_duration, format_share
-from ..index.columns import median
 from ..index.context import Context
-from ..measure.memory import page_fault_numbers
+from ..measure.memory import page_fault_numbers, ran_us
 from ..measure.stages import Metrics
 from ..results import Finding
 from .base import Rule
@@ -64,7 +63,10 @@ class AllocationChurn(Rule):
         if faulting:
             assert faults is not None and cost is not None
             head = f"{faults:.0f} page faults per call ≈ {_fault_time(ctx, cost, share)}"
-            estimated = cost
+            m = ctx.measurements
+            call = ran_us(m) if m is not None else 0.0
+            # CPU time over every thread can exceed the call; what it costs the call is the call.
+            estimated = min(cost, call) if call > 0 else cost
         else:
             pages = sum(b for _, b in large) / PAGE_BYTES
             estimated = pages * per_fault
@@ -106,7 +108,7 @@ def _fault_time(ctx: Context, cost: float, share: float | None) -> str:
     faulted, so where it exceeds the call the call is what they cost it (as the verdict
     says), and the CPU time is said beside it."""
     m = ctx.measurements
-    call = median(m.call_us) if m is not None and m.call_us else 0.0
+    call = ran_us(m) if m is not None else 0.0
     if 0 < call < cost:
         spent = format_duration(cost)
         return f"{format_duration(call)} (all of the call: {spent} of CPU over its threads)"

@@ -1,10 +1,12 @@
 """``low-efficiency-gemm``: a GEMM under 30 % of the device's matmul peak, and why.
 
-Grouped by (op, input shapes, dtype): each group's achieved GFLOP/s against the calibrated (or,
-for a trace from elsewhere, spec-sheet) peak of its dtype. The likely cause is named from the
-shapes: a thin matrix (a dimension under 64 gives the matrix units too little work per byte),
-dimensions not multiples of 8 in fp16/bf16 on a GPU (tensor cores pad or fall back), fp32
-without TF32 where the GPU has it, or matrices too small to fill the device.
+Grouped by (op, input shapes, dtype): each math op's (GEMM, convolution, attention:
+``opclass.MATH``) achieved GFLOP/s against the calibrated (or, for a trace from elsewhere,
+spec-sheet) peak of its dtype. The likely cause is named by the op's class
+(``measure/slow_math``): for a GEMM a thin matrix, a head size beside a softmax (sdpa),
+dimensions not multiples of 8 in fp16/bf16 on a GPU, fp32 without TF32, matrices too small; for
+a convolution its groups, channel counts, batch and layout (``channels_last``,
+``cudnn.benchmark``); for attention the kernel's head size and dtype.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from __future__ import annotations
 from ..formatting import format_duration, format_share
 from ..index.context import Context
 from ..measure.efficiency import missing_peak
-from ..measure.gemm_shapes import MIN_GEMM_FLOPS, cause_of_sizes, input_dims, operand_sizes
 from ..measure.roofline import format_rate, peak_phrase
+from ..measure.slow_math import MIN_GEMM_FLOPS, input_dims, likely_cause
 from ..measure.stages import Metrics
 from ..results import Finding
 from ._common import op_location
@@ -25,6 +27,7 @@ LOW_EFFICIENCY = 0.30
 MIN_SHARE = 0.05
 """Only GEMMs that take at least 5 % of the step: a tiny GEMM is always far from peak and
 never what the step waits for."""
+
 
 class LowEfficiencyGemm(Rule):
     """GEMMs far below the matmul peak."""
@@ -67,7 +70,7 @@ class LowEfficiencyGemm(Rule):
             dtype = eff.work[idx[0]].dtype
             peak = eff.peaks.matmul_gflops[peak_key]
             file, line = op_location(ctx, idx[0])
-            cause = cause_of_sizes(operand_sizes(name, ops[idx[0]].args), dtype, peak_key, ctx, eff)
+            cause = likely_cause(ctx, eff, idx[0])
             findings.append(
                 self.finding(
                     f"{name} {shapes} ({dtype}) runs at {format_rate(rates.gflops)}, "

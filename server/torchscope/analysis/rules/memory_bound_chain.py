@@ -19,9 +19,17 @@ from __future__ import annotations
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.context import Context
 from ..measure.efficiency import Efficiency, missing_peak
-from ..measure.roofline import bandwidth_phrase, format_gbps, ridge_point
+from ..measure.opclass import base_name, op_class
+from ..measure.opclass.cost import ELEMENTWISE, LAYOUT
+from ..measure.opclass.passes import WRITE_ONLY
+from ..measure.roofline import (
+    OPTIMIZER_ADVICE,
+    bandwidth_phrase,
+    format_gbps,
+    in_optimizer_step,
+    ridge_point,
+)
 from ..measure.stages import Metrics
-from ..measure.work import ELEMENTWISE, WRITE_ONLY, base_name
 from ..results import Finding, Peaks
 from ..verdict.verdict import DEFAULT_DISPATCH_FLOOR_US
 from ._common import op_location
@@ -66,13 +74,14 @@ def _chains(ctx: Context, eff: Efficiency, peaks: Peaks) -> list[list[int]]:
         track = ops[i].track
         run = current.setdefault(track, [])
         w = eff.work.get(i)
+        if w is None and op_class(ops[i].name, ops[i].args) == LAYOUT:
+            continue  # a view or an eval-mode dropout moves nothing: neither link nor break
         base = base_name(ops[i].name)
         fits = (
             w is not None
             and eff.time_us.get(i)
-            and base in ELEMENTWISE
+            and w.op_class == ELEMENTWISE
             and base not in WRITE_ONLY
-            and base != "copy"
             and _memory_bound(ctx, eff, i, peaks, floor_us)
         )
         if fits and w is not None:
@@ -128,13 +137,18 @@ class MemoryBoundChain(Rule):
         n = len(longest)
         runs = len(members) / n / steps
         where = f"on {shape}" if runs <= 1 else f"{runs:.3g} times per step, e.g. on {shape}"
+        fix = (
+            "Fused (torch.compile) they read and write the tensor once: try Compare with "
+            "torch.compile"
+        )
+        if in_optimizer_step(ctx, longest[0]):
+            fix = f"Inside Optimizer.step: {OPTIMIZER_ADVICE}"
         return [
             self.finding(
                 f"{n} elementwise ops in a row {where} {eff.work[longest[0]].dtype} "
                 f"({names}), each memory-bound: {format_gbps(rates.gbps or 0.0)}{share} of "
                 f"{bandwidth_phrase(eff.peaks)}, {format_duration(per_step)} and "
-                f"{format_bytes(totals.bytes / steps)} moved per step. Fused (torch.compile) "
-                "they read and write the tensor once: try Compare with torch.compile",
+                f"{format_bytes(totals.bytes / steps)} moved per step. {fix}",
                 per_step * (1.0 - 1.0 / n),
                 line=line,
                 file=file,

@@ -1,12 +1,14 @@
 """The verdict from the ranked causes (``causes.py``): its id and headline per cause.
 
 CPU: the costliest cause names the verdict. ``dispatch``, ``threads`` and ``page-faults`` are
-``overhead-bound`` (the headline says which overhead), ``bandwidth`` is ``memory-bound`` (but
+``overhead-bound`` (the headline says which overhead), ``rng`` is ``rng-bound`` (random numbers
+drawn by a separate pass: dropout's mask; fused into sdpa or by ``torch.compile``),
+``bandwidth`` is ``memory-bound`` (but
 ``overhead-bound (CPU, small tensors)`` when the op's data fits the caches:
 ``roofline.CACHE_RESIDENT_BYTES``), and
 ``compute`` is ``compute-bound`` only at an efficiency of at least ``COMPUTE_FLOOR``. Below it the
 verdict names why the math is slow, from the numbers the findings measured: a thin or small GEMM
-(``measure/gemm_shapes.is_small``) is ``overhead-bound (CPU, small shapes)`` — its time is the
+(``measure/slow_math.is_small``) is ``overhead-bound (CPU, small shapes)`` — its time is the
 fixed cost per call, the guide's "too little work per call" — and a large one is
 ``low-efficiency`` (the intra-op threads, the dtype or the layout). The cause stays ``compute``:
 the time is in the ops' bodies; the id says what kind of fix it needs. A GPU verdict keeps
@@ -20,17 +22,19 @@ from dataclasses import replace
 from ..formatting import format_bytes, format_duration, format_share
 from ..index.context import Context
 from ..measure.efficiency import Efficiency, missing_peak, name_rates
-from ..measure.gemm_shapes import is_small, likely_cause
+from ..measure.opclass import is_memory_op
+from ..measure.opclass.cost import RNG
 from ..measure.roofline import (
     CACHE_RESIDENT_BYTES,
     FUSION_ADVICE,
+    below_ridge,
     dominant_memory_op,
     format_rate,
     memory_verdict,
     peak_phrase,
     rate_suffix,
 )
-from ..measure.work import is_memory_op
+from ..measure.slow_math import is_small, likely_cause
 from ..results import Peaks, StepMetrics, TopOp, Verdict
 from .causes import CpuCosts, compute_efficiency, compute_floor, cpu_costs, ranked
 
@@ -56,6 +60,27 @@ def _faults_headline(c: CpuCosts) -> str:
     )
 
 
+RNG_ADVICE = (
+    "fuse it: pass dropout_p to torch.nn.functional.scaled_dot_product_attention (the mask is "
+    "drawn inside the kernel), or torch.compile"
+)
+"""What the ``rng`` cause is told: draw the random numbers inside a fused kernel."""
+
+
+def _rng_headline(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
+    """``rng-bound (CPU)``: the random-number op with the most time and its share."""
+    by_name: dict[str, list[int]] = {}
+    for i in eff.outer:
+        if eff.work[i].op_class == RNG:
+            by_name.setdefault(ctx.trace.ops[i].name, []).append(i)
+    name = max(by_name, key=lambda n: eff.totals(by_name[n]).time_us) if by_name else "RNG ops"
+    return (
+        f"rng-bound (CPU): {format_duration(c.call_us)} per call, ~{_share_of(c, 'rng')} drawing "
+        f"random numbers in {name} (dropout's mask: the generator's arithmetic, not memory "
+        f"bandwidth); {RNG_ADVICE}"
+    )
+
+
 def _dispatch_headline(c: CpuCosts, share: float) -> str:
     return (
         f"overhead-bound (CPU): {format_duration(c.call_us)} per call, ~{format_share(share)} "
@@ -64,7 +89,8 @@ def _dispatch_headline(c: CpuCosts, share: float) -> str:
 
 
 def _top_gemm(eff: Efficiency) -> int | None:
-    """The GEMM-like op with the most profiled time (None: no GEMM with recorded shapes)."""
+    """The math op (GEMM, convolution, attention) with the most profiled time (None: none
+    with recorded shapes)."""
     gemms = [i for i in eff.outer if eff.work[i].kind == "gemm"]
     return max(gemms, key=lambda i: eff.time_us.get(i, 0.0)) if gemms else None
 
@@ -81,15 +107,13 @@ def _why_inefficient(ctx: Context, eff: Efficiency, c: CpuCosts) -> str:
     top = _top_gemm(eff)
     if top is None:
         return "no GEMM with recorded shapes to say why"
-    op = ctx.trace.ops[top]
-    dtype = eff.work[top].dtype
-    return likely_cause(op.name, op.args, dtype, eff.peak_key.get(top, dtype), ctx, eff)
+    return likely_cause(ctx, eff, top)
 
 
 def _small_shapes(ctx: Context, eff: Efficiency) -> bool:
-    """The dominant GEMM is thin or small (``measure/gemm_shapes.is_small``)."""
+    """The dominant math op is thin or small (``measure/slow_math.is_small``)."""
     top = _top_gemm(eff)
-    return top is not None and is_small(ctx.trace.ops[top].name, ctx.trace.ops[top].args)
+    return top is not None and is_small(ctx, eff, top)
 
 
 def _compute_verdict(
@@ -183,12 +207,16 @@ def _cache_resident(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -
     )
 
 
-def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict:
+def _memory(ctx: Context, eff: Efficiency, c: CpuCosts, base: Verdict) -> Verdict | None:
     """``memory-bound``: with the op's GB/s where a bandwidth is known; a cache-resident op
-    is overhead (``_cache_resident``)."""
+    is overhead (``_cache_resident``); ops at or above the ridge point are not bound by bytes
+    (None: the compute verdict judges them)."""
     small = _cache_resident(ctx, eff, c, base)
     if small is not None:
         return small
+    dominant = dominant_memory_op(ctx, eff)
+    if dominant is not None and not below_ridge(eff, dominant[1], eff.peaks):
+        return None
     found = memory_verdict(ctx, eff, base, eff.peaks)
     if found is not None:
         return found
@@ -253,7 +281,11 @@ def cpu_cause_verdict(
     elif cause == "page-faults":
         verdict = replace(base, headline=_faults_headline(c))
     elif cause == "dispatch":
-        verdict = replace(base, headline=_dispatch_headline(c, share))
+        # the dispatch cause's share (capped by the threads and faults), as the causes say
+        said = min(1.0, c.costs[cause] / c.run_us) if c.run_us > 0 else share
+        verdict = replace(base, headline=_dispatch_headline(c, said))
+    elif cause == "rng":
+        verdict = replace(base, id="rng-bound", headline=_rng_headline(ctx, eff, c))
     else:
         verdict = (
             _memory(ctx, eff, c, base) if cause == "bandwidth" else None

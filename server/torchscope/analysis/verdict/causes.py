@@ -12,8 +12,10 @@ number the findings use too, so the headline and the findings cannot disagree:
   thread) when positive, the time the intra-op threads cost;
 - ``page-faults``: minor faults per call × the calibrated cost of one (``allocation-churn``);
 - ``dispatch``: top-level ops per call × the measured per-op floor;
-- ``compute`` / ``bandwidth``: the rest of the call, the ops' own bodies, split by the profiled
-  time of GEMM-like ops (and ops without a known work) against copy-like ops (``work.py``);
+- ``compute`` / ``bandwidth`` / ``rng``: the rest of the call, the ops' own bodies, split by
+  the profiled time of math ops (and ops without a known work) against copy-like ops and
+  random-number ops (dropout's mask: the generator's arithmetic per element, not bandwidth)
+  (``measure/opclass``);
 - on a GPU trace: ``compute`` (kernels), ``bandwidth`` (memcpy), ``comm`` (collectives),
   ``sync`` (CPU blocked in synchronising calls), ``input`` (device idle inside DataLoader) and
   ``dispatch`` (the rest of the device's idle time: the CPU not launching fast enough).
@@ -27,15 +29,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from math import comb
+from typing import NamedTuple
 
 from ...protocol import MIN_FAULTS_PER_CALL
 from ..index.columns import median
 from ..index.context import Context
 from ..measure.efficiency import Efficiency
 from ..measure.memory import page_fault_numbers
+from ..measure.opclass.cost import RNG
 from ..results import Cause, Measurements, StepMetrics
 
-CAUSES = ("dispatch", "threads", "page-faults", "bandwidth", "compute", "sync", "input", "comm")
+CAUSES = (
+    "dispatch",
+    "threads",
+    "page-faults",
+    "rng",
+    "bandwidth",
+    "compute",
+    "sync",
+    "input",
+    "comm",
+)
 """Every cause a verdict can name; on a tie the earlier one wins (the overheads come first:
 they are the cheaper fix)."""
 
@@ -137,16 +151,30 @@ def threads_cost(m: Measurements) -> float:
     return max(0.0, median(diffs)) if diffs else 0.0
 
 
-def _body_split(ctx: Context, eff: Efficiency, metrics: list[StepMetrics]) -> tuple[float, float]:
-    """(share of the ops' profiled time that is copy-like, GEMM FLOPs per step)."""
+class BodySplit(NamedTuple):
+    memory_share: float
+    """Share of the ops' profiled time in copy-like ops (elementwise, reductions, copies)."""
+    rng_share: float
+    """Share in random-number ops (``opclass`` class ``rng``)."""
+    gemm_flops: float
+    """Math FLOPs per step."""
+
+
+def _body_split(ctx: Context, eff: Efficiency, metrics: list[StepMetrics]) -> BodySplit:
     steps = max(1, len(ctx.steps))
     outer = list(eff.outer)
-    memory = eff.totals([i for i in outer if eff.work[i].kind == "memory"])
+    rng = eff.totals([i for i in outer if eff.work[i].op_class == RNG])
+    memory = eff.totals(
+        [i for i in outer if eff.work[i].kind == "memory" and eff.work[i].op_class != RNG]
+    )
     gemm = eff.totals([i for i in outer if eff.work[i].kind == "gemm"])
     op_time = median([s.cpu_op_us for s in metrics]) if metrics else 0.0
-    total = max(op_time, (memory.time_us + gemm.time_us) / steps)
-    share = min(1.0, memory.time_us / steps / total) if total > 0 else 0.0
-    return share, gemm.flops / steps
+    total = max(op_time, (memory.time_us + rng.time_us + gemm.time_us) / steps)
+    if total <= 0:
+        return BodySplit(0.0, 0.0, gemm.flops / steps)
+    mem_share = min(1.0, memory.time_us / steps / total)
+    rng_share = min(1.0 - mem_share, rng.time_us / steps / total)
+    return BodySplit(mem_share, rng_share, gemm.flops / steps)
 
 
 def cpu_costs(
@@ -181,16 +209,17 @@ def cpu_costs(
         )
     dispatch = min(max(0.0, run_us - threads - faults), ops_per_call * floor)
     body = max(0.0, run_us - threads - faults - dispatch)
-    memory_share, gemm_flops = _body_split(ctx, eff, metrics)
+    split = _body_split(ctx, eff, metrics)
     costs = {
         "dispatch": dispatch,
         "threads": threads,
         "page-faults": faults,
-        "bandwidth": body * memory_share,
-        "compute": body * (1.0 - memory_share),
+        "rng": body * split.rng_share,
+        "bandwidth": body * split.memory_share,
+        "compute": body * (1.0 - split.memory_share - split.rng_share),
     }
     return CpuCosts(
-        call_us, floor, ops_per_call, costs, one, n_threads, faults_per_call, gemm_flops, wait
+        call_us, floor, ops_per_call, costs, one, n_threads, faults_per_call, split.gemm_flops, wait
     )
 
 

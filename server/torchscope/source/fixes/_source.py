@@ -229,3 +229,32 @@ class Chain:
         if any(stores(s, r) for s in block[j + 1 : at] for r in read):
             return None
         return j
+
+
+def submodules(tree: ast.Module, func: FunctionNode, aliases: Aliases) -> dict[str, ast.Call]:
+    """The modules the class of ``func`` builds in its methods, by attribute:
+    ``self.attend = nn.Softmax(dim=-1)`` gives ``{"attend": <the nn.Softmax(...) call>}``,
+    where the called name is a dotted name of an imported module (``aliases.full`` reads it)."""
+    owner = next(
+        (node for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and func in node.body),
+        None,
+    )
+    found: dict[str, ast.Call] = {}
+    if owner is None:
+        return found
+    for method in owner.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(method):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                continue
+            target, value = node.targets[0], node.value
+            if (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and isinstance(value, ast.Call)
+                and aliases.full(value.func) is not None
+            ):
+                found[target.attr] = value
+    return found

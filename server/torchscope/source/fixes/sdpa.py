@@ -16,6 +16,10 @@ read from a buffer (``masked_fill(self.bias[:, :, :T, :T] == 0, -inf)`` or
 ``masked_fill(~self.mask[:T, :T], -inf)``) becomes ``is_causal=True``, with a trial condition
 that the buffer really is lower-triangular, failing which the trial measures the ``attn_mask``
 rewrite instead (``Rewrite.fallback``).
+
+The module form (vit-pytorch's attention) is matched too: ``self.attend(dots)`` where the
+class built ``self.attend = nn.Softmax(dim=-1)``, and a dropout attribute the class built as
+``nn.Dropout`` whatever its name (``source/fixes/_source.submodules`` reads the class).
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import ast
 import dataclasses
 from typing import Optional
 
-from ._source import Chain, Edit, FixError, blocks
+from ._source import Chain, Edit, FixError, blocks, submodules
 from .base import Fix, Parsed, Rewrite, Site, name_of, parse
 
 SOFTMAX = ("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax")
+SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.modules.activation.Softmax")
+DROPOUT_MODULES = ("torch.nn.Dropout", "torch.nn.modules.dropout.Dropout")
 MATMUL = ("torch.matmul",)
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
 SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
@@ -96,6 +102,31 @@ class _Match:
         self.aliases = parsed.aliases
         self.chain = chain
         self.found = found
+        # The module form (a ViT's ``self.attend = nn.Softmax(dim=-1)``, ``nn.Dropout``).
+        self.modules = {
+            name: self.aliases.full(call.func)
+            for name, call in submodules(parsed.tree, parsed.func, parsed.aliases).items()
+            if self.aliases.full(call.func) in DROPOUT_MODULES
+            or (
+                self.aliases.full(call.func) in SOFTMAX_MODULES
+                and _is_last_dim(_keyword(call, "dim", 0))
+            )
+        }
+
+    def module_call(self, node: ast.expr, classes: tuple[str, ...]) -> Optional[ast.expr]:
+        """The argument of ``self.<name>(x)`` where the class built ``self.<name>`` as one of
+        ``classes`` (in ``__init__`` or any of its methods), else None."""
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+            and self.modules.get(node.func.attr) in classes
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            return node.args[0]
+        return None
 
     def causal_buffer(self, mask: ast.expr) -> Optional[tuple[str, ast.expr]]:
         """A mask from a causal buffer: ``(buffer, attn_mask)``, with the boolean mask that
@@ -120,7 +151,10 @@ class _Match:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and "drop" in node.func.attr.lower()
+            and (
+                "drop" in node.func.attr.lower()
+                or self.module_call(node, DROPOUT_MODULES) is not None
+            )
             and isinstance(node.func.value, ast.Name)
             and self.aliases.full(node.func) is None  # a module's attribute, not F.dropout
             and len(node.args) == 1
@@ -153,6 +187,9 @@ class _Match:
         return None
 
     def softmax_input(self, node: ast.expr) -> Optional[ast.expr]:
+        module_form = self.module_call(node, SOFTMAX_MODULES)
+        if module_form is not None:
+            return module_form
         call = self.call_to(node, SOFTMAX)
         if (
             call is not None

@@ -18,6 +18,7 @@ import collections
 import os
 import sys
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -36,11 +37,12 @@ from torchscope.protocol import (
     is_train_call,
 )
 from torchscope.worker.call_expression import PreparedCall
-from torchscope.worker.call_modes import call_mode, caller_of, selected
+from torchscope.worker.call_modes import BOOTSTRAP, call_mode, call_shapes, caller_of, selected
 from torchscope.worker.captures import save_capture, save_output
 from torchscope.worker.job import JobFailed, ProfileJob, def_line_of
 from torchscope.worker.loader import forget_modules_under
-from torchscope.worker.run_entry import StopProgram, run_entry
+from torchscope.worker.page_faults import minor_faults
+from torchscope.worker.run_entry import StopProgram, program_traceback, run_entry
 from torchscope.worker.run_hooks import Hooks
 
 _OURS = str(Path(__file__).resolve().parents[1])  # worker/: never a caller
@@ -95,10 +97,13 @@ class _Target:
 
 
 def _skipped_dirs() -> tuple[str, ...]:
-    """Frames in these folders are not callers: torch's ``Module.__call__``, our hook."""
+    """Frames in these folders are not callers: torch's ``Module.__call__``, our hook, the
+    interpreter's bootstrap (``<string>``, ``runpy``)."""
     import torch
 
-    return (str(Path(torch.__file__).resolve().parent) + os.sep, _OURS + os.sep)
+    torch_dir = Path(torch.__file__).parent  # as frames name it, and resolved (a linked venv)
+    dirs = {str(torch_dir) + os.sep, str(torch_dir.resolve()) + os.sep, _OURS + os.sep}
+    return (*sorted(dirs), *BOOTSTRAP)
 
 
 class RunSession:
@@ -191,8 +196,7 @@ class RunSession:
                 target.capture_path, fn, qualname, args, kwargs, self.request.capture_limit
             )
         call.caller = caller_of(sys._getframe(1), self._skipped, file)
-        result, seconds = self._timed(fn, args, kwargs)
-        call.us = seconds * 1e6
+        result, seconds = self._timed_call(target, (fn, args, kwargs), call)
         target.timed.append(call)
         if target.cold_us is None:
             target.cold_us = seconds * 1e6
@@ -214,8 +218,7 @@ class RunSession:
         if len(target.other_calls) >= OTHER_CALLS_KEPT:
             return fn(*args, **kwargs)
         call.caller = caller_of(sys._getframe(2), self._skipped, target.file)
-        result, seconds = self._timed(fn, args, kwargs)
-        call.us = seconds * 1e6
+        result, _ = self._timed_call(target, invocation, call)
         target.other_calls.append(call)
         return result
 
@@ -253,6 +256,25 @@ class RunSession:
         if request.let_finish or request.entry_kind == "pytest":
             return False
         return all(t.done and not t.watch_until for t in self.targets.values())
+
+    def _timed_call(
+        self, target: _Target, invocation: _Invocation, call: CallSeen
+    ) -> tuple[Any, float]:
+        """One of the program's calls, timed into ``call`` with its shapes and page faults; a
+        call that raises is the target's error (its message and traceback), and the exception
+        goes on to the program as it would have without torchscope."""
+        fn, args, kwargs = invocation
+        call.shapes = call_shapes(args, kwargs)
+        before = minor_faults()
+        try:
+            result, seconds = self._timed(fn, args, kwargs)
+        except Exception as exc:
+            if target.error is None and target.profile is None:
+                target.error = raised_error(self.request.job_id, target, call, exc)
+            raise
+        call.faults = minor_faults() - before
+        call.us = seconds * 1e6
+        return result, seconds
 
     def _timed(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -304,6 +326,18 @@ class RunSession:
             self._profiling = False
             self._profiling_s += time.perf_counter() - start
             target.last = None
+
+
+def raised_error(job_id: int, target: _Target, call: CallSeen, exc: BaseException) -> JobError:
+    """``Net.forward raised RuntimeError: … on call 1 (from <module> (train.py:17))``, with the
+    program's frames of its traceback and the line of the target's file it was raised on."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename and str(Path(frame.filename).resolve()) == target.file:
+            line = frame.lineno
+    where = f" (from {call.caller})" if call.caller else ""
+    message = f"{target.qualname} raised {type(exc).__name__}: {exc} on call {target.calls}{where}"
+    return JobError(job_id, "call-raised", message, line, program_traceback(exc))
 
 
 def _now_iso() -> str:

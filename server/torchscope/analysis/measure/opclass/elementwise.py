@@ -1,0 +1,102 @@
+"""Elementwise ops: one pass over inputs and output (``passes.one_pass``). Base names (no
+``aten::``, no trailing ``_``); softmax is here too (a row's max and sum stay in cache: one
+read, one write)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cost import ELEMENTWISE, Work
+from .passes import one_pass
+
+NAMES = frozenset(
+    [
+        "add",
+        "sub",
+        "rsub",
+        "mul",
+        "div",
+        "neg",
+        "abs",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log1p",
+        "log2",
+        "sqrt",
+        "rsqrt",
+        "pow",
+        "reciprocal",
+        "sigmoid",
+        "tanh",
+        "relu",
+        "relu6",
+        "gelu",
+        "silu",
+        "mish",
+        "hardtanh",
+        "hardsigmoid",
+        "hardswish",
+        "leaky_relu",
+        "elu",
+        "selu",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "threshold",
+        "where",
+        "maximum",
+        "minimum",
+        "sin",
+        "cos",
+        "tan",
+        "erf",
+        "erfc",
+        "sign",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "frac",
+        "square",
+        "lerp",
+        "addcmul",
+        "addcdiv",
+        "masked_fill",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "logical_not",
+        "logical_and",
+        "logical_or",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_not",
+        "fill",
+        "zero",
+        "softmax",
+        "_softmax",
+        "log_softmax",
+        "_log_softmax",
+        "nan_to_num",
+        "fmod",
+        "remainder",
+        "sigmoid_backward",
+        "tanh_backward",
+        "threshold_backward",
+        "gelu_backward",
+        "silu_backward",
+        "native_dropout_backward",
+        "_softmax_backward_data",
+        "_log_softmax_backward_data",
+    ]
+)
+
+
+def cost(name: str, args: Any) -> Work | None:
+    return one_pass(name, args, ELEMENTWISE)
