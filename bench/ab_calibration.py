@@ -22,19 +22,19 @@ share. ``--json`` prints the runs instead (``tests/worker/test_ab_calibration.py
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
+sys.path.insert(0, str(REPO))
+
+from tests.core_holder import core_held  # noqa: E402
 
 from torchscope.analysis import ABRounds, compare_rounds  # noqa: E402
 from torchscope.worker.ab_rounds import time_interleaved  # noqa: E402
@@ -54,23 +54,6 @@ def work(reps: int) -> int:
     for _ in range(reps):
         total += unit()
     return total
-
-
-@contextmanager
-def core_held(held: bool) -> Iterator[None]:
-    """A busy loop pinned to the first CPU this process may use, while inside (when held)."""
-    if not held:
-        yield
-        return
-    cpu = min(os.sched_getaffinity(0))
-    code = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass"
-    spinner = subprocess.Popen([sys.executable, "-c", code])
-    try:
-        time.sleep(0.2)
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def one_run(ratio: float, budget_s: float) -> dict[str, Any]:
@@ -121,7 +104,7 @@ def calibrate(runs: int, budget_s: float) -> dict[str, list[dict[str, Any]]]:
     """case name → its runs; cases: 1.3 and A/A, quiet and held."""
     out: dict[str, list[dict[str, Any]]] = {}
     for held in (False, True):
-        with core_held(held):
+        with core_held() if held else contextlib.nullcontext():
             for ratio, name in ((TRUE_RATIO, "1.3"), (1.0, "A/A")):
                 case = f"{name} {'held' if held else 'quiet'}"
                 out[case] = [one_run(ratio, budget_s) for _ in range(runs)]

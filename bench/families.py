@@ -9,7 +9,7 @@ classes). Two conditions:
 
 - **1 thread**: ``OMP_NUM_THREADS=1`` for the profile, the oracle judged at 1 thread;
 - **2 threads, a core held**: ``OMP_NUM_THREADS=2``, with a busy loop pinned to the first CPU
-  (``bench/verdict_stability.Spinner``) during both the profile and the oracle.
+  (``tests/core_holder.core_held``) during both the profile and the oracle.
 
 Prints ``family | threads | verdict | stable | oracle | agree``; ``agree`` is ``yes`` when the
 verdict's class is one the oracle allows, ``unstable`` when it is not but the oracle is noisier
@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO / "server"))
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tests.core_holder import core_held  # noqa: E402
 from tests.worker.family_oracle import (  # noqa: E402
     agrees,
     directive_call,
@@ -43,8 +44,6 @@ from tests.worker.family_oracle import (  # noqa: E402
     targets,
     verdict_class,
 )
-
-from verdict_stability import Spinner  # noqa: E402
 
 CONDITIONS = {"1": (1, False), "2held": (2, True)}
 
@@ -66,7 +65,7 @@ def row(name: str, condition: str) -> tuple[list[str], bool]:
     path, qualname = targets()[name]
     threads, held = CONDITIONS[condition]
     cpu = sorted(os.sched_getaffinity(0))[0]
-    with Spinner(cpu) if held else contextlib.nullcontext():
+    with core_held(cpu) if held else contextlib.nullcontext():
         verdict = profile(path, qualname, threads)["verdict"]
         oracle = measure(directive_call(path, qualname), threads=threads)
     ok = agrees(oracle, verdict)

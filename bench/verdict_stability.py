@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.core_holder import core_held  # noqa: E402
 
 FUNCTIONS = textwrap.dedent(
     """
@@ -92,24 +95,6 @@ def profile(file: Path, kind: str, budget: float) -> Run:
     )
 
 
-class Spinner:
-    """A busy loop pinned to one CPU while the ``with`` block runs."""
-
-    def __init__(self, cpu: int) -> None:
-        self.cpu = cpu
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Spinner:
-        code = f"import os\nos.sched_setaffinity(0, {{{self.cpu}}})\nwhile True:\n    pass"
-        self.process = subprocess.Popen([sys.executable, "-c", code])
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-
-
 def judged(runs: list[Run]) -> tuple[str, int, bool]:
     """(the most common id, how many runs have it, the case passes)."""
     common, count = collections.Counter(r.verdict for r in runs).most_common(1)[0]
@@ -162,7 +147,7 @@ def main() -> int:
                 if condition == "quiet":
                     runs = [profile(file, kind, args.timing_budget) for _ in range(args.runs)]
                 else:
-                    with Spinner(cpu):
+                    with core_held(cpu):
                         runs = [profile(file, kind, args.timing_budget) for _ in range(args.runs)]
                 cells, ok = row(kind, condition, runs)
                 rows.append(cells)

@@ -9,32 +9,19 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import FIXTURES, REPO
+from tests.core_holder import core_held
+from tests.unit.test_ab_engine import CONTRACT
 from tests.worker.test_diff import MM, MM_TWICE, make_repo
 
 pytestmark = pytest.mark.slow
 
-CONTRACT = {
-    "decision",
-    "ratio",
-    "interval",
-    "band",
-    "rounds",
-    "dropped_rounds",
-    "spread",
-    "busy_share",
-    "stable",
-    "reason",
-}
 OPPOSITE = {"faster": "slower", "slower": "faster"}
 
 # Bimodal on purpose: each call sleeps 1 ms or 4 ms (a choice from the OS's entropy, so the two
@@ -56,20 +43,6 @@ def _run(*args: str, cwd: Path, threads: int = 1) -> subprocess.CompletedProcess
         text=True,
         timeout=600,
     )
-
-
-@contextmanager
-def core_held() -> Iterator[None]:
-    """A busy loop pinned to the first CPU this process may use."""
-    cpu = min(os.sched_getaffinity(0))
-    spin = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass"
-    spinner = subprocess.Popen([sys.executable, "-c", spin])
-    try:
-        time.sleep(0.2)
-        yield
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 def _holds_the_contract(c: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FIXTURES, REPO
+from tests.core_holder import core_held
 
 SAMPLES = FIXTURES / "stability_samples.py"
 NANOGPT = FIXTURES / "nanogpt" / "model.py"
@@ -83,16 +84,10 @@ def test_passes_that_disagree_are_measured_again_then_called_unstable() -> None:
     this process's cores: the profiled calls are faster than the unprofiled ones, the timing pass
     runs again, still disagrees, and the verdict is unstable with its one line. The machine's
     load is measured, and no (negative) profiler overhead is printed."""
-    cpu = sorted(os.sched_getaffinity(0))[0]
-    spin = f"import os; os.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass"
-    spinner = subprocess.Popen([sys.executable, "-c", spin])
-    try:
+    with core_held(settle_s=0):
         target = f"{SAMPLES.name}::ProfilerShy.forward"
         call = ["--call", "ProfilerShy()(torch.randn(8, 16))", "--timing-budget", "0.3"]
         data, progress = profile_json(target, *call)
-    finally:
-        spinner.kill()
-        spinner.wait()
     assert "profiled calls ran faster than unprofiled ones: timing again" in progress
     verdict = data["verdict"]
     assert verdict["stable"] is False and verdict["unstable_reason"].endswith(ADVICE), verdict
