@@ -222,7 +222,7 @@ def test_the_headlines_say_which_to_keep_and_by_how_much() -> None:
         "torch.compile: 3.0× faster per call; 30 µs → 10 µs; compile wins (after the 3.00 s compile)"
     )
     assert "1.20× faster" in decide(_point(12.0, 10.0), 12.0, 10.0, [], 3.0).headline
-    assert "within ±5 %" in decide(_point(100.0, 101.0), 100.0, 101.0, [], 3.0).headline
+    assert "no difference within ±5 %" in decide(_point(100.0, 101.0), 100.0, 101.0, [], 3.0).headline
 
 
 def test_a_difference_is_called_only_when_its_interval_clears_the_band() -> None:

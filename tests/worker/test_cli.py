@@ -26,6 +26,7 @@ def torchscope(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]
 
 
 def test_profile_json_has_the_documented_schema(trace_dir: Path) -> None:
+    trace_dir.chmod(0o750)  # the user's own folder: used as it is, never chmodded
     run = torchscope(
         "profile",
         "examples/matmul_add.py::fn",
@@ -48,7 +49,9 @@ def test_profile_json_has_the_documented_schema(trace_dir: Path) -> None:
     assert {"name", "calls", "self_cpu_us", "device_us"} <= set(data["top_ops"][0])
     trace = Path(data["trace_path"])
     assert trace.parent == trace_dir and trace.name.endswith(".json.gz") and trace.is_file()
-    assert oct(trace_dir.stat().st_mode & 0o777) == "0o700"
+    # the trace is private (0600); a folder the user named is theirs and keeps its mode
+    assert oct(trace.stat().st_mode & 0o777) == "0o600"
+    assert oct(trace_dir.stat().st_mode & 0o777) == "0o750"
     assert "[torchscope] timing" in run.stderr  # progress goes to stderr, JSON alone to stdout
 
 

@@ -21,6 +21,7 @@ import dataclasses
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -141,7 +142,9 @@ def test_small_sizes_are_slower_compiled_and_keep_eager(compared: dict[Any, Any]
     assert compiled["median_us"] > eager["median_us"], compare["verdict"]
     assert compare["verdict"]["id"] == "keep-eager", compare["verdict"]
     headline = compare["verdict"]["headline"]
-    assert headline.startswith("torch.compile: ") and "slower per call" in headline
+    # one direction, one pair of parentheses: "6.0× slower (5.9×–6.1× slower) per call"
+    assert headline.startswith("torch.compile: ")
+    assert re.search(r"[\d.]+× slower \([\d.]+×–[\d.]+× slower\) per call", headline), headline
     assert headline.endswith("keep eager")
     assert any(f["rule"] == "compile-slower" for f in compare["findings"])
     # The eager side is a full profile of the function, verdict and all: the verdict names the

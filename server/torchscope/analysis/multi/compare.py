@@ -163,7 +163,7 @@ def decide(
     vid = VERDICT_OF[c.decision]
     band = f"±{format_share(c.band)}"
     if vid == "no-difference":
-        tail = f"within {band}; keep eager — {compile_cost} buys nothing"
+        tail = f"no difference within {band}; keep eager — {compile_cost} buys nothing"
     elif vid == "keep-eager":
         tail = "keep eager"
     elif vid == "compile-wins":

@@ -30,6 +30,7 @@ from ...protocol import json_as
 from ..formatting import format_duration
 from ..index.columns import median
 from ..results import Finding, Measurements, Report
+from ..verdict.cost_basis import NOTE_START, profiled_cost_note
 from .rank_model import RankContext, RankStats, RankSummary
 from .rank_rules import run_rank_rules
 from .rank_stats import measure_rank_file
@@ -77,11 +78,16 @@ class RanksReport:
         slow = self.slowest
         cross = [replace(f, rank=f.details.get("rank")) for f in self.findings]
         own = [replace(f, rank=slow) for f in report.findings]
+        notes = [*report.notes, *self.notes]
+        # a cross-rank finding may cost more than the call: the same note as a rank's own
+        cost_note = profiled_cost_note(report.verdict, report.steps, cross + own)
+        if cost_note is not None and not any(n.startswith(NOTE_START) for n in notes):
+            notes.append(cost_note)
         return replace(
             report,
             findings=cross + own,
             rules_skipped={**report.rules_skipped, **self.rules_skipped},
-            notes=[*report.notes, *self.notes],
+            notes=notes,
             verdict=replace(report.verdict, headline=self.titled(report.verdict.headline)),
         )
 
