@@ -6,9 +6,10 @@ refused rather than used."""
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Optional
+
+from torchscope.files import Refused, private_folder
 
 SOCKET_PREFIX = "agent-"
 SOCKET_SUFFIX = ".sock"
@@ -26,13 +27,12 @@ def socket_dir(folder: Optional[str] = None) -> Path:
         from torchscope.protocol import cache_dir
 
         path = cache_dir() / "agents"
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise PermissionError(f"{path} is not a folder of this user's: agents' sockets not kept")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        os.chmod(path, 0o700)
-    return path
+    try:  # made 0700, no link followed; ours by name, so a looser mode is tightened
+        return private_folder(path, tighten=1)
+    except Refused as exc:
+        raise PermissionError(
+            f"{path} is not a folder of this user's: agents' sockets not kept ({exc})"
+        ) from None
 
 
 def socket_path(pid: int, folder: Optional[str] = None) -> Path:

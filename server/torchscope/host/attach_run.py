@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from torchscope.agent.paths import socket_dir, socket_pid
+from torchscope.agent.paths import socket_dir, socket_path, socket_pid
 from torchscope.host.profile_run import ProfileFailure, ProfileOutcome, with_fixes
 from torchscope.host.trace_analysis import TraceAnalyzer
 from torchscope.host.trace_store import TraceStore
@@ -90,7 +90,7 @@ async def _exchange(
     folder: Optional[str] = None,
 ) -> Message:
     """Send ``request`` to ``pid``'s agent and return its reply (progress passed on)."""
-    path = socket_dir(folder) / f"agent-{pid}.sock"
+    path = socket_path(pid, folder)
     if not path.exists() and _alive(pid):
         from torchscope.host.agent_load import can_load, load_agent
 
